@@ -1,0 +1,48 @@
+//! The vgi-rpc v1 wire, on arrow-rs.
+//!
+//! Every message between peers is a complete Arrow IPC stream (schema, batches, end
+//! marker), written back to back on one byte stream. Framework keys (method names,
+//! logs, errors, shared-memory pointers, cancel) ride in each batch's custom
+//! metadata. This crate reads and writes such streams and says what a batch means;
+//! it knows nothing of transports or method dispatch.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow_array::{Float64Array, RecordBatch};
+//! use arrow_schema::{DataType, Field, Schema};
+//! use quiver_wire::{keys, BatchMetadata, StreamReader, StreamWriter, Limits};
+//!
+//! let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Float64, false)]));
+//! let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(vec![1.5]))]).unwrap();
+//! let mut bytes = Vec::new();
+//! let mut writer = StreamWriter::begin(&schema, &mut bytes).unwrap();
+//! writer.write(&batch, &BatchMetadata::from_pairs([(keys::METHOD, "add")]), &mut bytes).unwrap();
+//! writer.finish(&mut bytes);
+//!
+//! let mut input = bytes.as_slice();
+//! let mut reader = StreamReader::begin(&mut input, Limits::DEFAULT).unwrap().unwrap();
+//! let (decoded, metadata) = reader.next(&mut input).unwrap().unwrap();
+//! assert_eq!(decoded, batch);
+//! assert_eq!(metadata.get(keys::METHOD), Some("add"));
+//! assert!(reader.next(&mut input).unwrap().is_none());
+//! ```
+#![warn(missing_docs)]
+
+mod error;
+mod framing;
+pub mod keys;
+mod limits;
+mod log;
+mod metadata;
+mod reader;
+mod role;
+mod writer;
+
+pub use error::{Result, WireError};
+pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
+pub use limits::Limits;
+pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord};
+pub use metadata::BatchMetadata;
+pub use reader::{decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
+pub use role::{classify, BatchRole};
+pub use writer::{empty_batch, empty_schema, encode_stream, StreamWriter};

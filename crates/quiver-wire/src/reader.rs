@@ -1,0 +1,342 @@
+//! Decodes IPC streams written back to back on one byte stream, keeping each batch's
+//! custom metadata (which arrow-rs's `StreamReader` drops).
+//!
+//! The reader never reads past a stream's end marker, so the next stream on the
+//! same transport starts where this one stopped. Every announced size is checked
+//! against [`Limits`] before anything is allocated, and a body decodes directly over
+//! the bytes it was read into (or over a shared-memory region) without a copy.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
+use arrow_ipc::MessageHeader;
+use arrow_schema::SchemaRef;
+
+use crate::error::{Result, WireError};
+use crate::framing::CONTINUATION;
+use crate::limits::Limits;
+use crate::metadata::BatchMetadata;
+
+/// One framed message: its flatbuffer header and its body.
+pub struct Frame {
+    header: Buffer,
+    body: Buffer,
+}
+
+/// Where frames come from: a transport, or a buffer already in memory.
+pub trait FrameSource {
+    /// The next frame; `Ok(None)` at an end-of-stream marker.
+    fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>>;
+}
+
+/// Reads frames from any `Read`, one `read_exact` per part.
+pub struct IoFrames<'a, R: Read> {
+    reader: &'a mut R,
+}
+
+impl<'a, R: Read> IoFrames<'a, R> {
+    /// Wraps a reader; no bytes are consumed until a frame is asked for.
+    pub fn new(reader: &'a mut R) -> Self {
+        Self { reader }
+    }
+
+    /// Reads the 4-or-8-byte prefix. `Ok(None)` when the stream is cleanly at EOF
+    /// before the first byte and `eof_ok` allows it.
+    fn read_prefix(&mut self, limits: &Limits, eof_ok: bool) -> Result<Option<u32>> {
+        let mut word = [0u8; 4];
+        if !read_exact_or_eof(self.reader, &mut word)? {
+            return if eof_ok { Ok(None) } else { Err(WireError::Truncated("end of input before a message".into())) };
+        }
+        if word == CONTINUATION {
+            self.reader.read_exact(&mut word).map_err(truncated("message length"))?;
+        }
+        let len = i32::from_le_bytes(word);
+        if len < 0 {
+            return Err(WireError::Malformed(format!("negative message length {len}")));
+        }
+        check_limit("message metadata", len as u64, limits.metadata_bytes_max as u64)?;
+        Ok(Some(len as u32))
+    }
+}
+
+impl<R: Read> FrameSource for IoFrames<'_, R> {
+    fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>> {
+        let len = self.read_prefix(limits, false)?.expect("eof not allowed here");
+        if len == 0 {
+            return Ok(None);
+        }
+        let header = read_buffer(self.reader, len as usize, "message metadata")?;
+        let body_len = body_length(&header, limits)?;
+        let body = read_buffer(self.reader, body_len, "message body")?;
+        Ok(Some(Frame { header, body }))
+    }
+}
+
+/// Reads frames from a buffer in memory (a shared-memory region); bodies are slices
+/// of that buffer, never copies.
+pub struct BufferFrames {
+    buffer: Buffer,
+    position: usize,
+}
+
+impl BufferFrames {
+    /// Frames of `buffer`, starting at its first byte.
+    pub fn new(buffer: Buffer) -> Self {
+        Self { buffer, position: 0 }
+    }
+
+    fn take(&mut self, len: usize, what: &str) -> Result<Buffer> {
+        let end = self.position.checked_add(len).filter(|end| *end <= self.buffer.len());
+        let Some(end) = end else {
+            return Err(WireError::Truncated(format!("{what} runs past the end of the region")));
+        };
+        let slice = self.buffer.slice_with_length(self.position, len);
+        self.position = end;
+        Ok(slice)
+    }
+}
+
+impl FrameSource for BufferFrames {
+    fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>> {
+        let mut word = [0u8; 4];
+        word.copy_from_slice(&self.take(4, "message prefix")?);
+        if word == CONTINUATION {
+            word.copy_from_slice(&self.take(4, "message length")?);
+        }
+        let len = i32::from_le_bytes(word);
+        if len < 0 {
+            return Err(WireError::Malformed(format!("negative message length {len}")));
+        }
+        check_limit("message metadata", len as u64, limits.metadata_bytes_max as u64)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        let header = self.take(len as usize, "message metadata")?;
+        let body_len = body_length(&header, limits)?;
+        let body = self.take(body_len, "message body")?;
+        Ok(Some(Frame { header, body }))
+    }
+}
+
+/// Decodes one stream: a schema message, then dictionary and record-batch messages
+/// until the end marker.
+pub struct StreamReader {
+    schema: SchemaRef,
+    dictionaries: HashMap<i64, ArrayRef>,
+    limits: Limits,
+    messages_read: u32,
+    finished: bool,
+}
+
+impl StreamReader {
+    /// Reads the schema message of the next stream from `reader`. `Ok(None)` when the
+    /// transport is cleanly closed before a new stream starts.
+    pub fn begin<R: Read>(reader: &mut R, limits: Limits) -> Result<Option<Self>> {
+        let mut frames = IoFrames::new(reader);
+        let Some(len) = frames.read_prefix(&limits, true)? else {
+            return Ok(None);
+        };
+        if len == 0 {
+            return Err(WireError::Malformed("stream ended before its schema".into()));
+        }
+        let header = read_buffer(frames.reader, len as usize, "schema metadata")?;
+        let body_len = body_length(&header, &limits)?;
+        let body = read_buffer(frames.reader, body_len, "schema body")?;
+        Self::from_schema_frame(Frame { header, body }, limits).map(Some)
+    }
+
+    /// Starts a stream from the first frame of `source`.
+    pub fn begin_from(source: &mut impl FrameSource, limits: Limits) -> Result<Self> {
+        let frame = source
+            .next_frame(&limits)?
+            .ok_or_else(|| WireError::Malformed("stream ended before its schema".into()))?;
+        Self::from_schema_frame(frame, limits)
+    }
+
+    fn from_schema_frame(frame: Frame, limits: Limits) -> Result<Self> {
+        let message = parse_message(&frame.header)?;
+        let ipc_schema = message.header_as_schema().ok_or_else(|| {
+            WireError::Malformed(format!("stream starts with a {:?} message, not a schema", message.header_type()))
+        })?;
+        let schema = guard_panics("schema", || arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from))?;
+        Ok(Self { schema: Arc::new(schema), dictionaries: HashMap::new(), limits, messages_read: 1, finished: false })
+    }
+
+    /// The stream's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Whether the end marker has been read.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The next batch from `reader`; `Ok(None)` after the end marker.
+    pub fn next<R: Read>(&mut self, reader: &mut R) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+        self.next_from(&mut IoFrames::new(reader))
+    }
+
+    /// The next batch from any frame source; `Ok(None)` after the end marker.
+    pub fn next_from(&mut self, source: &mut impl FrameSource) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            let Some(frame) = source.next_frame(&self.limits)? else {
+                self.finished = true;
+                return Ok(None);
+            };
+            self.messages_read += 1;
+            check_limit("messages in a stream", self.messages_read as u64, self.limits.messages_per_stream_max as u64)?;
+            if let Some(batch) = self.decode(frame)? {
+                return Ok(Some(batch));
+            }
+        }
+    }
+
+    /// Reads and discards the rest of the stream, so the transport is positioned at
+    /// the next stream even after a rejected request.
+    pub fn drain<R: Read>(&mut self, reader: &mut R) -> Result<u64> {
+        let mut skipped = 0;
+        while self.next(reader)?.is_some() {
+            skipped += 1;
+        }
+        Ok(skipped)
+    }
+
+    /// Decodes a frame: `Some` for a record batch, `None` after absorbing a dictionary.
+    fn decode(&mut self, frame: Frame) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+        let message = parse_message(&frame.header)?;
+        let version = message.version();
+        match message.header_type() {
+            MessageHeader::RecordBatch => {
+                let ipc_batch = message
+                    .header_as_record_batch()
+                    .ok_or_else(|| WireError::Malformed("record batch header missing".into()))?;
+                let metadata = custom_metadata(&message);
+                let schema = self.schema.clone();
+                let dictionaries = &self.dictionaries;
+                let batch = guard_panics("record batch", || {
+                    RecordBatchDecoder::try_new(&frame.body, ipc_batch, schema, dictionaries, &version)?
+                        .with_require_alignment(false)
+                        .read_record_batch()
+                        .map_err(WireError::from)
+                })?;
+                Ok(Some((batch, metadata)))
+            }
+            MessageHeader::DictionaryBatch => {
+                let ipc_dictionary = message
+                    .header_as_dictionary_batch()
+                    .ok_or_else(|| WireError::Malformed("dictionary batch header missing".into()))?;
+                let schema = self.schema.clone();
+                let dictionaries = &mut self.dictionaries;
+                guard_panics("dictionary batch", || {
+                    read_dictionary(&frame.body, ipc_dictionary, &schema, dictionaries, &version)
+                        .map_err(WireError::from)
+                })?;
+                Ok(None)
+            }
+            MessageHeader::Schema => Err(WireError::Malformed("a second schema message inside one stream".into())),
+            other => Err(WireError::Malformed(format!("unsupported message type {other:?}"))),
+        }
+    }
+}
+
+/// Decodes a whole stream held in memory (a shared-memory region), zero-copy.
+pub fn decode_stream(buffer: Buffer, limits: Limits) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
+    let mut frames = BufferFrames::new(buffer);
+    let mut reader = StreamReader::begin_from(&mut frames, limits)?;
+    let mut batches = Vec::new();
+    while let Some(batch) = reader.next_from(&mut frames)? {
+        batches.push(batch);
+    }
+    Ok((reader.schema().clone(), batches))
+}
+
+fn parse_message(header: &Buffer) -> Result<arrow_ipc::Message<'_>> {
+    arrow_ipc::root_as_message(header.as_slice())
+        .map_err(|e| WireError::Malformed(format!("invalid message header: {e}")))
+}
+
+fn body_length(header: &Buffer, limits: &Limits) -> Result<usize> {
+    let message = parse_message(header)?;
+    let body_len = message.bodyLength();
+    if body_len < 0 {
+        return Err(WireError::Malformed(format!("negative body length {body_len}")));
+    }
+    check_limit("message body", body_len as u64, limits.body_bytes_max)?;
+    Ok(body_len as usize)
+}
+
+fn custom_metadata(message: &arrow_ipc::Message<'_>) -> BatchMetadata {
+    let mut metadata = BatchMetadata::new();
+    if let Some(pairs) = message.custom_metadata() {
+        for pair in pairs {
+            if let (Some(key), Some(value)) = (pair.key(), pair.value()) {
+                metadata.insert(key, value);
+            }
+        }
+    }
+    metadata
+}
+
+fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64) -> Result<()> {
+    if size_bytes > limit_bytes {
+        return Err(WireError::TooLarge { what, size_bytes, limit_bytes });
+    }
+    Ok(())
+}
+
+/// arrow-rs may panic on some malformed inputs; a peer's bytes must never take the
+/// process down, so a panic while decoding becomes a `Malformed` error.
+fn guard_panics<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("decoder panicked");
+            Err(WireError::Malformed(format!("{what}: {detail}")))
+        }
+    }
+}
+
+/// Reads `len` bytes into a 64-byte-aligned buffer so arrays decode over it in place.
+fn read_buffer<R: Read>(reader: &mut R, len: usize, what: &'static str) -> Result<Buffer> {
+    let mut buffer = MutableBuffer::from_len_zeroed(len);
+    reader.read_exact(buffer.as_slice_mut()).map_err(truncated(what))?;
+    Ok(buffer.into())
+}
+
+/// Fills `buf`; `Ok(false)` if the reader was at EOF before the first byte.
+fn read_exact_or_eof<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<bool> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) if filled == 0 => return Ok(false),
+            Ok(0) => return Err(WireError::Truncated("end of input inside a message prefix".into())),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(true)
+}
+
+fn truncated(what: &'static str) -> impl Fn(std::io::Error) -> WireError {
+    move |e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            WireError::Truncated(format!("end of input inside {what}"))
+        } else {
+            WireError::Io(e)
+        }
+    }
+}

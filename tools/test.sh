@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Every test: Rust unit and integration tests, then the cross-implementation suite
+# (the vgi-rpc oracle against our worker and our client against the oracle).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export QUIVER_ORACLE_PYTHON="$ROOT/.venv-oracle/bin/python"
+export QUIVER_ORACLE_BIN="$ROOT/.venv-oracle/bin"
+export QUIVER_BIN="$ROOT/target/release"
+
+cargo test --release --workspace --locked
+if compgen -G "tests/test_*.py" >/dev/null; then
+    .venv/bin/python -m pytest -q tests "$@"
+fi
