@@ -1,1 +1,18 @@
-//! placeholder
+//! How bytes move between two peers, and nothing about what they mean.
+//!
+//! Every transport yields a [`Connection`]: a buffered reader and an unbuffered
+//! writer. The RPC layer above gathers each message into one buffer and writes it
+//! with one call, so the writer needs no buffering of its own; the reader is
+//! buffered so that small messages cost one `read(2)` rather than several.
+#![warn(missing_docs)]
+
+mod connection;
+mod pipe;
+pub mod socket;
+mod stdio;
+mod subprocess;
+
+pub use connection::{Connection, TransportKind, READ_BUFFER_BYTES};
+pub use pipe::pipe_pair;
+pub use stdio::stdio_connection;
+pub use subprocess::{spawn, spawn_command, Child};

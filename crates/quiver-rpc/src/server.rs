@@ -1,0 +1,551 @@
+//! The server: reads requests from a connection, dispatches them, writes replies.
+//!
+//! One [`Session`] per connection handles requests one after another. Every reply
+//! is gathered in one buffer and written with one call; a bad request is answered
+//! with an error and the connection keeps serving, unless the bytes themselves
+//! are broken (framing cannot be recovered), in which case the error is sent and
+//! the connection closed.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use quiver_shm::{Segment, ShmConfig};
+use quiver_transport::Connection;
+use quiver_wire::{
+    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, Limits, LogRecord, StreamReader,
+    StreamWriter, WireError,
+};
+
+use crate::context::CallContext;
+use crate::errors;
+use crate::method::{Body, Method, OutputItem, StreamOutput, StreamSetup};
+use crate::params::Params;
+use crate::service::{major_minor, Service};
+use crate::shm_route::ShmRoute;
+
+/// Settings of a server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Decoding limits for requests and inputs.
+    pub limits: Limits,
+    /// Shared-memory policy (disable switch, threshold, debug logging).
+    pub shm: ShmConfig,
+    /// Identifies this server on logs and errors.
+    pub server_id: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { limits: Limits::DEFAULT, shm: ShmConfig::default(), server_id: default_server_id() }
+    }
+}
+
+fn default_server_id() -> String {
+    format!("quiver-{:x}", std::process::id())
+}
+
+/// Serves one [`Service`] on any number of connections.
+pub struct Server {
+    service: Arc<Service>,
+    config: ServerConfig,
+}
+
+/// Why a session stopped.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// The client closed the connection between requests.
+    Closed,
+    /// The connection failed or carried bytes that cannot be resynchronised.
+    Failed(WireError),
+}
+
+impl Server {
+    /// A server for `service`.
+    pub fn new(service: Service, config: ServerConfig) -> Self {
+        Self { service: Arc::new(service), config }
+    }
+
+    /// The service served.
+    pub fn service(&self) -> &Service {
+        &self.service
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Serves requests on `connection` until the client closes it.
+    pub fn serve(&self, connection: Connection) -> SessionEnd {
+        let mut session = Session::new(self, connection);
+        let end = loop {
+            match session.serve_one() {
+                Ok(true) => continue,
+                Ok(false) => break SessionEnd::Closed,
+                Err(error) if error.is_disconnect() => break SessionEnd::Closed,
+                Err(error) => break SessionEnd::Failed(error),
+            }
+        };
+        session.close();
+        end
+    }
+}
+
+/// Per-connection state.
+struct Session<'s> {
+    server: &'s Server,
+    connection: Connection,
+    out: Vec<u8>,
+    shm: Option<ShmRoute>,
+    peer_turn: bool,
+}
+
+/// A decoded request.
+struct Request {
+    method: String,
+    metadata: BatchMetadata,
+    batch: RecordBatch,
+}
+
+impl<'s> Session<'s> {
+    fn new(server: &'s Server, connection: Connection) -> Self {
+        Self { server, connection, out: Vec::with_capacity(64 * 1024), shm: None, peer_turn: false }
+    }
+
+    fn limits(&self) -> Limits {
+        self.server.config.limits
+    }
+
+    /// Serves one request; `Ok(false)` when the client closed the connection.
+    fn serve_one(&mut self) -> Result<bool, WireError> {
+        let request = match self.read_request() {
+            Ok(Some(request)) => request,
+            Ok(None) => return Ok(false),
+            Err(RequestError::Fatal(error)) => {
+                if !error.is_disconnect() {
+                    let report = ErrorReport::new("RpcError", format!("unreadable request: {error}"))
+                        .with_code(ErrorCode::InvalidArgument)
+                        .with_kind("malformed_request");
+                    let _ = self.write_error_stream(&empty_schema(), &report, None);
+                    let _ = self.flush();
+                }
+                return Err(error);
+            }
+            Err(RequestError::Rejected(report, metadata)) => {
+                self.write_error_stream(&empty_schema(), &report, Some(&metadata))?;
+                self.flush()?;
+                return Ok(true);
+            }
+        };
+        self.dispatch(request)?;
+        self.flush()?;
+        Ok(true)
+    }
+
+    /// Reads one request stream to its end marker, so framing stays intact even
+    /// when the request is rejected.
+    fn read_request(&mut self) -> Result<Option<Request>, RequestError> {
+        let limits = self.limits();
+        let Some(mut reader) = StreamReader::begin(&mut self.connection.reader, limits)? else {
+            return Ok(None);
+        };
+        self.end_peer_turn();
+        let first = reader.next(&mut self.connection.reader)?;
+        let extra = reader.drain(&mut self.connection.reader)?;
+        let Some((batch, metadata)) = first else {
+            return Err(RequestError::Rejected(
+                errors::rpc_error("request stream carries no batch", ErrorCode::InvalidArgument),
+                BatchMetadata::new(),
+            ));
+        };
+        if extra > 0 {
+            return Err(RequestError::Rejected(
+                errors::rpc_error("request stream carries more than one batch", ErrorCode::InvalidArgument),
+                metadata,
+            ));
+        }
+        let Some(method) = metadata.get(keys::METHOD).map(str::to_string) else {
+            return Err(RequestError::Rejected(
+                errors::rpc_error("request has no vgi_rpc.method", ErrorCode::InvalidArgument),
+                metadata,
+            ));
+        };
+        match metadata.get(keys::REQUEST_VERSION_KEY) {
+            Some(keys::REQUEST_VERSION) => {}
+            other => {
+                return Err(RequestError::Rejected(errors::request_version(other), metadata));
+            }
+        }
+        self.refresh_shm(&metadata).map_err(|report| RequestError::Rejected(report, metadata.clone()))?;
+        let (batch, metadata) = self.resolve_input(batch, metadata).map_err(RequestError::Fatal)?;
+        Ok(Some(Request { method, metadata, batch }))
+    }
+
+    /// Attaches (or re-attaches) the segment a request advertises.
+    fn refresh_shm(&mut self, metadata: &BatchMetadata) -> Result<(), ErrorReport> {
+        let config = &self.server.config.shm;
+        let Some(name) = metadata.get(keys::SHM_SEGMENT_NAME) else {
+            return Ok(());
+        };
+        if config.disabled || !self.connection.kind.is_local() {
+            return Ok(());
+        }
+        if self.shm.as_ref().is_some_and(|route| route.segment().name() == name) {
+            return Ok(());
+        }
+        let size_bytes: u64 = metadata
+            .get(keys::SHM_SEGMENT_SIZE)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| errors::rpc_error("shm segment advertised without a valid size", ErrorCode::InvalidArgument))?;
+        let segment = Segment::attach(name, size_bytes).map_err(|e| {
+            errors::rpc_error(&format!("cannot attach shm segment {name}: {e}"), ErrorCode::FailedPrecondition)
+        })?;
+        if config.debug {
+            eprintln!(
+                "[quiver-shm] attached {} size={} data_size={}",
+                segment.name(),
+                segment.size_bytes(),
+                segment.data_size_bytes()
+            );
+        }
+        self.close_shm();
+        self.shm = Some(ShmRoute::new(segment, config));
+        Ok(())
+    }
+
+    /// Resolves a shm pointer batch; counts inbound batches.
+    fn resolve_input(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), WireError> {
+        let role = classify(&batch, &metadata).map_err(WireError::Malformed)?;
+        if let Some(route) = self.shm.as_mut() {
+            route.stats.inbound_total += 1;
+        }
+        match role {
+            BatchRole::ShmPointer { offset, length } => {
+                let limits = self.limits();
+                let Some(route) = self.shm.as_mut() else {
+                    return Err(WireError::Malformed("shm pointer batch but no segment is attached".into()));
+                };
+                route.resolve(&batch, &metadata, offset, length, limits)
+            }
+            BatchRole::External => Err(WireError::Malformed("external-location batches are not supported".into())),
+            _ => Ok((batch, metadata)),
+        }
+    }
+
+    fn dispatch(&mut self, request: Request) -> Result<(), WireError> {
+        let service = Arc::clone(&self.server.service);
+        if let Some(report) = self.check_protocol(&service, &request) {
+            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+        }
+        if request.method == "__describe__" {
+            let (schema, batch, metadata) = crate::describe::describe_reply(&service, &self.server.config.server_id);
+            let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
+            writer.write(&batch, &metadata, &mut self.out)?;
+            writer.finish(&mut self.out);
+            return Ok(());
+        }
+        let Some(method) = service.method(&request.method) else {
+            let report = errors::method_not_found(&request.method, &service.protocol_name);
+            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+        };
+        let reply_schema = if method.is_unary() { method.result_schema.clone() } else { empty_schema() };
+        let params = match errors::conform_params(method, request.batch) {
+            Ok(batch) => Params::new(batch),
+            Err(report) => return self.write_error_stream(&reply_schema, &report, Some(&request.metadata)),
+        };
+        match &method.body {
+            Body::Unary(body) => {
+                let body = Arc::clone(body);
+                self.serve_unary(method, &*body, &params, &request.metadata)
+            }
+            Body::Stream(body) => {
+                let body = Arc::clone(body);
+                self.serve_stream(method, &*body, &params, &request.metadata)
+            }
+        }
+    }
+
+    /// Returns the error for a request addressed to another protocol or version.
+    fn check_protocol(&self, service: &Service, request: &Request) -> Option<ErrorReport> {
+        if request.method.starts_with("__") && request.method.ends_with("__") {
+            return None;
+        }
+        let Some(protocol) = request.metadata.get(keys::PROTOCOL) else {
+            return Some(errors::protocol_not_specified(&request.method));
+        };
+        if protocol != service.protocol_name {
+            return Some(errors::protocol_not_supported(protocol, &service.protocol_name));
+        }
+        if let Some(version) = request.metadata.get(keys::PROTOCOL_VERSION) {
+            if major_minor(version) != major_minor(&service.protocol_version) {
+                return Some(errors::protocol_version_mismatch(version, &service.protocol_version));
+            }
+        }
+        None
+    }
+
+    fn serve_unary(
+        &mut self,
+        method: &Method,
+        body: &crate::method::UnaryBody,
+        params: &Params,
+        request_metadata: &BatchMetadata,
+    ) -> Result<(), WireError> {
+        let mut ctx = CallContext::new(&method.name, request_metadata);
+        let started = Instant::now();
+        let outcome = body(params, &mut ctx);
+        self.add_process_time(started);
+        let logs = ctx.take_logs();
+        let schema = method.result_schema.clone();
+        let result = outcome.and_then(|value| errors::result_batch(&schema, value));
+        let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
+        for record in &logs {
+            let metadata = self.stamp(record.to_metadata(), request_metadata);
+            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+        }
+        match result {
+            Ok(batch) => {
+                let (batch, metadata) = self.route_output(batch, BatchMetadata::new())?;
+                writer.write(&batch, &metadata, &mut self.out)?;
+            }
+            Err(report) => {
+                let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
+                writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+            }
+        }
+        writer.finish(&mut self.out);
+        Ok(())
+    }
+
+    fn serve_stream(
+        &mut self,
+        method: &Method,
+        body: &crate::method::StreamBody,
+        params: &Params,
+        request_metadata: &BatchMetadata,
+    ) -> Result<(), WireError> {
+        let mut ctx = CallContext::new(&method.name, request_metadata);
+        let setup = body(params, &mut ctx).and_then(|setup| errors::check_header(method, setup));
+        let mut pending_logs = ctx.take_logs();
+        let mut setup: StreamSetup = match setup {
+            Ok(setup) => setup,
+            Err(report) => {
+                let logs = std::mem::take(&mut pending_logs);
+                self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report), request_metadata)?;
+                self.flush()?;
+                return self.drain_input();
+            }
+        };
+        if let (Some(header_schema), Some(header)) = (&method.header_schema, setup.header.take()) {
+            let logs = std::mem::take(&mut pending_logs);
+            self.write_stream_with_logs(header_schema, &logs, Some(header), None, request_metadata)?;
+        }
+        self.flush()?;
+
+        let limits = self.limits();
+        let Some(mut input) = StreamReader::begin(&mut self.connection.reader, limits)? else {
+            return Err(WireError::Truncated("client closed before opening the stream input".into()));
+        };
+        self.end_peer_turn();
+        let output_schema = setup.output_schema.clone();
+        let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
+        for record in &pending_logs {
+            let metadata = self.stamp(record.to_metadata(), request_metadata);
+            output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+        }
+        loop {
+            self.flush()?;
+            let Some((batch, metadata)) = input.next(&mut self.connection.reader)? else {
+                break;
+            };
+            self.end_peer_turn();
+            if metadata.contains(keys::CANCEL) && batch.num_rows() == 0 {
+                setup.state.on_cancel();
+                break;
+            }
+            let (batch, metadata) = self.resolve_input(batch, metadata)?;
+            let step = errors::conform_input(&setup.input_schema, batch).and_then(|batch| {
+                let mut ctx = CallContext::new(&method.name, &metadata);
+                let mut step = StreamOutput::default();
+                let started = Instant::now();
+                let outcome = setup.state.process(&batch, &metadata, &mut step, &mut ctx);
+                self.add_process_time(started);
+                let mut items: Vec<OutputItem> = ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+                outcome?;
+                errors::check_step(&step, setup.is_producer())?;
+                items.append(&mut step.items);
+                Ok((items, step.finished))
+            });
+            match step {
+                Ok((items, finished)) => {
+                    for item in items {
+                        match item {
+                            OutputItem::Log(record) => {
+                                let metadata = self.stamp(record.to_metadata(), request_metadata);
+                                output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                            }
+                            OutputItem::Batch(batch, metadata) => {
+                                let batch = errors::conform_output(&output_schema, batch);
+                                match batch {
+                                    Ok(batch) => {
+                                        let (batch, metadata) = self.route_output(batch, metadata)?;
+                                        output.write(&batch, &metadata, &mut self.out)?;
+                                    }
+                                    Err(report) => {
+                                        let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
+                                        output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if finished {
+                        break;
+                    }
+                }
+                Err(report) => {
+                    let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
+                    output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                    break;
+                }
+            }
+        }
+        output.finish(&mut self.out);
+        self.flush()?;
+        if !input.is_finished() {
+            input.drain(&mut self.connection.reader)?;
+            self.end_peer_turn();
+        }
+        Ok(())
+    }
+
+    /// Reads and discards the input stream a client sends after a failed stream
+    /// start, so the next request starts on a clean boundary.
+    fn drain_input(&mut self) -> Result<(), WireError> {
+        let limits = self.limits();
+        if let Some(mut input) = StreamReader::begin(&mut self.connection.reader, limits)? {
+            input.drain(&mut self.connection.reader)?;
+        }
+        self.end_peer_turn();
+        Ok(())
+    }
+
+    /// Writes a complete stream on `schema`: logs, then a batch or an error.
+    fn write_stream_with_logs(
+        &mut self,
+        schema: &SchemaRef,
+        logs: &[LogRecord],
+        batch: Option<RecordBatch>,
+        error: Option<&ErrorReport>,
+        request_metadata: &BatchMetadata,
+    ) -> Result<(), WireError> {
+        let mut writer = StreamWriter::begin(schema, &mut self.out)?;
+        for record in logs {
+            let metadata = self.stamp(record.to_metadata(), request_metadata);
+            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+        }
+        if let Some(batch) = batch {
+            writer.write(&batch, &BatchMetadata::new(), &mut self.out)?;
+        }
+        if let Some(report) = error {
+            let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
+            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+        }
+        writer.finish(&mut self.out);
+        Ok(())
+    }
+
+    fn write_error_stream(
+        &mut self,
+        schema: &SchemaRef,
+        report: &ErrorReport,
+        request_metadata: Option<&BatchMetadata>,
+    ) -> Result<(), WireError> {
+        let empty = BatchMetadata::new();
+        self.write_stream_with_logs(schema, &[], None, Some(report), request_metadata.unwrap_or(&empty))
+    }
+
+    /// Adds the server id and the request id to a log or error record's metadata.
+    fn stamp(&self, mut metadata: BatchMetadata, request_metadata: &BatchMetadata) -> BatchMetadata {
+        metadata.insert(keys::SERVER_ID, self.server.config.server_id.as_str());
+        if let Some(request_id) = request_metadata.get(keys::REQUEST_ID) {
+            metadata.insert(keys::REQUEST_ID, request_id);
+        }
+        metadata
+    }
+
+    /// Sends a data batch through shm when the request advertised a segment and
+    /// the batch qualifies.
+    fn route_output(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), WireError> {
+        if let Some(route) = self.shm.as_mut() {
+            if let Some(pointer) = route.try_write(&batch, &metadata)? {
+                return Ok(pointer);
+            }
+        }
+        Ok((batch, metadata))
+    }
+
+    fn add_process_time(&mut self, started: Instant) {
+        if let Some(route) = self.shm.as_mut() {
+            route.add_process_time(started.elapsed());
+        }
+    }
+
+    /// Writes everything gathered so far in one call, then hands the segment's
+    /// table to the peer until its next message arrives.
+    fn flush(&mut self) -> Result<(), WireError> {
+        if !self.out.is_empty() {
+            self.connection.writer.write_all(&self.out)?;
+            self.connection.writer.flush()?;
+            self.out.clear();
+        }
+        if let Some(route) = &self.shm {
+            if !self.peer_turn {
+                route.segment().begin_peer_turn();
+                self.peer_turn = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_peer_turn(&mut self) {
+        if self.peer_turn {
+            if let Some(route) = &self.shm {
+                route.segment().end_peer_turn();
+            }
+            self.peer_turn = false;
+        }
+    }
+
+    fn close_shm(&mut self) {
+        self.end_peer_turn();
+        if let Some(route) = self.shm.take() {
+            if route.debug() {
+                eprintln!("{}", route.stats.summary(&self.connection.peer, "worker"));
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        let _ = self.flush();
+        self.close_shm();
+    }
+}
+
+/// Why a request could not be dispatched.
+enum RequestError {
+    /// Framing is broken; the connection cannot continue.
+    Fatal(WireError),
+    /// The request was read whole but is not acceptable; answer and continue.
+    Rejected(ErrorReport, BatchMetadata),
+}
+
+impl From<WireError> for RequestError {
+    fn from(error: WireError) -> Self {
+        RequestError::Fatal(error)
+    }
+}

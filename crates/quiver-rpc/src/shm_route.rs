@@ -1,0 +1,146 @@
+//! Routing batches through a shared-memory segment: write a large batch into the
+//! segment and send a pointer, resolve a pointer back into a batch.
+//!
+//! Used identically by client and server, in both directions; method code never
+//! sees it. Anything that does not qualify (too small, dictionary-encoded, no room,
+//! table full) silently stays inline.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use quiver_shm::{Segment, ShmConfig};
+use quiver_wire::{decode_stream, encode_stream, keys, BatchMetadata, Limits, WireError};
+
+use crate::stats::ShmStats;
+
+/// A segment in use by one connection, with the policy for when to use it.
+pub struct ShmRoute {
+    segment: Arc<Segment>,
+    min_batch_bytes: u64,
+    debug: bool,
+    /// Event counts and timings, reported on close when debugging.
+    pub stats: ShmStats,
+}
+
+impl ShmRoute {
+    /// Routes through `segment` under `config`'s threshold and debug switch.
+    pub fn new(segment: Arc<Segment>, config: &ShmConfig) -> Self {
+        Self { segment, min_batch_bytes: config.min_batch_bytes, debug: config.debug, stats: ShmStats::default() }
+    }
+
+    /// The segment.
+    pub fn segment(&self) -> &Arc<Segment> {
+        &self.segment
+    }
+
+    /// Whether debug events are logged.
+    pub fn debug(&self) -> bool {
+        self.debug
+    }
+
+    /// Writes `batch` into the segment and returns the pointer batch and metadata
+    /// that replace it, or `None` to send it inline.
+    pub fn try_write(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, WireError> {
+        self.stats.outbound_total += 1;
+        if batch.num_rows() == 0 || has_dictionary(batch) {
+            return Ok(None);
+        }
+        let batch_bytes = batch_bytes(batch);
+        if batch_bytes < self.min_batch_bytes {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let mut encoded = Vec::with_capacity(batch_bytes as usize + 1024);
+        encode_stream(batch.schema_ref(), &[(batch.clone(), BatchMetadata::new())], &mut encoded)?;
+        let Some(offset) = self.segment.allocate(encoded.len() as u64) else {
+            self.stats.fallbacks += 1;
+            if self.debug {
+                eprintln!(
+                    "[quiver-shm] fallback inline: {} bytes do not fit in {} (allocations={})",
+                    encoded.len(),
+                    self.segment.name(),
+                    self.segment.allocation_count()
+                );
+            }
+            return Ok(None);
+        };
+        self.segment
+            .write(offset, &encoded)
+            .map_err(|e| WireError::Malformed(format!("shm write failed: {e}")))?;
+        let mut pointer_metadata = metadata.clone();
+        pointer_metadata.insert(keys::SHM_OFFSET, offset.to_string());
+        pointer_metadata.insert(keys::SHM_LENGTH, encoded.len().to_string());
+        self.stats.outbound_shm += 1;
+        self.stats.outbound_bytes += encoded.len() as u64;
+        self.stats.emit += started.elapsed();
+        Ok(Some((RecordBatch::new_empty(batch.schema()), pointer_metadata)))
+    }
+
+    /// Replaces a pointer batch by the batch it points at, decoded over the segment
+    /// without a copy; the region is freed when the last array of it is dropped.
+    pub fn resolve(
+        &mut self,
+        pointer: &RecordBatch,
+        metadata: &BatchMetadata,
+        offset: u64,
+        length: u64,
+        limits: Limits,
+    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
+        let started = Instant::now();
+        let buffer = self
+            .segment
+            .claim_buffer(offset, length)
+            .map_err(|e| WireError::Malformed(format!("shm pointer offset={offset} length={length}: {e}")))?;
+        let (schema, mut batches) = decode_stream(buffer, limits)?;
+        if batches.len() != 1 {
+            return Err(WireError::Malformed(format!("shm region holds {} batches, expected 1", batches.len())));
+        }
+        if schema.fields() != pointer.schema_ref().fields() {
+            return Err(WireError::Malformed("shm region schema differs from the pointer batch's".into()));
+        }
+        let (batch, _) = batches.pop().expect("one batch");
+        let mut resolved = metadata.clone();
+        resolved.remove(keys::SHM_OFFSET);
+        resolved.remove(keys::SHM_LENGTH);
+        self.stats.inbound_shm += 1;
+        self.stats.inbound_bytes += length;
+        self.stats.resolve += started.elapsed();
+        if self.debug {
+            eprintln!(
+                "[quiver-shm] resolved inbound off={offset} len={length} rows={} (zero-copy)",
+                batch.num_rows()
+            );
+        }
+        Ok((batch, resolved))
+    }
+
+    /// Adds processing time to the timeline.
+    pub fn add_process_time(&mut self, elapsed: Duration) {
+        self.stats.process += elapsed;
+    }
+}
+
+/// Sum of the batch's buffer sizes, as the threshold is defined.
+pub fn batch_bytes(batch: &RecordBatch) -> u64 {
+    batch.columns().iter().map(|column| column.to_data().get_slice_memory_size().unwrap_or(0) as u64).sum()
+}
+
+fn has_dictionary(batch: &RecordBatch) -> bool {
+    fn is_dictionary(data_type: &DataType) -> bool {
+        match data_type {
+            DataType::Dictionary(_, _) => true,
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+                is_dictionary(f.data_type())
+            }
+            DataType::Struct(fields) => fields.iter().any(|f| is_dictionary(f.data_type())),
+            _ => false,
+        }
+    }
+    batch.schema_ref().fields().iter().any(|f| is_dictionary(f.data_type()))
+}

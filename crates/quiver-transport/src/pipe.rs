@@ -1,0 +1,26 @@
+use std::fs::File;
+use std::io;
+use std::os::fd::FromRawFd;
+
+use crate::connection::{Connection, TransportKind};
+
+/// Two connected ends over two OS pipes, for a client and a server in one process
+/// (each end usually on its own thread).
+pub fn pipe_pair() -> io::Result<(Connection, Connection)> {
+    let (a_read, b_write) = os_pipe()?;
+    let (b_read, a_write) = os_pipe()?;
+    let a = Connection::new(Box::new(a_read), Box::new(a_write), TransportKind::Pipe, "in-process pipe");
+    let b = Connection::new(Box::new(b_read), Box::new(b_write), TransportKind::Pipe, "in-process pipe");
+    Ok((a, b))
+}
+
+/// One OS pipe as (read end, write end), close-on-exec.
+pub(crate) fn os_pipe() -> io::Result<(File, File)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two fds into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the fds were just created and are owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}

@@ -1,0 +1,100 @@
+//! Unix-domain and TCP sockets: listeners for servers, connectors for clients.
+
+use std::io;
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+use crate::connection::{Connection, TransportKind};
+
+/// Connects to a Unix socket.
+pub fn connect_unix(path: &Path) -> io::Result<Connection> {
+    let stream = UnixStream::connect(path)?;
+    unix_connection(stream, path.display().to_string())
+}
+
+/// Connects to a TCP address, with Nagle off (messages are written whole).
+pub fn connect_tcp(address: impl ToSocketAddrs) -> io::Result<Connection> {
+    let stream = TcpStream::connect(address)?;
+    tcp_connection(stream)
+}
+
+fn unix_connection(stream: UnixStream, peer: String) -> io::Result<Connection> {
+    let reader = stream.try_clone()?;
+    Ok(Connection::new(Box::new(reader), Box::new(stream), TransportKind::Unix, peer))
+}
+
+fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
+    stream.set_nodelay(true)?;
+    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "tcp".into());
+    let reader = stream.try_clone()?;
+    Ok(Connection::new(Box::new(reader), Box::new(stream), TransportKind::Tcp, peer))
+}
+
+/// A listening Unix socket that removes its path when dropped.
+pub struct UnixListener {
+    listener: StdUnixListener,
+    path: PathBuf,
+}
+
+impl UnixListener {
+    /// Binds `path` (made absolute), replacing a stale socket file left there.
+    pub fn bind(path: &Path) -> io::Result<Self> {
+        let path = std::path::absolute(path)?;
+        if path.exists() && UnixStream::connect(&path).is_err() {
+            std::fs::remove_file(&path)?;
+        }
+        let listener = StdUnixListener::bind(&path)?;
+        Ok(Self { listener, path })
+    }
+
+    /// The absolute path bound.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Waits for the next client.
+    pub fn accept(&self) -> io::Result<Connection> {
+        let (stream, _) = self.listener.accept()?;
+        unix_connection(stream, format!("{} client", self.path.display()))
+    }
+
+    /// The underlying listener (for non-blocking accept loops).
+    pub fn inner(&self) -> &StdUnixListener {
+        &self.listener
+    }
+}
+
+impl Drop for UnixListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A listening TCP socket.
+pub struct TcpServer {
+    listener: TcpListener,
+}
+
+impl TcpServer {
+    /// Binds `address` (use port 0 for any free port).
+    pub fn bind(address: impl ToSocketAddrs) -> io::Result<Self> {
+        Ok(Self { listener: TcpListener::bind(address)? })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> io::Result<u16> {
+        Ok(self.listener.local_addr()?.port())
+    }
+
+    /// Waits for the next client.
+    pub fn accept(&self) -> io::Result<Connection> {
+        let (stream, _) = self.listener.accept()?;
+        tcp_connection(stream)
+    }
+
+    /// The underlying listener.
+    pub fn inner(&self) -> &TcpListener {
+        &self.listener
+    }
+}
