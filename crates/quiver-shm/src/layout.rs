@@ -47,7 +47,7 @@ pub const SEGMENT_SIZE_MAX_BYTES: u64 = 64 << 30;
 
 const _: () = assert!(ALLOCATIONS_MAX == 4094);
 const _: () = assert!(ENTRIES_AT + ALLOCATIONS_MAX * ENTRY_SIZE_BYTES <= HEADER_SIZE_BYTES as usize);
-const _: () = assert!(HEADER_SIZE_BYTES % ALLOCATION_ALIGNMENT_BYTES == 0);
+const _: () = assert!(HEADER_SIZE_BYTES.is_multiple_of(ALLOCATION_ALIGNMENT_BYTES));
 const _: () = assert!(ALLOCATION_ALIGNMENT_BYTES.is_power_of_two());
 const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= isize::MAX as u64);
 

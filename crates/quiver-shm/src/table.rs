@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn corrupt_tables_are_rejected() {
         with_table(SIZE_BYTES, |table| {
-            table.set_count(ALLOCATIONS_MAX + 1);
+            table.write(COUNT_AT, (ALLOCATIONS_MAX as u32 + 1).to_le_bytes()); // A peer's garbage.
             assert_eq!(table.allocate(1), None);
             table.set_entry(0, Allocation { offset: 70000, len_bytes: 1 });
             table.set_entry(1, Allocation { offset: 66000, len_bytes: 1 });

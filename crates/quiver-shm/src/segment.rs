@@ -1,0 +1,479 @@
+//! A mapped segment: creating (owner) or attaching (peer), and the allocation operations on it.
+//!
+//! Ownership rule (same as vgi-rpc): the client creates the segment, owns its name and unlinks it;
+//! the server only attaches. Both map the whole object read/write, and both allocate and free in
+//! the shared table.
+//!
+//! Turn rule: there is no lock between the two processes. vgi-rpc relies on the lockstep RPC
+//! protocol — only the side whose turn it is (the one currently writing a message, or consuming
+//! one it received) mutates the table. Inside one process several threads may touch the table (a
+//! zero-copy buffer can be dropped on any thread), so mutations are serialised by a mutex, and the
+//! transport can hand the turn to the peer with [`Segment::begin_peer_turn`]: until
+//! [`Segment::end_peer_turn`], regions released by dropped buffers are queued instead of written,
+//! and any other mutation is a bug that trips an assertion.
+
+use std::ffi::CString;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::{Result, ShmError};
+use crate::layout::{HEADER_SIZE_BYTES, SEGMENT_SIZE_MAX_BYTES, VERSION};
+use crate::name::{random_name, shm_path};
+use crate::registry::{self, Registration};
+use crate::table::{Allocation, Table};
+
+/// How many random names `create` tries before giving up on `EEXIST`.
+const CREATE_ATTEMPTS_MAX: usize = 64;
+
+/// Largest difference between an advertised size and the kernel's size that we accept on attach:
+/// the creator's OS may round the object up to its page size (16 KiB on Apple Silicon, up to
+/// 64 KiB on some arm64 kernels). vgi-rpc trusts the kernel's size the same way.
+const ATTACH_SIZE_ROUNDING_MAX_BYTES: u64 = 65536;
+
+/// A mapped vgi-rpc shared-memory segment. Shared as `Arc<Segment>`: zero-copy buffers keep a
+/// clone so the mapping outlives every byte they expose.
+pub struct Segment {
+    name: String,
+    base: NonNull<u8>,
+    size_bytes: u64,
+    owner: Option<Owner>,
+    turn: Mutex<TurnState>,
+}
+
+/// What only the creating process has: the right (and duty) to unlink the name.
+struct Owner {
+    path: CString,
+    pid: i32,
+    registration: Option<Registration>,
+}
+
+/// Process-local bookkeeping, guarded by the segment's mutex.
+#[derive(Default)]
+pub(crate) struct TurnState {
+    peer_turn: bool,
+    /// Offsets released by dropped buffers during the peer's turn, freed at its end.
+    deferred_offsets: Vec<u64>,
+    /// Offsets currently owned by live zero-copy buffers.
+    claimed_offsets: Vec<u64>,
+    release_failure_count: u64,
+}
+
+// SAFETY: `base` points to a MAP_SHARED mapping that lives as long as the `Segment`; all table
+// mutations from this process are serialised by `turn`, and data regions are handed out
+// disjointly by the allocator.
+unsafe impl Send for Segment {}
+// SAFETY: as above.
+unsafe impl Sync for Segment {}
+
+impl Segment {
+    /// Creates, sizes, maps and initialises a new segment with a fresh `psm_xxxxxxxx` name.
+    ///
+    /// The caller's process owns the name: it is registered for unlinking on `SIGTERM`/`SIGINT`
+    /// and `exit`, and unlinked when the returned segment (and every buffer into it) is dropped.
+    /// On Linux the pages are reserved up front with `posix_fallocate`, so a too-small `/dev/shm`
+    /// is an error here instead of a `SIGBUS` on first write.
+    pub fn create(size_bytes: u64) -> Result<std::sync::Arc<Segment>> {
+        check_size(size_bytes)?;
+        registry::install_leak_guards();
+        for _ in 0..CREATE_ATTEMPTS_MAX {
+            let name = random_name();
+            let path = shm_path(&name)?;
+            let registration = registry::register(&path)?;
+            // SAFETY: `path` is a valid NUL-terminated string.
+            let fd = unsafe {
+                libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600 as libc::mode_t)
+            };
+            if fd < 0 {
+                let error = io::Error::last_os_error();
+                registry::unregister(registration);
+                if error.raw_os_error() == Some(libc::EEXIST) {
+                    continue;
+                }
+                return Err(os_error("shm_open", &name, error));
+            }
+            let mapped = size_and_map_new(fd, size_bytes, &name);
+            close_fd(fd);
+            return match mapped {
+                Ok(base) => {
+                    let segment = Segment {
+                        name,
+                        base,
+                        size_bytes,
+                        owner: Some(Owner { path, pid: current_pid(), registration: Some(registration) }),
+                        turn: Mutex::new(TurnState::default()),
+                    };
+                    segment.table().initialize();
+                    Ok(std::sync::Arc::new(segment))
+                }
+                Err(error) => {
+                    // SAFETY: valid path; we created this name a moment ago.
+                    unsafe { libc::shm_unlink(path.as_ptr()) };
+                    registry::unregister(registration);
+                    Err(error)
+                }
+            };
+        }
+        Err(os_error(
+            "shm_open",
+            "psm_*",
+            io::Error::new(io::ErrorKind::AlreadyExists, "every candidate name was taken"),
+        ))
+    }
+
+    /// Maps an existing segment created by a peer (`name` as advertised, without leading slash).
+    ///
+    /// Validates magic, version and `data_size`, the advertised size against the kernel's, and the
+    /// allocation table. Never unlinks: the creator owns the name.
+    pub fn attach(name: &str, size_bytes: u64) -> Result<std::sync::Arc<Segment>> {
+        let path = shm_path(name)?;
+        check_size(size_bytes)?;
+        // SAFETY: `path` is a valid NUL-terminated string.
+        let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDWR, 0) };
+        if fd < 0 {
+            return Err(os_error("shm_open", name, io::Error::last_os_error()));
+        }
+        let mapped = stat_and_map_existing(fd, size_bytes, name);
+        close_fd(fd);
+        let (base, actual_size_bytes) = mapped?;
+        let segment = Segment {
+            name: name.to_owned(),
+            base,
+            size_bytes: actual_size_bytes,
+            owner: None,
+            turn: Mutex::new(TurnState::default()),
+        };
+        segment.validate_header()?; // On error, dropping `segment` unmaps.
+        Ok(std::sync::Arc::new(segment))
+    }
+
+    fn validate_header(&self) -> Result<()> {
+        let table = self.table();
+        let magic = table.magic();
+        if magic != crate::layout::MAGIC {
+            return Err(ShmError::BadMagic { name: self.name.clone(), found: magic });
+        }
+        if table.version() != VERSION {
+            return Err(ShmError::UnsupportedVersion { name: self.name.clone(), found: table.version() });
+        }
+        let expected_data_size_bytes = self.size_bytes - HEADER_SIZE_BYTES;
+        if table.data_size_bytes() != expected_data_size_bytes {
+            return Err(ShmError::DataSizeMismatch {
+                name: self.name.clone(),
+                header_data_size_bytes: table.data_size_bytes(),
+                expected_data_size_bytes,
+            });
+        }
+        table.validate().map(|_| ())
+    }
+
+    /// The name as advertised to peers (`vgi_rpc.shm_segment_name`), without leading slash.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Size of the whole object, header included (`vgi_rpc.shm_segment_size`).
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// Size of the data area: `size_bytes() - HEADER_SIZE_BYTES`.
+    pub fn data_size_bytes(&self) -> u64 {
+        self.size_bytes - HEADER_SIZE_BYTES
+    }
+
+    /// Whether this process created the segment (and will unlink it).
+    pub fn is_owner(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// Reserves `len_bytes` (> 0) with first fit at a 64-byte aligned offset, and returns the
+    /// absolute offset. `None` when no gap fits or the table already has 4094 entries: the caller
+    /// then sends the batch inline, which is always correct.
+    pub fn allocate(&self, len_bytes: u64) -> Option<u64> {
+        assert!(len_bytes > 0, "zero-length allocations are not representable");
+        let _turn = self.own_turn("allocate");
+        self.table().allocate(len_bytes)
+    }
+
+    /// Frees the allocation that starts at `offset`. `len_bytes` is the length the caller knows
+    /// (a pointer batch carries the bytes *written*, which may be less than the bytes allocated),
+    /// and must not exceed the allocated length.
+    pub fn free(&self, offset: u64, len_bytes: u64) -> Result<()> {
+        let turn = self.own_turn("free");
+        if turn.claimed_offsets.contains(&offset) {
+            return Err(ShmError::AlreadyClaimed { offset });
+        }
+        self.table().free(offset, len_bytes)
+    }
+
+    /// Forgets every allocation (vgi-rpc's `reset`). For recovery after an aborted call, when the
+    /// peer cannot be trusted to free what it allocated; refused while buffers still claim regions.
+    pub fn reset(&self) -> Result<()> {
+        let turn = self.own_turn("reset");
+        if let Some(offset) = turn.claimed_offsets.first() {
+            return Err(ShmError::AlreadyClaimed { offset: *offset });
+        }
+        self.table().initialize();
+        Ok(())
+    }
+
+    /// Number of entries in the allocation table, as stored.
+    pub fn allocation_count(&self) -> usize {
+        self.table().count_raw() as usize
+    }
+
+    /// Snapshot of the allocation table (validated).
+    pub fn allocations(&self) -> Result<Vec<Allocation>> {
+        self.table().allocations()
+    }
+
+    /// Bounds-checked view of `len_bytes` bytes at absolute `offset` in the data area.
+    ///
+    /// The slice aliases memory another process can write. It is stable only while the protocol
+    /// guarantees nobody writes the region (true for an allocated region between the writer's
+    /// pointer batch and the reader's free).
+    pub fn bytes(&self, offset: u64, len_bytes: u64) -> Result<&[u8]> {
+        self.check_data_range(offset, len_bytes)?;
+        // SAFETY: the range lies inside the mapping (checked), which lives as long as `self`.
+        Ok(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset as usize), len_bytes as usize) })
+    }
+
+    /// Copies `data` into the allocation that starts at `offset` (bounded by its allocated length).
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let mut writer = self.region_writer(offset)?;
+        io::Write::write_all(&mut writer, data).map_err(|_| ShmError::LengthExceedsAllocation {
+            offset,
+            len_bytes: data.len() as u64,
+            allocated_len_bytes: writer.capacity_bytes(),
+        })
+    }
+
+    /// An `io::Write` sink over the allocation that starts at `offset`, so an IPC stream writer can
+    /// serialise straight into the segment (no intermediate buffer). Writing past the allocated
+    /// length fails with `ErrorKind::StorageFull`.
+    pub fn region_writer(&self, offset: u64) -> Result<crate::RegionWriter<'_>> {
+        let turn = self.lock_turn();
+        let (_, allocation) = self.table().find(offset)?;
+        if turn.claimed_offsets.contains(&offset) {
+            return Err(ShmError::AlreadyClaimed { offset });
+        }
+        Ok(crate::RegionWriter::new(self, allocation.offset, allocation.len_bytes))
+    }
+
+    /// Hands the turn to the peer (call just before sending it a message). Until
+    /// [`Segment::end_peer_turn`], this process must not mutate the table: buffer drops are
+    /// queued, and `allocate` / `free` / `reset` assert.
+    pub fn begin_peer_turn(&self) {
+        let mut turn = self.lock_turn();
+        assert!(!turn.peer_turn, "begin_peer_turn called twice");
+        turn.peer_turn = true;
+    }
+
+    /// Takes the turn back (call after the peer's message has been received) and frees the
+    /// regions released meanwhile. Returns how many were freed.
+    pub fn end_peer_turn(&self) -> usize {
+        let mut turn = self.lock_turn();
+        assert!(turn.peer_turn, "end_peer_turn without begin_peer_turn");
+        turn.peer_turn = false;
+        let deferred = std::mem::take(&mut turn.deferred_offsets);
+        let mut freed = 0;
+        for offset in deferred {
+            match self.table().free(offset, 0) {
+                Ok(()) => freed += 1,
+                Err(_) => turn.release_failure_count += 1,
+            }
+        }
+        freed
+    }
+
+    /// How many regions released by dropped buffers could not be freed (the entry was gone or the
+    /// table corrupt) — always a peer bug; nonzero values deserve a log line.
+    pub fn release_failure_count(&self) -> u64 {
+        self.lock_turn().release_failure_count
+    }
+
+    /// Marks the allocation at `offset` as owned by a zero-copy buffer; returns its address.
+    pub(crate) fn claim(&self, offset: u64, len_bytes: u64) -> Result<NonNull<u8>> {
+        let mut turn = self.lock_turn();
+        let (_, allocation) = self.table().find(offset)?;
+        if len_bytes > allocation.len_bytes {
+            return Err(ShmError::LengthExceedsAllocation {
+                offset,
+                len_bytes,
+                allocated_len_bytes: allocation.len_bytes,
+            });
+        }
+        if turn.claimed_offsets.contains(&offset) {
+            return Err(ShmError::AlreadyClaimed { offset });
+        }
+        turn.claimed_offsets.push(offset);
+        // SAFETY: the allocation was validated to lie inside the mapping.
+        Ok(unsafe { NonNull::new_unchecked(self.base.as_ptr().add(offset as usize)) })
+    }
+
+    /// Called when the last buffer over a claimed region is dropped: free now, or at the end of
+    /// the peer's turn. Never panics on peer misbehaviour (it runs inside `Drop`).
+    pub(crate) fn release_claim(&self, offset: u64) {
+        let mut turn = self.lock_turn();
+        let position = turn.claimed_offsets.iter().position(|claimed| *claimed == offset);
+        let position = position.expect("a claimed offset is released once");
+        turn.claimed_offsets.swap_remove(position);
+        if turn.peer_turn {
+            turn.deferred_offsets.push(offset);
+        } else if self.table().free(offset, 0).is_err() {
+            turn.release_failure_count += 1;
+        }
+    }
+
+    /// Base address of the mapping; for tests that prove zero-copy.
+    pub fn mapping_address_range(&self) -> std::ops::Range<usize> {
+        let start = self.base.as_ptr() as usize;
+        start..start + self.size_bytes as usize
+    }
+
+    fn table(&self) -> Table {
+        // SAFETY: the mapping spans `size_bytes` (> header) and lives as long as `self`.
+        unsafe { Table::new(self.base.as_ptr(), self.size_bytes) }
+    }
+
+    fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
+        // A panic while holding the lock cannot leave `TurnState` half-updated in a way that
+        // matters more than losing the segment; keep going rather than cascade panics into Drop.
+        self.turn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn own_turn(&self, operation: &str) -> MutexGuard<'_, TurnState> {
+        let turn = self.lock_turn();
+        assert!(!turn.peer_turn, "{operation} during the peer's turn: the peer may be mutating the table");
+        turn
+    }
+
+    fn check_data_range(&self, offset: u64, len_bytes: u64) -> Result<()> {
+        let end = offset.checked_add(len_bytes);
+        if offset < HEADER_SIZE_BYTES || end.is_none_or(|end| end > self.size_bytes) {
+            return Err(ShmError::OutOfBounds {
+                offset,
+                len_bytes,
+                data_start: HEADER_SIZE_BYTES,
+                data_end: self.size_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`size_bytes` describe our mapping; nothing borrows it any more (buffers
+        // hold an `Arc<Segment>`, so they are gone).
+        unsafe { libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.size_bytes as usize) };
+        if let Some(owner) = self.owner.as_mut() {
+            // A forked child inherits the segment but not the duty to unlink it.
+            if owner.pid == current_pid() {
+                // SAFETY: valid path. ENOENT (the signal handler or `exit` hook beat us) is fine.
+                unsafe { libc::shm_unlink(owner.path.as_ptr()) };
+            }
+            if let Some(registration) = owner.registration.take() {
+                registry::unregister(registration);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("name", &self.name)
+            .field("size_bytes", &self.size_bytes)
+            .field("owner", &self.owner.is_some())
+            .finish()
+    }
+}
+
+fn check_size(size_bytes: u64) -> Result<()> {
+    if size_bytes <= HEADER_SIZE_BYTES {
+        return Err(ShmError::InvalidSize { size_bytes, reason: "must exceed the 65536-byte header" });
+    }
+    if size_bytes > SEGMENT_SIZE_MAX_BYTES {
+        return Err(ShmError::InvalidSize { size_bytes, reason: "exceeds the 64 GiB limit" });
+    }
+    Ok(())
+}
+
+/// `ftruncate` (+ reserve on Linux) and map a freshly created object.
+fn size_and_map_new(fd: libc::c_int, size_bytes: u64, name: &str) -> Result<NonNull<u8>> {
+    // SAFETY: fd is a valid descriptor we own.
+    if unsafe { libc::ftruncate(fd, size_bytes as libc::off_t) } != 0 {
+        return Err(os_error("ftruncate", name, io::Error::last_os_error()));
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: as above. Returns the error number directly (not via errno).
+        let status = unsafe { libc::posix_fallocate(fd, 0, size_bytes as libc::off_t) };
+        if status != 0 && status != libc::EOPNOTSUPP && status != libc::EINVAL {
+            return Err(os_error(
+                "posix_fallocate (is /dev/shm large enough?)",
+                name,
+                io::Error::from_raw_os_error(status),
+            ));
+        }
+    }
+    map(fd, size_bytes, name)
+}
+
+/// `fstat` an existing object, check its size against the advertised one, and map all of it.
+fn stat_and_map_existing(fd: libc::c_int, advertised_size_bytes: u64, name: &str) -> Result<(NonNull<u8>, u64)> {
+    // SAFETY: zeroed `stat` is a valid out-parameter; fd is valid.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
+        return Err(os_error("fstat", name, io::Error::last_os_error()));
+    }
+    let actual_size_bytes = stat.st_size as u64;
+    let rounding_bytes = actual_size_bytes.checked_sub(advertised_size_bytes);
+    if rounding_bytes.is_none_or(|bytes| bytes >= ATTACH_SIZE_ROUNDING_MAX_BYTES) {
+        return Err(ShmError::SizeMismatch {
+            name: name.to_owned(),
+            advertised_size_bytes,
+            actual_size_bytes,
+        });
+    }
+    check_size(actual_size_bytes)?;
+    Ok((map(fd, actual_size_bytes, name)?, actual_size_bytes))
+}
+
+fn map(fd: libc::c_int, size_bytes: u64, name: &str) -> Result<NonNull<u8>> {
+    // SAFETY: mapping a descriptor we own; the kernel picks the address.
+    let address = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size_bytes as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if address == libc::MAP_FAILED {
+        return Err(os_error("mmap", name, io::Error::last_os_error()));
+    }
+    Ok(NonNull::new(address as *mut u8).expect("mmap never returns NULL on success"))
+}
+
+fn close_fd(fd: libc::c_int) {
+    // SAFETY: fd is a valid descriptor we own; the mapping keeps the object alive without it.
+    unsafe { libc::close(fd) };
+}
+
+fn current_pid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() }
+}
+
+fn os_error(operation: &'static str, name: &str, source: io::Error) -> ShmError {
+    ShmError::Os { operation, name: name.to_owned(), source }
+}
