@@ -6,12 +6,14 @@
 //! buffered so that small messages cost one `read(2)` rather than several.
 #![warn(missing_docs)]
 
+mod cleanup;
 mod connection;
 mod pipe;
 pub mod socket;
 mod stdio;
 mod subprocess;
 
+pub use cleanup::{forget_on_termination, remove_on_termination};
 pub use connection::{Connection, TransportKind, READ_BUFFER_BYTES};
 pub use pipe::pipe_pair;
 pub use stdio::stdio_connection;

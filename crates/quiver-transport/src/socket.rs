@@ -45,6 +45,7 @@ impl UnixListener {
             std::fs::remove_file(&path)?;
         }
         let listener = StdUnixListener::bind(&path)?;
+        crate::cleanup::remove_on_termination(&path);
         Ok(Self { listener, path })
     }
 
@@ -67,6 +68,7 @@ impl UnixListener {
 
 impl Drop for UnixListener {
     fn drop(&mut self) {
+        crate::cleanup::forget_on_termination();
         let _ = std::fs::remove_file(&self.path);
     }
 }
