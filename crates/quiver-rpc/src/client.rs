@@ -180,10 +180,10 @@ impl Client {
     }
 
     fn begin_reply(&mut self) -> Result<StreamReader, ClientError> {
-        let reader = StreamReader::begin(&mut self.connection.reader, self.limits)?
-            .ok_or_else(|| WireError::Truncated(format!("{} closed the connection", self.connection.peer)))?;
+        self.begin_peer_turn();
+        let reader = StreamReader::begin(&mut self.connection.reader, self.limits);
         self.end_peer_turn();
-        Ok(reader)
+        reader?.ok_or_else(|| WireError::Truncated(format!("{} closed the connection", self.connection.peer)).into())
     }
 
     /// The next data batch of a reply stream, absorbing logs; an EXCEPTION record
@@ -193,8 +193,13 @@ impl Client {
         reader: &mut StreamReader,
         error: &mut Option<ErrorReport>,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
-        while let Some((batch, metadata)) = reader.next(&mut self.connection.reader)? {
+        loop {
+            self.begin_peer_turn();
+            let next = reader.next(&mut self.connection.reader);
             self.end_peer_turn();
+            let Some((batch, metadata)) = next? else {
+                return Ok(None);
+            };
             match classify(&batch, &metadata).map_err(ClientError::Protocol)? {
                 BatchRole::Log(record) if record.level == LogLevel::Exception => {
                     *error = Some(ErrorReport::from_record(&record));
@@ -203,7 +208,6 @@ impl Client {
                 _ => return Ok(Some((batch, metadata))),
             }
         }
-        Ok(None)
     }
 
     fn resolve(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), ClientError> {
@@ -231,13 +235,18 @@ impl Client {
             self.connection.writer.flush()?;
             self.out.clear();
         }
+        Ok(())
+    }
+
+    /// While we block on the peer's reply, the segment's table is the peer's: no
+    /// allocation or free from this side until the reply arrives.
+    fn begin_peer_turn(&mut self) {
         if let Some(route) = &self.shm {
             if !self.peer_turn {
                 route.segment().begin_peer_turn();
                 self.peer_turn = true;
             }
         }
-        Ok(())
     }
 
     fn end_peer_turn(&mut self) {

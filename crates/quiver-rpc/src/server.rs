@@ -149,12 +149,15 @@ impl<'s> Session<'s> {
     /// when the request is rejected.
     fn read_request(&mut self) -> Result<Option<Request>, RequestError> {
         let limits = self.limits();
-        let Some(mut reader) = StreamReader::begin(&mut self.connection.reader, limits)? else {
+        self.begin_peer_turn();
+        let reader = StreamReader::begin(&mut self.connection.reader, limits);
+        let Some(mut reader) = reader? else {
             return Ok(None);
         };
+        let first = reader.next(&mut self.connection.reader);
+        let extra = reader.drain(&mut self.connection.reader);
         self.end_peer_turn();
-        let first = reader.next(&mut self.connection.reader)?;
-        let extra = reader.drain(&mut self.connection.reader)?;
+        let (first, extra) = (first?, extra?);
         let Some((batch, metadata)) = first else {
             return Err(RequestError::Rejected(
                 errors::rpc_error("request stream carries no batch", ErrorCode::InvalidArgument),
@@ -346,10 +349,12 @@ impl<'s> Session<'s> {
         self.flush()?;
 
         let limits = self.limits();
-        let Some(mut input) = StreamReader::begin(&mut self.connection.reader, limits)? else {
+        self.begin_peer_turn();
+        let input = StreamReader::begin(&mut self.connection.reader, limits);
+        self.end_peer_turn();
+        let Some(mut input) = input? else {
             return Err(WireError::Truncated("client closed before opening the stream input".into()));
         };
-        self.end_peer_turn();
         let output_schema = setup.output_schema.clone();
         let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
         for record in &pending_logs {
@@ -358,10 +363,12 @@ impl<'s> Session<'s> {
         }
         loop {
             self.flush()?;
-            let Some((batch, metadata)) = input.next(&mut self.connection.reader)? else {
+            self.begin_peer_turn();
+            let next = input.next(&mut self.connection.reader);
+            self.end_peer_turn();
+            let Some((batch, metadata)) = next? else {
                 break;
             };
-            self.end_peer_turn();
             if metadata.contains(keys::CANCEL) && batch.num_rows() == 0 {
                 setup.state.on_cancel();
                 break;
@@ -417,8 +424,10 @@ impl<'s> Session<'s> {
         output.finish(&mut self.out);
         self.flush()?;
         if !input.is_finished() {
-            input.drain(&mut self.connection.reader)?;
+            self.begin_peer_turn();
+            let drained = input.drain(&mut self.connection.reader);
             self.end_peer_turn();
+            drained?;
         }
         Ok(())
     }
@@ -427,11 +436,14 @@ impl<'s> Session<'s> {
     /// start, so the next request starts on a clean boundary.
     fn drain_input(&mut self) -> Result<(), WireError> {
         let limits = self.limits();
-        if let Some(mut input) = StreamReader::begin(&mut self.connection.reader, limits)? {
-            input.drain(&mut self.connection.reader)?;
-        }
+        self.begin_peer_turn();
+        let drained = StreamReader::begin(&mut self.connection.reader, limits)
+            .and_then(|input| match input {
+                Some(mut input) => input.drain(&mut self.connection.reader).map(|_| ()),
+                None => Ok(()),
+            });
         self.end_peer_turn();
-        Ok(())
+        drained
     }
 
     /// Writes a complete stream on `schema`: logs, then a batch or an error.
@@ -495,21 +507,25 @@ impl<'s> Session<'s> {
         }
     }
 
-    /// Writes everything gathered so far in one call, then hands the segment's
-    /// table to the peer until its next message arrives.
+    /// Writes everything gathered so far in one call.
     fn flush(&mut self) -> Result<(), WireError> {
         if !self.out.is_empty() {
             self.connection.writer.write_all(&self.out)?;
             self.connection.writer.flush()?;
             self.out.clear();
         }
+        Ok(())
+    }
+
+    /// While we block on the client's next message, the segment's table is the
+    /// client's: no allocation or free from this side until it arrives.
+    fn begin_peer_turn(&mut self) {
         if let Some(route) = &self.shm {
             if !self.peer_turn {
                 route.segment().begin_peer_turn();
                 self.peer_turn = true;
             }
         }
-        Ok(())
     }
 
     fn end_peer_turn(&mut self) {
