@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use quiver_wire::{ErrorCode, ErrorReport};
 
@@ -27,9 +27,19 @@ pub fn request_version(got: Option<&str>) -> ErrorReport {
 
 /// The method is not offered.
 pub fn method_not_found(method: &str, protocol: &str) -> ErrorReport {
-    ErrorReport::new("MethodNotImplementedError", format!("Unknown method: '{method}' (protocol {protocol})"))
+    ErrorReport::new("MethodNotImplementedError", format!("Protocol '{protocol}' has no method '{method}'."))
         .with_code(ErrorCode::Unimplemented)
         .with_kind("method_not_implemented")
+}
+
+/// A reserved `__name__` method this server does not implement.
+pub fn reserved_not_implemented(method: &str) -> ErrorReport {
+    ErrorReport::new(
+        "MethodNotImplementedError",
+        format!("This server does not implement the reserved method '{method}'."),
+    )
+    .with_code(ErrorCode::Unimplemented)
+    .with_kind("method_not_implemented")
 }
 
 /// The request names no protocol.
@@ -62,33 +72,47 @@ pub fn protocol_version_mismatch(requested: &str, served: &str) -> ErrorReport {
     .with_kind("protocol_version_mismatch")
 }
 
-/// Checks a request batch against the method's parameters: same names (in any
-/// order), one row, types equal or castable. Returns the batch in declared order.
+/// Checks a request batch against the method's parameters: the same names (in
+/// any order), one row, the declared Arrow types, and no null where a parameter
+/// is not nullable. Returns the batch in declared order.
 pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
     let schema = &method.params_schema;
+    let name = &method.name;
+    for field in batch.schema_ref().fields() {
+        if schema.field_with_name(field.name()).is_err() {
+            let declared: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            return Err(type_error(format!(
+                "Request carries parameter '{}' that {name}() does not declare. Declared: {}",
+                field.name(),
+                declared.join(", ")
+            )));
+        }
+    }
     if schema.fields().is_empty() {
         return Ok(RecordBatch::new_empty(schema.clone()));
     }
     if batch.num_rows() != 1 {
-        return Err(type_error(format!(
-            "{}() request batch must have exactly 1 row, got {}",
-            method.name,
-            batch.num_rows()
-        )));
+        return Err(type_error(format!("{name}() request batch must have exactly 1 row, got {}", batch.num_rows())));
     }
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let Some(column) = batch.column_by_name(field.name()) else {
-            return Err(type_error(format!("{}() missing required argument: '{}'", method.name, field.name())));
+            return Err(type_error(format!("{name}() missing required argument: '{}'", field.name())));
         };
-        columns.push(cast_to(column, field.data_type(), field.name())?);
-    }
-    for field in batch.schema_ref().fields() {
-        if schema.field_with_name(field.name()).is_err() {
-            return Err(type_error(format!("{}() got an unexpected argument: '{}'", method.name, field.name())));
+        if column.data_type() != field.data_type() {
+            return Err(type_error(format!(
+                "{name}() parameter '{}' expected Arrow type {} but the request batch carried {}",
+                field.name(),
+                field.data_type(),
+                column.data_type()
+            )));
         }
+        if !field.is_nullable() && column.is_null(0) {
+            return Err(type_error(format!("{name}() parameter '{}' is not optional but got None", field.name())));
+        }
+        columns.push(Arc::clone(column));
     }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| type_error(format!("{}(): {e}", method.name)))
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| type_error(format!("{name}(): {e}")))
 }
 
 /// Builds the one-row reply batch of a unary method from the body's value.

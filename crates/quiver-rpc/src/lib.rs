@@ -10,7 +10,6 @@
 
 pub mod client;
 mod context;
-mod describe;
 pub mod errors;
 mod method;
 mod params;

@@ -243,12 +243,8 @@ impl<'s> Session<'s> {
         if let Some(report) = self.check_protocol(&service, &request) {
             return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
         }
-        if request.method == "__describe__" {
-            let (schema, batch, metadata) = crate::describe::describe_reply(&service, &self.server.config.server_id);
-            let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
-            writer.write(&batch, &metadata, &mut self.out)?;
-            writer.finish(&mut self.out);
-            return Ok(());
+        if is_reserved(&request.method) {
+            return self.serve_reserved(&request);
         }
         let Some(method) = service.method(&request.method) else {
             let report = errors::method_not_found(&request.method, &service.protocol_name);
@@ -271,9 +267,30 @@ impl<'s> Session<'s> {
         }
     }
 
+    /// Reserved methods answered by the framework itself. `__transport_options__`
+    /// tells a client this worker can use shared memory; its reply is a zero-row
+    /// batch whose metadata carries the capabilities.
+    fn serve_reserved(&mut self, request: &Request) -> Result<(), WireError> {
+        if request.method != TRANSPORT_OPTIONS {
+            let report = errors::reserved_not_implemented(&request.method);
+            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+        }
+        let shm_usable = !self.server.config.shm.disabled && self.connection.kind.is_local();
+        let metadata = BatchMetadata::from_pairs([
+            (keys::TRANSPORT_SHM, if shm_usable { "true" } else { "false" }),
+            (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
+            (keys::SERVER_ID, self.server.config.server_id.as_str()),
+        ]);
+        let schema = empty_schema();
+        let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
+        writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+        writer.finish(&mut self.out);
+        Ok(())
+    }
+
     /// Returns the error for a request addressed to another protocol or version.
     fn check_protocol(&self, service: &Service, request: &Request) -> Option<ErrorReport> {
-        if request.method.starts_with("__") && request.method.ends_with("__") {
+        if is_reserved(&request.method) {
             return None;
         }
         let Some(protocol) = request.metadata.get(keys::PROTOCOL) else {
@@ -550,6 +567,14 @@ impl<'s> Session<'s> {
         let _ = self.flush();
         self.close_shm();
     }
+}
+
+/// The capability handshake method, answered before routing.
+const TRANSPORT_OPTIONS: &str = "__transport_options__";
+
+/// `__name__` methods belong to the framework, not to the service.
+fn is_reserved(method: &str) -> bool {
+    method.len() > 4 && method.starts_with("__") && method.ends_with("__")
 }
 
 /// Why a request could not be dispatched.

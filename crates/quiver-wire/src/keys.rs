@@ -45,3 +45,7 @@ pub const SHM_LENGTH: &str = "vgi_rpc.shm_length";
 
 /// Pointer to an externally stored batch (object storage); not supported here.
 pub const LOCATION: &str = "vgi_rpc.location";
+
+/// Capability key on the `__transport_options__` reply: `true` when the server
+/// can attach a client's shared-memory segment.
+pub const TRANSPORT_SHM: &str = "vgi_rpc.transport.shm";
