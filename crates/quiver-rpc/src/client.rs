@@ -241,9 +241,10 @@ impl Client {
     /// While we block on the peer's reply, the segment's table is the peer's: no
     /// allocation or free from this side until the reply arrives.
     fn begin_peer_turn(&mut self) {
-        if let Some(route) = &self.shm {
+        if let Some(route) = self.shm.as_mut() {
             if !self.peer_turn {
                 route.segment().begin_peer_turn();
+                route.stats.wait_started = Some(std::time::Instant::now());
                 self.peer_turn = true;
             }
         }
@@ -251,8 +252,11 @@ impl Client {
 
     fn end_peer_turn(&mut self) {
         if self.peer_turn {
-            if let Some(route) = &self.shm {
+            if let Some(route) = self.shm.as_mut() {
                 route.segment().end_peer_turn();
+                if let Some(started) = route.stats.wait_started.take() {
+                    route.stats.waiting += started.elapsed();
+                }
             }
             self.peer_turn = false;
         }

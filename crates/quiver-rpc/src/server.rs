@@ -537,9 +537,10 @@ impl<'s> Session<'s> {
     /// While we block on the client's next message, the segment's table is the
     /// client's: no allocation or free from this side until it arrives.
     fn begin_peer_turn(&mut self) {
-        if let Some(route) = &self.shm {
+        if let Some(route) = self.shm.as_mut() {
             if !self.peer_turn {
                 route.segment().begin_peer_turn();
+                route.stats.wait_started = Some(std::time::Instant::now());
                 self.peer_turn = true;
             }
         }
@@ -547,8 +548,11 @@ impl<'s> Session<'s> {
 
     fn end_peer_turn(&mut self) {
         if self.peer_turn {
-            if let Some(route) = &self.shm {
+            if let Some(route) = self.shm.as_mut() {
                 route.segment().end_peer_turn();
+                if let Some(started) = route.stats.wait_started.take() {
+                    route.stats.waiting += started.elapsed();
+                }
             }
             self.peer_turn = false;
         }

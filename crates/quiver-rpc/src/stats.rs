@@ -27,6 +27,8 @@ pub struct ShmStats {
     pub emit: Duration,
     /// Time waiting for the peer.
     pub waiting: Duration,
+    /// When the current wait began, while one is under way.
+    pub wait_started: Option<std::time::Instant>,
 }
 
 impl ShmStats {
