@@ -4,7 +4,6 @@
 //! sends arrive through [`Client::take_logs`]; an EXCEPTION record becomes
 //! [`ClientError::Remote`] carrying the server's error report.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -12,6 +11,7 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
+    GatherBuf,
     classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorReport, Limits, LogLevel, LogRecord, StreamReader,
     StreamWriter, WireError,
 };
@@ -54,7 +54,7 @@ pub struct Client {
     protocol: Option<(String, String)>,
     shm: Option<ShmRoute>,
     limits: Limits,
-    out: Vec<u8>,
+    out: GatherBuf,
     logs: Vec<LogRecord>,
     peer_turn: bool,
 }
@@ -68,7 +68,7 @@ impl Client {
             protocol: None,
             shm: None,
             limits: Limits::DEFAULT,
-            out: Vec::with_capacity(64 * 1024),
+            out: GatherBuf::new(),
             logs: Vec::new(),
             peer_turn: false,
         }
@@ -231,9 +231,7 @@ impl Client {
 
     fn flush(&mut self) -> Result<(), ClientError> {
         if !self.out.is_empty() {
-            self.connection.writer.write_all(&self.out)?;
-            self.connection.writer.flush()?;
-            self.out.clear();
+            self.out.write_to(&mut *self.connection.writer)?;
         }
         Ok(())
     }

@@ -6,7 +6,6 @@
 //! are broken (framing cannot be recovered), in which case the error is sent and
 //! the connection closed.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,6 +14,7 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
+    GatherBuf,
     classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, Limits, LogRecord, StreamReader,
     StreamWriter, WireError,
 };
@@ -98,7 +98,7 @@ impl Server {
 struct Session<'s> {
     server: &'s Server,
     connection: Connection,
-    out: Vec<u8>,
+    out: GatherBuf,
     shm: Option<ShmRoute>,
     peer_turn: bool,
 }
@@ -112,7 +112,7 @@ struct Request {
 
 impl<'s> Session<'s> {
     fn new(server: &'s Server, connection: Connection) -> Self {
-        Self { server, connection, out: Vec::with_capacity(64 * 1024), shm: None, peer_turn: false }
+        Self { server, connection, out: GatherBuf::new(), shm: None, peer_turn: false }
     }
 
     fn limits(&self) -> Limits {
@@ -527,9 +527,7 @@ impl<'s> Session<'s> {
     /// Writes everything gathered so far in one call.
     fn flush(&mut self) -> Result<(), WireError> {
         if !self.out.is_empty() {
-            self.connection.writer.write_all(&self.out)?;
-            self.connection.writer.flush()?;
-            self.out.clear();
+            self.out.write_to(&mut *self.connection.writer)?;
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use quiver_shm::{Segment, ShmConfig};
-use quiver_wire::{decode_stream, encode_stream, keys, BatchMetadata, Limits, WireError};
+use quiver_wire::{decode_stream, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError};
 
 use crate::stats::ShmStats;
 
@@ -56,7 +56,7 @@ impl ShmRoute {
             return Ok(None);
         }
         let started = Instant::now();
-        let mut encoded = Vec::with_capacity(batch_bytes as usize + 1024);
+        let mut encoded = GatherBuf::new();
         encode_stream(batch.schema_ref(), &[(batch.clone(), BatchMetadata::new())], &mut encoded)?;
         let Some(offset) = self.segment.allocate(encoded.len() as u64) else {
             self.stats.fallbacks += 1;
@@ -70,14 +70,17 @@ impl ShmRoute {
             }
             return Ok(None);
         };
-        self.segment
-            .write(offset, &encoded)
-            .map_err(|e| WireError::Malformed(format!("shm write failed: {e}")))?;
+        let encoded_len = encoded.len();
+        let mut region = self
+            .segment
+            .region_writer(offset)
+            .map_err(|e| WireError::Malformed(format!("shm region at {offset}: {e}")))?;
+        encoded.write_to(&mut region)?;
         let mut pointer_metadata = metadata.clone();
         pointer_metadata.insert(keys::SHM_OFFSET, offset.to_string());
-        pointer_metadata.insert(keys::SHM_LENGTH, encoded.len().to_string());
+        pointer_metadata.insert(keys::SHM_LENGTH, encoded_len.to_string());
         self.stats.outbound_shm += 1;
-        self.stats.outbound_bytes += encoded.len() as u64;
+        self.stats.outbound_bytes += encoded_len as u64;
         self.stats.emit += started.elapsed();
         Ok(Some((RecordBatch::new_empty(batch.schema()), pointer_metadata)))
     }

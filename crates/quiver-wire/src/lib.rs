@@ -28,6 +28,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod body;
 mod error;
 mod framing;
 pub mod keys;
@@ -36,6 +37,7 @@ mod log;
 mod metadata;
 mod reader;
 mod role;
+mod sink;
 mod writer;
 
 pub use error::{Result, WireError};
@@ -45,4 +47,5 @@ pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord};
 pub use metadata::BatchMetadata;
 pub use reader::{decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
 pub use role::{classify, BatchRole};
+pub use sink::{GatherBuf, IpcSink, GATHER_MIN_BYTES};
 pub use writer::{empty_batch, empty_schema, encode_stream, StreamWriter};

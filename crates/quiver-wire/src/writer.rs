@@ -16,7 +16,9 @@ use arrow_ipc::writer::{DictionaryTracker, EncodedData, IpcDataGenerator, IpcWri
 use arrow_schema::{Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
 
+use crate::body::{record_batch_header, BodyLayout};
 use crate::error::{Result, WireError};
+use crate::sink::IpcSink;
 use crate::framing::{padded_len, ALIGNMENT_BYTES, CONTINUATION, END_OF_STREAM};
 use crate::metadata::BatchMetadata;
 
@@ -28,17 +30,26 @@ pub struct StreamWriter {
     options: IpcWriteOptions,
     context: IpcWriteContext,
     batches_written: u64,
+    has_dictionaries: bool,
 }
 
 impl StreamWriter {
     /// Starts a stream on `schema`, appending the schema message to `out`.
-    pub fn begin(schema: &SchemaRef, out: &mut Vec<u8>) -> Result<Self> {
+    pub fn begin<S: IpcSink + ?Sized>(schema: &SchemaRef, out: &mut S) -> Result<Self> {
         let options = IpcWriteOptions::try_new(ALIGNMENT_BYTES, false, arrow_ipc::MetadataVersion::V5)?;
         let mut tracker = DictionaryTracker::new(false);
         let encoded =
             IpcDataGenerator {}.schema_to_bytes_with_dictionary_tracker(schema, &mut tracker, &options);
         append_message(out, &encoded.ipc_message, &[]);
-        Ok(Self { schema: schema.clone(), tracker, options, context: IpcWriteContext::default(), batches_written: 0 })
+        let has_dictionaries = schema.fields().iter().any(|f| contains_dictionary(f.data_type()));
+        Ok(Self {
+            schema: schema.clone(),
+            tracker,
+            options,
+            context: IpcWriteContext::default(),
+            batches_written: 0,
+            has_dictionaries,
+        })
     }
 
     /// The stream's schema.
@@ -52,13 +63,28 @@ impl StreamWriter {
     }
 
     /// Appends `batch` (and any dictionaries it needs first) with `metadata`.
-    pub fn write(&mut self, batch: &RecordBatch, metadata: &BatchMetadata, out: &mut Vec<u8>) -> Result<()> {
+    ///
+    /// Common layouts are framed over the arrays' own buffers (a gathering sink
+    /// then writes them without a copy); others go through arrow-rs's encoder.
+    pub fn write<S: IpcSink + ?Sized>(&mut self, batch: &RecordBatch, metadata: &BatchMetadata, out: &mut S) -> Result<()> {
         if batch.schema_ref().fields() != self.schema.fields() {
             return Err(WireError::Malformed(format!(
                 "batch schema {:?} does not match stream schema {:?}",
                 batch.schema_ref(),
                 self.schema
             )));
+        }
+        if !self.has_dictionaries {
+            if let Some(layout) = BodyLayout::of(batch) {
+                let header = record_batch_header(batch.num_rows(), &layout, metadata);
+                append_frame_prefix(out, &header);
+                for part in &layout.parts {
+                    out.put_buffer(part);
+                    out.put_zeros(padded_len(part.len()) - part.len());
+                }
+                self.batches_written += 1;
+                return Ok(());
+            }
         }
         let (dictionaries, encoded) =
             IpcDataGenerator {}.encode(batch, &mut self.tracker, &self.options, &mut self.context)?;
@@ -71,13 +97,17 @@ impl StreamWriter {
     }
 
     /// Appends the end-of-stream marker.
-    pub fn finish(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&END_OF_STREAM);
+    pub fn finish<S: IpcSink + ?Sized>(self, out: &mut S) {
+        out.put_bytes(&END_OF_STREAM);
     }
 }
 
 /// Encodes a whole stream of one schema and the given batches.
-pub fn encode_stream(schema: &SchemaRef, batches: &[(RecordBatch, BatchMetadata)], out: &mut Vec<u8>) -> Result<()> {
+pub fn encode_stream<S: IpcSink + ?Sized>(
+    schema: &SchemaRef,
+    batches: &[(RecordBatch, BatchMetadata)],
+    out: &mut S,
+) -> Result<()> {
     let mut writer = StreamWriter::begin(schema, out)?;
     for (batch, metadata) in batches {
         writer.write(batch, metadata, out)?;
@@ -97,7 +127,7 @@ pub fn empty_schema() -> SchemaRef {
     Arc::new(Schema::empty())
 }
 
-fn append_encoded(out: &mut Vec<u8>, encoded: &EncodedData, metadata: &BatchMetadata) -> Result<()> {
+fn append_encoded<S: IpcSink + ?Sized>(out: &mut S, encoded: &EncodedData, metadata: &BatchMetadata) -> Result<()> {
     let header = if metadata.is_empty() {
         None
     } else {
@@ -109,16 +139,37 @@ fn append_encoded(out: &mut Vec<u8>, encoded: &EncodedData, metadata: &BatchMeta
 }
 
 /// Frames one message: continuation, padded metadata length, metadata, padding, body.
-fn append_message(out: &mut Vec<u8>, header: &[u8], body: &[u8]) {
+fn append_message<S: IpcSink + ?Sized>(out: &mut S, header: &[u8], body: &[u8]) {
     debug_assert_eq!(body.len() % ALIGNMENT_BYTES, 0, "arrow-rs pads bodies to the alignment");
+    append_frame_prefix(out, header);
+    out.put_bytes(body);
+}
+
+/// Continuation, padded metadata length, metadata and its padding.
+fn append_frame_prefix<S: IpcSink + ?Sized>(out: &mut S, header: &[u8]) {
     let prefix_bytes = 8;
     let padded_header_len = padded_len(header.len() + prefix_bytes) - prefix_bytes;
-    out.reserve(prefix_bytes + padded_header_len + body.len());
-    out.extend_from_slice(&CONTINUATION);
-    out.extend_from_slice(&(padded_header_len as i32).to_le_bytes());
-    out.extend_from_slice(header);
-    out.resize(out.len() + (padded_header_len - header.len()), 0);
-    out.extend_from_slice(body);
+    out.put_bytes(&CONTINUATION);
+    out.put_bytes(&(padded_header_len as i32).to_le_bytes());
+    out.put_bytes(header);
+    out.put_zeros(padded_header_len - header.len());
+}
+
+fn contains_dictionary(data_type: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType;
+    match data_type {
+        DataType::Dictionary(_, _) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f) => contains_dictionary(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| contains_dictionary(f.data_type())),
+        DataType::Union(fields, _) => fields.iter().any(|(_, f)| contains_dictionary(f.data_type())),
+        DataType::RunEndEncoded(_, values) => contains_dictionary(values.data_type()),
+        _ => false,
+    }
 }
 
 /// Re-builds a RecordBatch or DictionaryBatch `Message` flatbuffer with `metadata` as
