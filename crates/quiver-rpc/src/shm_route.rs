@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use quiver_shm::{Segment, ShmConfig};
-use quiver_wire::{decode_stream, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError};
+use quiver_wire::{decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError};
 
 use crate::stats::ShmStats;
 
@@ -100,7 +100,7 @@ impl ShmRoute {
             .segment
             .claim_buffer(offset, length)
             .map_err(|e| WireError::Malformed(format!("shm pointer offset={offset} length={length}: {e}")))?;
-        let (schema, mut batches) = decode_stream(buffer, limits)?;
+        let (schema, mut batches) = decode_region(buffer, pointer.schema_ref(), limits)?;
         if batches.len() != 1 {
             return Err(WireError::Malformed(format!("shm region holds {} batches, expected 1", batches.len())));
         }

@@ -34,7 +34,10 @@ impl Segment {
     /// the peer's turn, the free waits for [`Segment::end_peer_turn`].
     pub fn claim_buffer(self: &Arc<Self>, offset: u64, len_bytes: u64) -> Result<Buffer> {
         let address: NonNull<u8> = self.claim(offset, len_bytes)?;
-        let lease = Arc::new(RegionLease { segment: Arc::clone(self), offset });
+        let lease = Arc::new(RegionLease {
+            segment: Arc::clone(self),
+            offset,
+        });
         // SAFETY: `address` points to `len_bytes` bytes inside the mapping; the lease keeps the
         // mapping alive (via the Arc<Segment>) and the region allocated until Arrow drops it.
         Ok(unsafe { Buffer::from_custom_allocation(address, len_bytes as usize, lease) })

@@ -43,7 +43,12 @@ pub struct ShmConfig {
 
 impl Default for ShmConfig {
     fn default() -> Self {
-        ShmConfig { segment_size_bytes: None, disabled: false, debug: false, min_batch_bytes: MIN_BATCH_BYTES_DEFAULT }
+        ShmConfig {
+            segment_size_bytes: None,
+            disabled: false,
+            debug: false,
+            min_batch_bytes: MIN_BATCH_BYTES_DEFAULT,
+        }
     }
 }
 
@@ -53,7 +58,9 @@ impl ShmConfig {
         ShmConfig::from_lookup(|variable| match std::env::var(variable) {
             Ok(value) => Some(Ok(value)),
             Err(std::env::VarError::NotPresent) => None,
-            Err(std::env::VarError::NotUnicode(raw)) => Some(Err(raw.to_string_lossy().into_owned())),
+            Err(std::env::VarError::NotUnicode(raw)) => {
+                Some(Err(raw.to_string_lossy().into_owned()))
+            }
         })
     }
 
@@ -65,7 +72,11 @@ impl ShmConfig {
         let get = |variable: &'static str| -> Result<Option<String>, ConfigError> {
             match lookup(variable) {
                 None => Ok(None),
-                Some(Err(lossy)) => Err(ConfigError { variable, value: lossy, reason: "not valid UTF-8".into() }),
+                Some(Err(lossy)) => Err(ConfigError {
+                    variable,
+                    value: lossy,
+                    reason: "not valid UTF-8".into(),
+                }),
                 Some(Ok(value)) if value.trim().is_empty() => Ok(None),
                 Some(Ok(value)) => Ok(Some(value)),
             }
@@ -74,7 +85,11 @@ impl ShmConfig {
         if let Some(value) = get(ENV_SIZE_BYTES)? {
             let size_bytes = parse_bytes(ENV_SIZE_BYTES, &value)?;
             if size_bytes <= HEADER_SIZE_BYTES {
-                return Err(invalid(ENV_SIZE_BYTES, &value, "must exceed the 65536-byte segment header"));
+                return Err(invalid(
+                    ENV_SIZE_BYTES,
+                    &value,
+                    "must exceed the 65536-byte segment header",
+                ));
             }
             if size_bytes > SEGMENT_SIZE_MAX_BYTES {
                 return Err(invalid(ENV_SIZE_BYTES, &value, "exceeds the 64 GiB limit"));
@@ -90,7 +105,11 @@ impl ShmConfig {
         if let Some(value) = get(ENV_MIN_BATCH_BYTES)? {
             let min_batch_bytes = parse_bytes(ENV_MIN_BATCH_BYTES, &value)?;
             if min_batch_bytes > SEGMENT_SIZE_MAX_BYTES {
-                return Err(invalid(ENV_MIN_BATCH_BYTES, &value, "exceeds the 64 GiB segment limit"));
+                return Err(invalid(
+                    ENV_MIN_BATCH_BYTES,
+                    &value,
+                    "exceeds the 64 GiB segment limit",
+                ));
             }
             config.min_batch_bytes = min_batch_bytes;
         }
@@ -116,21 +135,35 @@ impl ShmConfig {
 fn parse_bytes(variable: &'static str, value: &str) -> Result<u64, ConfigError> {
     let digits = value.trim();
     if !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        return Err(invalid(variable, value, "expected a plain decimal number of bytes (no sign, unit or separator)"));
+        return Err(invalid(
+            variable,
+            value,
+            "expected a plain decimal number of bytes (no sign, unit or separator)",
+        ));
     }
-    digits.parse::<u64>().map_err(|_| invalid(variable, value, "does not fit in 64 bits"))
+    digits
+        .parse::<u64>()
+        .map_err(|_| invalid(variable, value, "does not fit in 64 bits"))
 }
 
 fn parse_flag(variable: &'static str, value: &str) -> Result<bool, ConfigError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(invalid(variable, value, "expected 1/0, true/false, yes/no or on/off")),
+        _ => Err(invalid(
+            variable,
+            value,
+            "expected 1/0, true/false, yes/no or on/off",
+        )),
     }
 }
 
 fn invalid(variable: &'static str, value: &str, reason: &str) -> ConfigError {
-    ConfigError { variable, value: value.to_owned(), reason: reason.to_owned() }
+    ConfigError {
+        variable,
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -138,13 +171,20 @@ mod tests {
     use super::*;
 
     fn parse(vars: &[(&str, &str)]) -> Result<ShmConfig, ConfigError> {
-        ShmConfig::from_lookup(|name| vars.iter().find(|(key, _)| *key == name).map(|(_, value)| Ok(value.to_string())))
+        ShmConfig::from_lookup(|name| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| Ok(value.to_string()))
+        })
     }
 
     #[test]
     fn defaults_when_unset_or_empty() {
         assert_eq!(parse(&[]).unwrap(), ShmConfig::default());
-        assert_eq!(parse(&[(ENV_SIZE_BYTES, ""), (ENV_DEBUG, " ")]).unwrap(), ShmConfig::default());
+        assert_eq!(
+            parse(&[(ENV_SIZE_BYTES, ""), (ENV_DEBUG, " ")]).unwrap(),
+            ShmConfig::default()
+        );
         assert_eq!(ShmConfig::default().min_batch_bytes, 131072);
     }
 
@@ -189,7 +229,9 @@ mod tests {
             assert_eq!(error.variable, variable);
             assert!(error.to_string().contains(variable), "{error}");
         }
-        let error = ShmConfig::from_lookup(|name| (name == ENV_DEBUG).then(|| Err("\u{fffd}".into()))).unwrap_err();
+        let error =
+            ShmConfig::from_lookup(|name| (name == ENV_DEBUG).then(|| Err("\u{fffd}".into())))
+                .unwrap_err();
         assert!(error.reason.contains("UTF-8"));
     }
 }

@@ -13,7 +13,10 @@ pub type Result<T> = std::result::Result<T, ShmError>;
 pub enum ShmError {
     /// The requested segment size is outside what the layout or our limits allow.
     #[error("invalid segment size {size_bytes} bytes: {reason}")]
-    InvalidSize { size_bytes: u64, reason: &'static str },
+    InvalidSize {
+        size_bytes: u64,
+        reason: &'static str,
+    },
 
     /// A segment name that POSIX `shm_open` (or a vgi-rpc peer) would not accept.
     #[error("invalid segment name {name:?}: {reason}")]
@@ -41,14 +44,22 @@ pub enum ShmError {
         "segment {name:?} header says data_size={header_data_size_bytes} bytes, \
          but the mapping implies {expected_data_size_bytes} bytes"
     )]
-    DataSizeMismatch { name: String, header_data_size_bytes: u64, expected_data_size_bytes: u64 },
+    DataSizeMismatch {
+        name: String,
+        header_data_size_bytes: u64,
+        expected_data_size_bytes: u64,
+    },
 
     /// The size advertised by the peer does not match the object the kernel reports.
     #[error(
         "segment {name:?} was advertised as {advertised_size_bytes} bytes \
          but the kernel reports {actual_size_bytes} bytes"
     )]
-    SizeMismatch { name: String, advertised_size_bytes: u64, actual_size_bytes: u64 },
+    SizeMismatch {
+        name: String,
+        advertised_size_bytes: u64,
+        actual_size_bytes: u64,
+    },
 
     /// The allocation table violates its invariants (count, order, bounds).
     #[error("segment allocation table is corrupt: {reason}")]
@@ -59,15 +70,26 @@ pub enum ShmError {
         "range offset={offset} len={len_bytes} is outside the data area \
          [{data_start}, {data_end}) of the segment"
     )]
-    OutOfBounds { offset: u64, len_bytes: u64, data_start: u64, data_end: u64 },
+    OutOfBounds {
+        offset: u64,
+        len_bytes: u64,
+        data_start: u64,
+        data_end: u64,
+    },
 
     /// No allocation starts at the given offset (already freed, or never allocated).
     #[error("no allocation starts at offset {offset}")]
     NoSuchAllocation { offset: u64 },
 
     /// The caller's length is longer than the allocation that starts at the offset.
-    #[error("length {len_bytes} exceeds the {allocated_len_bytes}-byte allocation at offset {offset}")]
-    LengthExceedsAllocation { offset: u64, len_bytes: u64, allocated_len_bytes: u64 },
+    #[error(
+        "length {len_bytes} exceeds the {allocated_len_bytes}-byte allocation at offset {offset}"
+    )]
+    LengthExceedsAllocation {
+        offset: u64,
+        len_bytes: u64,
+        allocated_len_bytes: u64,
+    },
 
     /// The region is already owned by a zero-copy buffer of this process.
     #[error("the allocation at offset {offset} is already claimed by a zero-copy buffer")]

@@ -46,7 +46,8 @@ pub const ALLOCATION_ALIGNMENT_BYTES: u64 = 64;
 pub const SEGMENT_SIZE_MAX_BYTES: u64 = 64 << 30;
 
 const _: () = assert!(ALLOCATIONS_MAX == 4094);
-const _: () = assert!(ENTRIES_AT + ALLOCATIONS_MAX * ENTRY_SIZE_BYTES <= HEADER_SIZE_BYTES as usize);
+const _: () =
+    assert!(ENTRIES_AT + ALLOCATIONS_MAX * ENTRY_SIZE_BYTES <= HEADER_SIZE_BYTES as usize);
 const _: () = assert!(HEADER_SIZE_BYTES.is_multiple_of(ALLOCATION_ALIGNMENT_BYTES));
 const _: () = assert!(ALLOCATION_ALIGNMENT_BYTES.is_power_of_two());
 const _: () = assert!(SEGMENT_SIZE_MAX_BYTES <= isize::MAX as u64);

@@ -49,7 +49,9 @@ mod writer;
 
 pub use config::{ConfigError, ShmConfig};
 pub use error::{Result, ShmError};
-pub use layout::{ALLOCATIONS_MAX, ALLOCATION_ALIGNMENT_BYTES, HEADER_SIZE_BYTES, SEGMENT_SIZE_MAX_BYTES};
+pub use layout::{
+    ALLOCATIONS_MAX, ALLOCATION_ALIGNMENT_BYTES, HEADER_SIZE_BYTES, SEGMENT_SIZE_MAX_BYTES,
+};
 pub use name::{NAME_LENGTH_MAX, NAME_PREFIX};
 pub use registry::{install_leak_guards, owned_segment_names, OWNED_SEGMENTS_MAX};
 pub use segment::Segment;

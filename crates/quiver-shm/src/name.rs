@@ -30,17 +30,25 @@ pub(crate) fn random_name() -> String {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     hasher.write_u128(nanos);
     let random = hasher.finish() as u32;
-    let name = format!("{NAME_PREFIX}{random:0width$x}", width = NAME_RANDOM_HEX_DIGITS);
+    let name = format!(
+        "{NAME_PREFIX}{random:0width$x}",
+        width = NAME_RANDOM_HEX_DIGITS
+    );
     assert_eq!(name.len(), NAME_PREFIX.len() + NAME_RANDOM_HEX_DIGITS);
     name
 }
 
 /// Validates a peer-supplied name (without leading slash) and returns the `shm_open` path.
 pub(crate) fn shm_path(name: &str) -> Result<CString> {
-    let invalid = |reason| ShmError::InvalidName { name: name.to_owned(), reason };
+    let invalid = |reason| ShmError::InvalidName {
+        name: name.to_owned(),
+        reason,
+    };
     if name.is_empty() {
         return Err(invalid("empty"));
     }
@@ -48,7 +56,9 @@ pub(crate) fn shm_path(name: &str) -> Result<CString> {
         return Err(invalid("longer than 255 bytes"));
     }
     if name.contains('/') {
-        return Err(invalid("contains '/' (names are advertised without the leading slash)"));
+        return Err(invalid(
+            "contains '/' (names are advertised without the leading slash)",
+        ));
     }
     if name == "." || name == ".." {
         return Err(invalid("is a directory name"));
@@ -72,7 +82,10 @@ mod tests {
 
     #[test]
     fn peer_names_are_validated() {
-        assert_eq!(shm_path("psm_0123abcd").unwrap().to_str().unwrap(), "/psm_0123abcd");
+        assert_eq!(
+            shm_path("psm_0123abcd").unwrap().to_str().unwrap(),
+            "/psm_0123abcd"
+        );
         for bad in ["", "/psm_1", "a/b", "..", "a\0b"] {
             assert!(shm_path(bad).is_err(), "{bad:?}");
         }

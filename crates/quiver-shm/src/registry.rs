@@ -64,7 +64,10 @@ pub(crate) struct Registration {
 /// Records `path` (with leading slash) as owned by this process.
 pub(crate) fn register(path: &CStr) -> Result<Registration> {
     let bytes = path.to_bytes_with_nul();
-    assert!(bytes.len() <= PATH_CAPACITY_BYTES, "owned segment names are short");
+    assert!(
+        bytes.len() <= PATH_CAPACITY_BYTES,
+        "owned segment names are short"
+    );
     assert_eq!(bytes[0], b'/');
     for (index, slot) in SLOTS.iter().enumerate() {
         if slot
@@ -81,7 +84,9 @@ pub(crate) fn register(path: &CStr) -> Result<Registration> {
             return Ok(Registration { slot: index });
         }
     }
-    Err(ShmError::RegistryFull { limit: OWNED_SEGMENTS_MAX })
+    Err(ShmError::RegistryFull {
+        limit: OWNED_SEGMENTS_MAX,
+    })
 }
 
 /// Forgets a registration (the caller has unlinked the name, or failed to create it).
@@ -97,7 +102,9 @@ pub fn owned_segment_names() -> Vec<String> {
     let pid = current_pid();
     let mut names = Vec::new();
     for slot in SLOTS.iter() {
-        if slot.state.load(Ordering::Acquire) == SLOT_LIVE && slot.owner_pid.load(Ordering::Relaxed) == pid {
+        if slot.state.load(Ordering::Acquire) == SLOT_LIVE
+            && slot.owner_pid.load(Ordering::Relaxed) == pid
+        {
             // SAFETY: LIVE slots are immutable until unregistered; we copy out immediately.
             let stored = unsafe { *slot.path.get() };
             if let Ok(path) = CStr::from_bytes_until_nul(&stored) {
@@ -112,7 +119,9 @@ pub fn owned_segment_names() -> Vec<String> {
 fn unlink_all_owned() {
     let pid = current_pid();
     for slot in SLOTS.iter() {
-        if slot.state.load(Ordering::Acquire) == SLOT_LIVE && slot.owner_pid.load(Ordering::Relaxed) == pid {
+        if slot.state.load(Ordering::Acquire) == SLOT_LIVE
+            && slot.owner_pid.load(Ordering::Relaxed) == pid
+        {
             // SAFETY: a LIVE slot holds a NUL-terminated path that stays put until unregistered.
             // A concurrent `Drop` may unlink the same name first; ENOENT is harmless.
             unsafe {
@@ -171,7 +180,8 @@ fn install_if_default(signal: libc::c_int) {
             return; // The host handles (or ignores) this signal; respect its choice.
         }
         let mut ours: libc::sigaction = std::mem::zeroed();
-        ours.sa_sigaction = on_terminating_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        ours.sa_sigaction =
+            on_terminating_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
         libc::sigemptyset(&mut ours.sa_mask);
         ours.sa_flags = libc::SA_RESTART;
         let status = libc::sigaction(signal, &ours, std::ptr::null_mut());

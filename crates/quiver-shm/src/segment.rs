@@ -82,7 +82,11 @@ impl Segment {
             let registration = registry::register(&path)?;
             // SAFETY: `path` is a valid NUL-terminated string.
             let fd = unsafe {
-                libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600 as libc::mode_t)
+                libc::shm_open(
+                    path.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                    0o600 as libc::mode_t,
+                )
             };
             if fd < 0 {
                 let error = io::Error::last_os_error();
@@ -100,7 +104,11 @@ impl Segment {
                         name,
                         base,
                         size_bytes,
-                        owner: Some(Owner { path, pid: current_pid(), registration: Some(registration) }),
+                        owner: Some(Owner {
+                            path,
+                            pid: current_pid(),
+                            registration: Some(registration),
+                        }),
                         turn: Mutex::new(TurnState::default()),
                     };
                     segment.table().initialize();
@@ -117,7 +125,10 @@ impl Segment {
         Err(os_error(
             "shm_open",
             "psm_*",
-            io::Error::new(io::ErrorKind::AlreadyExists, "every candidate name was taken"),
+            io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "every candidate name was taken",
+            ),
         ))
     }
 
@@ -151,10 +162,16 @@ impl Segment {
         let table = self.table();
         let magic = table.magic();
         if magic != crate::layout::MAGIC {
-            return Err(ShmError::BadMagic { name: self.name.clone(), found: magic });
+            return Err(ShmError::BadMagic {
+                name: self.name.clone(),
+                found: magic,
+            });
         }
         if table.version() != VERSION {
-            return Err(ShmError::UnsupportedVersion { name: self.name.clone(), found: table.version() });
+            return Err(ShmError::UnsupportedVersion {
+                name: self.name.clone(),
+                found: table.version(),
+            });
         }
         let expected_data_size_bytes = self.size_bytes - HEADER_SIZE_BYTES;
         if table.data_size_bytes() != expected_data_size_bytes {
@@ -191,7 +208,10 @@ impl Segment {
     /// absolute offset. `None` when no gap fits or the table already has 4094 entries: the caller
     /// then sends the batch inline, which is always correct.
     pub fn allocate(&self, len_bytes: u64) -> Option<u64> {
-        assert!(len_bytes > 0, "zero-length allocations are not representable");
+        assert!(
+            len_bytes > 0,
+            "zero-length allocations are not representable"
+        );
         let _turn = self.own_turn("allocate");
         self.table().allocate(len_bytes)
     }
@@ -236,7 +256,9 @@ impl Segment {
     pub fn bytes(&self, offset: u64, len_bytes: u64) -> Result<&[u8]> {
         self.check_data_range(offset, len_bytes)?;
         // SAFETY: the range lies inside the mapping (checked), which lives as long as `self`.
-        Ok(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset as usize), len_bytes as usize) })
+        Ok(unsafe {
+            std::slice::from_raw_parts(self.base.as_ptr().add(offset as usize), len_bytes as usize)
+        })
     }
 
     /// Copies `data` into the allocation that starts at `offset` (bounded by its allocated length).
@@ -258,7 +280,11 @@ impl Segment {
         if turn.claimed_offsets.contains(&offset) {
             return Err(ShmError::AlreadyClaimed { offset });
         }
-        Ok(crate::RegionWriter::new(self, allocation.offset, allocation.len_bytes))
+        Ok(crate::RegionWriter::new(
+            self,
+            allocation.offset,
+            allocation.len_bytes,
+        ))
     }
 
     /// Hands the turn to the peer (call just before sending it a message). Until
@@ -316,7 +342,10 @@ impl Segment {
     /// the peer's turn. Never panics on peer misbehaviour (it runs inside `Drop`).
     pub(crate) fn release_claim(&self, offset: u64) {
         let mut turn = self.lock_turn();
-        let position = turn.claimed_offsets.iter().position(|claimed| *claimed == offset);
+        let position = turn
+            .claimed_offsets
+            .iter()
+            .position(|claimed| *claimed == offset);
         let position = position.expect("a claimed offset is released once");
         turn.claimed_offsets.swap_remove(position);
         if turn.peer_turn {
@@ -340,12 +369,17 @@ impl Segment {
     fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
         // A panic while holding the lock cannot leave `TurnState` half-updated in a way that
         // matters more than losing the segment; keep going rather than cascade panics into Drop.
-        self.turn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.turn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn own_turn(&self, operation: &str) -> MutexGuard<'_, TurnState> {
         let turn = self.lock_turn();
-        assert!(!turn.peer_turn, "{operation} during the peer's turn: the peer may be mutating the table");
+        assert!(
+            !turn.peer_turn,
+            "{operation} during the peer's turn: the peer may be mutating the table"
+        );
         turn
     }
 
@@ -371,7 +405,12 @@ impl Drop for Segment {
     fn drop(&mut self) {
         // SAFETY: `base`/`size_bytes` describe our mapping; nothing borrows it any more (buffers
         // hold an `Arc<Segment>`, so they are gone).
-        unsafe { libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.size_bytes as usize) };
+        unsafe {
+            libc::munmap(
+                self.base.as_ptr() as *mut libc::c_void,
+                self.size_bytes as usize,
+            )
+        };
         if let Some(owner) = self.owner.as_mut() {
             // A forked child inherits the segment but not the duty to unlink it.
             if owner.pid == current_pid() {
@@ -397,10 +436,16 @@ impl std::fmt::Debug for Segment {
 
 fn check_size(size_bytes: u64) -> Result<()> {
     if size_bytes <= HEADER_SIZE_BYTES {
-        return Err(ShmError::InvalidSize { size_bytes, reason: "must exceed the 65536-byte header" });
+        return Err(ShmError::InvalidSize {
+            size_bytes,
+            reason: "must exceed the 65536-byte header",
+        });
     }
     if size_bytes > SEGMENT_SIZE_MAX_BYTES {
-        return Err(ShmError::InvalidSize { size_bytes, reason: "exceeds the 64 GiB limit" });
+        return Err(ShmError::InvalidSize {
+            size_bytes,
+            reason: "exceeds the 64 GiB limit",
+        });
     }
     Ok(())
 }
@@ -427,7 +472,11 @@ fn size_and_map_new(fd: libc::c_int, size_bytes: u64, name: &str) -> Result<NonN
 }
 
 /// `fstat` an existing object, check its size against the advertised one, and map all of it.
-fn stat_and_map_existing(fd: libc::c_int, advertised_size_bytes: u64, name: &str) -> Result<(NonNull<u8>, u64)> {
+fn stat_and_map_existing(
+    fd: libc::c_int,
+    advertised_size_bytes: u64,
+    name: &str,
+) -> Result<(NonNull<u8>, u64)> {
     // SAFETY: zeroed `stat` is a valid out-parameter; fd is valid.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut stat) } != 0 {
@@ -475,5 +524,9 @@ fn current_pid() -> i32 {
 }
 
 fn os_error(operation: &'static str, name: &str, source: io::Error) -> ShmError {
-    ShmError::Os { operation, name: name.to_owned(), source }
+    ShmError::Os {
+        operation,
+        name: name.to_owned(),
+        source,
+    }
 }

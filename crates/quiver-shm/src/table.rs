@@ -12,8 +12,8 @@ use std::ptr;
 
 use crate::error::{Result, ShmError};
 use crate::layout::{
-    align_up, ALLOCATIONS_MAX, COUNT_AT, DATA_SIZE_AT, ENTRIES_AT, ENTRY_SIZE_BYTES, HEADER_SIZE_BYTES,
-    MAGIC, MAGIC_AT, PADDING_AT, SEGMENT_SIZE_MAX_BYTES, VERSION, VERSION_AT,
+    align_up, ALLOCATIONS_MAX, COUNT_AT, DATA_SIZE_AT, ENTRIES_AT, ENTRY_SIZE_BYTES,
+    HEADER_SIZE_BYTES, MAGIC, MAGIC_AT, PADDING_AT, SEGMENT_SIZE_MAX_BYTES, VERSION, VERSION_AT,
 };
 
 /// One occupied region: absolute offset and allocated length, as stored in the header.
@@ -57,7 +57,10 @@ impl Table {
     pub(crate) fn initialize(&self) {
         self.write(MAGIC_AT, MAGIC);
         self.write(VERSION_AT, VERSION.to_le_bytes());
-        self.write(DATA_SIZE_AT, (self.size_bytes - HEADER_SIZE_BYTES).to_le_bytes());
+        self.write(
+            DATA_SIZE_AT,
+            (self.size_bytes - HEADER_SIZE_BYTES).to_le_bytes(),
+        );
         self.write(COUNT_AT, 0u32.to_le_bytes());
         self.write(PADDING_AT, 0u32.to_le_bytes());
     }
@@ -125,20 +128,26 @@ impl Table {
     pub(crate) fn validate(&self) -> Result<usize> {
         let count = self.count_raw() as usize;
         if count > ALLOCATIONS_MAX {
-            return Err(corrupt(format!("count {count} exceeds the maximum {ALLOCATIONS_MAX}")));
+            return Err(corrupt(format!(
+                "count {count} exceeds the maximum {ALLOCATIONS_MAX}"
+            )));
         }
         let mut previous_end = HEADER_SIZE_BYTES;
         for index in 0..count {
             let Allocation { offset, len_bytes } = self.entry(index);
             if len_bytes == 0 {
-                return Err(corrupt(format!("entry {index} at offset {offset} has length 0")));
+                return Err(corrupt(format!(
+                    "entry {index} at offset {offset} has length 0"
+                )));
             }
             if offset < previous_end {
                 return Err(corrupt(format!(
                     "entry {index} at offset {offset} starts before the previous end {previous_end}"
                 )));
             }
-            let end = offset.checked_add(len_bytes).filter(|end| *end <= self.size_bytes);
+            let end = offset
+                .checked_add(len_bytes)
+                .filter(|end| *end <= self.size_bytes);
             let Some(end) = end else {
                 return Err(corrupt(format!(
                     "entry {index} offset={offset} len={len_bytes} ends past the segment size {}",
@@ -169,11 +178,21 @@ impl Table {
         }
         let mut gap_start = HEADER_SIZE_BYTES;
         for index in 0..=count {
-            let gap_end = if index < count { self.entry(index).offset } else { self.size_bytes };
+            let gap_end = if index < count {
+                self.entry(index).offset
+            } else {
+                self.size_bytes
+            };
             let candidate = align_up(gap_start);
             if candidate <= gap_end && gap_end - candidate >= len_bytes {
                 self.shift_entries(index, count, true);
-                self.set_entry(index, Allocation { offset: candidate, len_bytes });
+                self.set_entry(
+                    index,
+                    Allocation {
+                        offset: candidate,
+                        len_bytes,
+                    },
+                );
                 self.set_count(count + 1);
                 return Some(candidate);
             }
@@ -273,30 +292,54 @@ mod tests {
             assert_eq!(table.allocate(4097), None);
             let a = table.allocate(4096).unwrap();
             assert_eq!(table.allocate(1), None);
-            assert!(matches!(table.free(a + 1, 1), Err(ShmError::NoSuchAllocation { .. })));
-            assert!(matches!(table.free(a, 4097), Err(ShmError::LengthExceedsAllocation { .. })));
+            assert!(matches!(
+                table.free(a + 1, 1),
+                Err(ShmError::NoSuchAllocation { .. })
+            ));
+            assert!(matches!(
+                table.free(a, 4097),
+                Err(ShmError::LengthExceedsAllocation { .. })
+            ));
             table.free(a, 4096).unwrap();
-            assert!(matches!(table.free(a, 4096), Err(ShmError::NoSuchAllocation { .. })));
+            assert!(matches!(
+                table.free(a, 4096),
+                Err(ShmError::NoSuchAllocation { .. })
+            ));
         });
     }
 
     #[test]
     fn table_full_returns_none() {
-        with_table(HEADER_SIZE_BYTES + 64 * (ALLOCATIONS_MAX as u64 + 1), |table| {
-            for _ in 0..ALLOCATIONS_MAX {
-                assert!(table.allocate(1).is_some());
-            }
-            assert_eq!(table.allocate(1), None);
-            assert_eq!(table.validate().unwrap(), ALLOCATIONS_MAX);
-        });
+        with_table(
+            HEADER_SIZE_BYTES + 64 * (ALLOCATIONS_MAX as u64 + 1),
+            |table| {
+                for _ in 0..ALLOCATIONS_MAX {
+                    assert!(table.allocate(1).is_some());
+                }
+                assert_eq!(table.allocate(1), None);
+                assert_eq!(table.validate().unwrap(), ALLOCATIONS_MAX);
+            },
+        );
     }
 
     #[test]
     fn unaligned_peer_entries_are_respected() {
         with_table(SIZE_BYTES, |table| {
             // A vgi-rpc peer packs allocations back to back at odd offsets.
-            table.set_entry(0, Allocation { offset: 65536, len_bytes: 7 });
-            table.set_entry(1, Allocation { offset: 65543, len_bytes: 5 });
+            table.set_entry(
+                0,
+                Allocation {
+                    offset: 65536,
+                    len_bytes: 7,
+                },
+            );
+            table.set_entry(
+                1,
+                Allocation {
+                    offset: 65543,
+                    len_bytes: 5,
+                },
+            );
             table.set_count(2);
             assert_eq!(table.allocate(8), Some(65536 + 64));
             table.free(65543, 5).unwrap();
@@ -309,15 +352,39 @@ mod tests {
         with_table(SIZE_BYTES, |table| {
             table.write(COUNT_AT, (ALLOCATIONS_MAX as u32 + 1).to_le_bytes()); // A peer's garbage.
             assert_eq!(table.allocate(1), None);
-            table.set_entry(0, Allocation { offset: 70000, len_bytes: 1 });
-            table.set_entry(1, Allocation { offset: 66000, len_bytes: 1 });
+            table.set_entry(
+                0,
+                Allocation {
+                    offset: 70000,
+                    len_bytes: 1,
+                },
+            );
+            table.set_entry(
+                1,
+                Allocation {
+                    offset: 66000,
+                    len_bytes: 1,
+                },
+            );
             table.set_count(2);
             assert!(table.validate().is_err());
             assert_eq!(table.allocate(1), None);
-            table.set_entry(0, Allocation { offset: SIZE_BYTES - 1, len_bytes: u64::MAX });
+            table.set_entry(
+                0,
+                Allocation {
+                    offset: SIZE_BYTES - 1,
+                    len_bytes: u64::MAX,
+                },
+            );
             table.set_count(1);
             assert!(table.validate().is_err());
-            table.set_entry(0, Allocation { offset: 65000, len_bytes: 1 });
+            table.set_entry(
+                0,
+                Allocation {
+                    offset: 65000,
+                    len_bytes: 1,
+                },
+            );
             assert!(table.validate().is_err());
         });
     }

@@ -18,8 +18,15 @@ pub struct RegionWriter<'a> {
 
 impl<'a> RegionWriter<'a> {
     pub(crate) fn new(segment: &'a Segment, offset: u64, capacity_bytes: u64) -> RegionWriter<'a> {
-        assert!(offset.checked_add(capacity_bytes).is_some_and(|end| end <= segment.size_bytes()));
-        RegionWriter { segment, offset, capacity_bytes, written_bytes: 0 }
+        assert!(offset
+            .checked_add(capacity_bytes)
+            .is_some_and(|end| end <= segment.size_bytes()));
+        RegionWriter {
+            segment,
+            offset,
+            capacity_bytes,
+            written_bytes: 0,
+        }
     }
 
     /// Absolute offset of the region (`vgi_rpc.shm_offset`).
@@ -47,7 +54,10 @@ impl io::Write for RegionWriter<'_> {
         if remaining_bytes == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
-                format!("shared-memory region of {} bytes is full", self.capacity_bytes),
+                format!(
+                    "shared-memory region of {} bytes is full",
+                    self.capacity_bytes
+                ),
             ));
         }
         let count = data.len().min(remaining_bytes as usize);
@@ -55,7 +65,11 @@ impl io::Write for RegionWriter<'_> {
         // SAFETY: [at, at + count) lies inside the allocation (asserted in `new`, bounded by
         // `remaining_bytes`), which the allocator handed out exclusively to this writer's user.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.segment.base().as_ptr().add(at), count);
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.segment.base().as_ptr().add(at),
+                count,
+            );
         }
         self.written_bytes += count as u64;
         Ok(count)

@@ -19,7 +19,9 @@ const NAME_LINE_PREFIX: &str = "SEGMENT_NAME=";
 /// Not a test of its own: the body a child runs. Does nothing in the parent.
 #[test]
 fn child_entry() {
-    let Ok(mode) = std::env::var(CHILD_MODE_ENV) else { return };
+    let Ok(mode) = std::env::var(CHILD_MODE_ENV) else {
+        return;
+    };
     if mode == "sigint_ignored" {
         // The host ignores SIGINT before we install our guards: we must respect that.
         unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
@@ -27,9 +29,11 @@ fn child_entry() {
     let segment = Segment::create(1 << 20).unwrap();
     println!("{NAME_LINE_PREFIX}{}", segment.name());
     match mode.as_str() {
-        "wait" | "sigint_ignored" => loop {
-            std::thread::sleep(Duration::from_millis(50));
-        },
+        "wait" | "sigint_ignored" => {
+            // Wait for the parent's signal; give up after a minute so a broken test cannot hang.
+            std::thread::sleep(Duration::from_secs(60));
+            std::process::exit(9);
+        }
         "exit" => std::process::exit(3),
         "panic" => panic!("deliberate panic while owning {}", segment.name()),
         other => panic!("unknown child mode {other}"),
@@ -47,11 +51,16 @@ fn spawn_child(mode: &str) -> (Child, String) {
     let stdout = BufReader::new(child.stdout.take().unwrap());
     for line in stdout.lines() {
         let line = line.unwrap();
-        if let Some(name) = line.strip_prefix(NAME_LINE_PREFIX) {
+        // libtest prints "test child_entry ... " before the child's own output, on the same line.
+        if let Some((_, rest)) = line.split_once(NAME_LINE_PREFIX) {
+            let name = rest.split_whitespace().next().unwrap_or_default();
             return (child, name.to_owned());
         }
     }
-    panic!("child ({mode}) exited without printing a segment name: {:?}", child.wait());
+    panic!(
+        "child ({mode}) exited without printing a segment name: {:?}",
+        child.wait()
+    );
 }
 
 fn signal(child: &Child, signal: libc::c_int) {
@@ -60,11 +69,21 @@ fn signal(child: &Child, signal: libc::c_int) {
 
 fn assert_killed_by_and_unlinked(child_mode: &str, signal_number: libc::c_int) {
     let (mut child, name) = spawn_child(child_mode);
-    assert!(shm_name_exists(&name), "child's segment exists while it runs");
+    assert!(
+        shm_name_exists(&name),
+        "child's segment exists while it runs"
+    );
     signal(&child, signal_number);
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(signal_number), "still dies *by* the signal: {status:?}");
-    assert!(!shm_name_exists(&name), "{name} leaked after signal {signal_number}");
+    assert_eq!(
+        status.signal(),
+        Some(signal_number),
+        "still dies *by* the signal: {status:?}"
+    );
+    assert!(
+        !shm_name_exists(&name),
+        "{name} leaked after signal {signal_number}"
+    );
 }
 
 #[test]

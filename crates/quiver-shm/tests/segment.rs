@@ -20,10 +20,15 @@ fn create_initialises_header_and_names_like_python() {
     assert_eq!(segment.allocation_count(), 0);
     assert!(quiver_shm::owned_segment_names().contains(&segment.name().to_owned()));
     // The header as a vgi-rpc peer reads it.
-    let header = unsafe { std::slice::from_raw_parts(segment.mapping_address_range().start as *const u8, 24) };
+    let header = unsafe {
+        std::slice::from_raw_parts(segment.mapping_address_range().start as *const u8, 24)
+    };
     assert_eq!(&header[0..4], b"VGIS");
     assert_eq!(u32::from_le_bytes(header[4..8].try_into().unwrap()), 1);
-    assert_eq!(u64::from_le_bytes(header[8..16].try_into().unwrap()), SIZE_BYTES - 65536);
+    assert_eq!(
+        u64::from_le_bytes(header[8..16].try_into().unwrap()),
+        SIZE_BYTES - 65536
+    );
     assert_eq!(&header[16..24], &[0; 8]);
 }
 
@@ -47,11 +52,20 @@ fn allocations_are_shared_between_mappings() {
     let offset = owner.allocate(1000).unwrap();
     assert_eq!(offset, HEADER_SIZE_BYTES);
     owner.write(offset, b"hello").unwrap();
-    assert_eq!(peer.allocations().unwrap(), vec![Allocation { offset, len_bytes: 1000 }]);
+    assert_eq!(
+        peer.allocations().unwrap(),
+        vec![Allocation {
+            offset,
+            len_bytes: 1000
+        }]
+    );
     assert_eq!(peer.bytes(offset, 5).unwrap(), b"hello");
     peer.free(offset, 5).unwrap(); // the reader frees, with the written length
     assert_eq!(owner.allocation_count(), 0);
-    assert!(matches!(owner.free(offset, 5), Err(ShmError::NoSuchAllocation { .. })));
+    assert!(matches!(
+        owner.free(offset, 5),
+        Err(ShmError::NoSuchAllocation { .. })
+    ));
 }
 
 #[test]
@@ -62,7 +76,11 @@ fn full_segment_and_full_table_return_none() {
         assert!(segment.allocate(64).is_some());
     }
     assert_eq!(segment.allocation_count(), ALLOCATIONS_MAX);
-    assert_eq!(segment.allocate(1), None, "table full although data space remains");
+    assert_eq!(
+        segment.allocate(1),
+        None,
+        "table full although data space remains"
+    );
     segment.reset().unwrap();
     assert_eq!(segment.allocation_count(), 0);
 }
@@ -70,13 +88,28 @@ fn full_segment_and_full_table_return_none() {
 #[test]
 fn bytes_and_writes_are_bounds_checked() {
     let segment = Segment::create(SIZE_BYTES).unwrap();
-    assert!(matches!(segment.bytes(0, 4), Err(ShmError::OutOfBounds { .. })));
-    assert!(matches!(segment.bytes(SIZE_BYTES - 1, 2), Err(ShmError::OutOfBounds { .. })));
-    assert!(matches!(segment.bytes(HEADER_SIZE_BYTES, u64::MAX), Err(ShmError::OutOfBounds { .. })));
+    assert!(matches!(
+        segment.bytes(0, 4),
+        Err(ShmError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        segment.bytes(SIZE_BYTES - 1, 2),
+        Err(ShmError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        segment.bytes(HEADER_SIZE_BYTES, u64::MAX),
+        Err(ShmError::OutOfBounds { .. })
+    ));
     assert_eq!(segment.bytes(SIZE_BYTES - 1, 1).unwrap(), &[0]);
-    assert!(matches!(segment.write(HEADER_SIZE_BYTES, b"x"), Err(ShmError::NoSuchAllocation { .. })));
+    assert!(matches!(
+        segment.write(HEADER_SIZE_BYTES, b"x"),
+        Err(ShmError::NoSuchAllocation { .. })
+    ));
     let offset = segment.allocate(4).unwrap();
-    assert!(matches!(segment.write(offset, b"12345"), Err(ShmError::LengthExceedsAllocation { .. })));
+    assert!(matches!(
+        segment.write(offset, b"12345"),
+        Err(ShmError::LengthExceedsAllocation { .. })
+    ));
     let mut writer = segment.region_writer(offset).unwrap();
     writer.write_all(b"1234").unwrap();
     let error = writer.write(b"5").unwrap_err();
@@ -86,10 +119,22 @@ fn bytes_and_writes_are_bounds_checked() {
 
 #[test]
 fn invalid_sizes_and_names_are_refused() {
-    assert!(matches!(Segment::create(HEADER_SIZE_BYTES), Err(ShmError::InvalidSize { .. })));
-    assert!(matches!(Segment::create((64 << 30) + 1), Err(ShmError::InvalidSize { .. })));
-    assert!(matches!(Segment::attach("/psm_x", SIZE_BYTES), Err(ShmError::InvalidName { .. })));
-    assert!(matches!(Segment::attach("psm_does_not_exist", SIZE_BYTES), Err(ShmError::Os { .. })));
+    assert!(matches!(
+        Segment::create(HEADER_SIZE_BYTES),
+        Err(ShmError::InvalidSize { .. })
+    ));
+    assert!(matches!(
+        Segment::create((64 << 30) + 1),
+        Err(ShmError::InvalidSize { .. })
+    ));
+    assert!(matches!(
+        Segment::attach("/psm_x", SIZE_BYTES),
+        Err(ShmError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        Segment::attach("psm_does_not_exist", SIZE_BYTES),
+        Err(ShmError::Os { .. })
+    ));
     let owner = Segment::create(SIZE_BYTES).unwrap();
     let error = Segment::attach(owner.name(), SIZE_BYTES * 2).unwrap_err();
     assert!(matches!(error, ShmError::SizeMismatch { .. }), "{error}");
@@ -106,26 +151,39 @@ fn attach_validates_header() {
     let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
     assert!(fd >= 0);
     let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let write_header = |file: &mut std::fs::File, magic: &[u8; 4], version: u32, data_size: u64, count: u32| {
-        use std::io::{Seek, SeekFrom};
-        let mut header = Vec::new();
-        header.extend_from_slice(magic);
-        header.extend_from_slice(&version.to_le_bytes());
-        header.extend_from_slice(&data_size.to_le_bytes());
-        header.extend_from_slice(&count.to_le_bytes());
-        file.set_len(SIZE_BYTES).unwrap();
-        file.seek(SeekFrom::Start(0)).unwrap();
-        file.write_all(&header).unwrap();
-    };
+    let write_header =
+        |file: &mut std::fs::File, magic: &[u8; 4], version: u32, data_size: u64, count: u32| {
+            use std::io::{Seek, SeekFrom};
+            let mut header = Vec::new();
+            header.extend_from_slice(magic);
+            header.extend_from_slice(&version.to_le_bytes());
+            header.extend_from_slice(&data_size.to_le_bytes());
+            header.extend_from_slice(&count.to_le_bytes());
+            file.set_len(SIZE_BYTES).unwrap();
+            file.seek(SeekFrom::Start(0)).unwrap();
+            file.write_all(&header).unwrap();
+        };
     let data_size = SIZE_BYTES - HEADER_SIZE_BYTES;
     write_header(&mut file, b"NOPE", 1, data_size, 0);
-    assert!(matches!(Segment::attach(&name, SIZE_BYTES), Err(ShmError::BadMagic { .. })));
+    assert!(matches!(
+        Segment::attach(&name, SIZE_BYTES),
+        Err(ShmError::BadMagic { .. })
+    ));
     write_header(&mut file, b"VGIS", 2, data_size, 0);
-    assert!(matches!(Segment::attach(&name, SIZE_BYTES), Err(ShmError::UnsupportedVersion { found: 2, .. })));
+    assert!(matches!(
+        Segment::attach(&name, SIZE_BYTES),
+        Err(ShmError::UnsupportedVersion { found: 2, .. })
+    ));
     write_header(&mut file, b"VGIS", 1, data_size - 1, 0);
-    assert!(matches!(Segment::attach(&name, SIZE_BYTES), Err(ShmError::DataSizeMismatch { .. })));
+    assert!(matches!(
+        Segment::attach(&name, SIZE_BYTES),
+        Err(ShmError::DataSizeMismatch { .. })
+    ));
     write_header(&mut file, b"VGIS", 1, data_size, 5000);
-    assert!(matches!(Segment::attach(&name, SIZE_BYTES), Err(ShmError::CorruptTable { .. })));
+    assert!(matches!(
+        Segment::attach(&name, SIZE_BYTES),
+        Err(ShmError::CorruptTable { .. })
+    ));
     write_header(&mut file, b"VGIS", 1, data_size, 0);
     assert!(Segment::attach(&name, SIZE_BYTES).is_ok());
     unsafe { libc::shm_unlink(path.as_ptr()) };

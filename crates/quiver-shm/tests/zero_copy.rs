@@ -15,7 +15,11 @@ fn buffer_points_into_the_mapping_and_frees_on_last_drop() {
 
     let buffer = segment.claim_buffer(offset, 9).unwrap();
     let mapping = segment.mapping_address_range();
-    assert_eq!(buffer.as_ptr() as usize, mapping.start + offset as usize, "no copy was made");
+    assert_eq!(
+        buffer.as_ptr() as usize,
+        mapping.start + offset as usize,
+        "no copy was made"
+    );
     assert_eq!(buffer.as_slice(), b"zero copy");
 
     // A write by the peer (through its own mapping) shows through the buffer: same memory.
@@ -32,7 +36,11 @@ fn buffer_points_into_the_mapping_and_frees_on_last_drop() {
     assert_eq!(segment.allocation_count(), 1, "a slice is alive");
     assert_eq!(slice.as_slice(), b"copy");
     drop(slice);
-    assert_eq!(segment.allocation_count(), 0, "freed when the last buffer dropped");
+    assert_eq!(
+        segment.allocation_count(),
+        0,
+        "freed when the last buffer dropped"
+    );
 }
 
 #[test]
@@ -40,12 +48,27 @@ fn claimed_regions_cannot_be_freed_or_claimed_twice() {
     let segment = Segment::create(SIZE_BYTES).unwrap();
     let offset = segment.allocate(64).unwrap();
     let buffer = segment.claim_buffer(offset, 64).unwrap();
-    assert!(matches!(segment.claim_buffer(offset, 1), Err(ShmError::AlreadyClaimed { .. })));
-    assert!(matches!(segment.free(offset, 64), Err(ShmError::AlreadyClaimed { .. })));
-    assert!(matches!(segment.reset(), Err(ShmError::AlreadyClaimed { .. })));
-    assert!(matches!(segment.claim_buffer(offset + 64, 1), Err(ShmError::NoSuchAllocation { .. })));
+    assert!(matches!(
+        segment.claim_buffer(offset, 1),
+        Err(ShmError::AlreadyClaimed { .. })
+    ));
+    assert!(matches!(
+        segment.free(offset, 64),
+        Err(ShmError::AlreadyClaimed { .. })
+    ));
+    assert!(matches!(
+        segment.reset(),
+        Err(ShmError::AlreadyClaimed { .. })
+    ));
+    assert!(matches!(
+        segment.claim_buffer(offset + 64, 1),
+        Err(ShmError::NoSuchAllocation { .. })
+    ));
     drop(buffer);
-    assert!(matches!(segment.claim_buffer(offset, 65), Err(ShmError::NoSuchAllocation { .. })));
+    assert!(matches!(
+        segment.claim_buffer(offset, 65),
+        Err(ShmError::NoSuchAllocation { .. })
+    ));
 }
 
 #[test]
@@ -86,8 +109,17 @@ fn decoded_ipc_columns_share_the_mapping() {
 
     let decoded = decode_stream(segment.claim_buffer(offset, written_bytes).unwrap());
     assert_test_batch(&decoded, 10_000);
-    assert!(segment.mapping_address_range().contains(&id_values_address(&decoded)), "decoded in place");
-    assert_eq!(segment.allocation_count(), 1, "columns keep the region allocated");
+    assert!(
+        segment
+            .mapping_address_range()
+            .contains(&id_values_address(&decoded)),
+        "decoded in place"
+    );
+    assert_eq!(
+        segment.allocation_count(),
+        1,
+        "columns keep the region allocated"
+    );
     drop(decoded);
     assert_eq!(segment.allocation_count(), 0);
 }

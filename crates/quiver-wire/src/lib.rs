@@ -45,7 +45,7 @@ pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
 pub use limits::Limits;
 pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord};
 pub use metadata::BatchMetadata;
-pub use reader::{decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
+pub use reader::{decode_region, decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
 pub use role::{classify, BatchRole};
 pub use sink::{GatherBuf, IpcSink, GATHER_MIN_BYTES};
 pub use writer::{empty_batch, empty_schema, encode_stream, StreamWriter};

@@ -18,7 +18,7 @@ use arrow_ipc::MessageHeader;
 use arrow_schema::SchemaRef;
 
 use crate::error::{Result, WireError};
-use crate::framing::CONTINUATION;
+use crate::framing::{ALIGNMENT_BYTES, CONTINUATION};
 use crate::limits::Limits;
 use crate::metadata::BatchMetadata;
 
@@ -103,6 +103,10 @@ impl BufferFrames {
 
 impl FrameSource for BufferFrames {
     fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>> {
+        if self.position == self.buffer.len() {
+            // A region may omit the end marker (vgi-rpc's dictionary form).
+            return Ok(None);
+        }
         let mut word = [0u8; 4];
         word.copy_from_slice(&self.take(4, "message prefix")?);
         if word == CONTINUATION {
@@ -118,9 +122,22 @@ impl FrameSource for BufferFrames {
         }
         let header = self.take(len as usize, "message metadata")?;
         let body_len = body_length(&header, limits)?;
-        let body = self.take(body_len, "message body")?;
+        let body = aligned(self.take(body_len, "message body")?);
         Ok(Some(Frame { header, body }))
     }
+}
+
+/// A body that does not start on an 8-byte boundary (a region at an odd offset) is
+/// copied once, whole: arrow-rs realigns most misaligned buffers itself but rejects
+/// some (dense union offsets), so decoding would otherwise depend on where the
+/// region happens to lie. Aligned bodies, the normal case, stay zero-copy.
+fn aligned(body: Buffer) -> Buffer {
+    if body.as_ptr().align_offset(ALIGNMENT_BYTES) == 0 {
+        return body;
+    }
+    let mut copy = MutableBuffer::with_capacity(body.len());
+    copy.extend_from_slice(body.as_slice());
+    copy.into()
 }
 
 /// Decodes one stream: a schema message, then dictionary and record-batch messages
@@ -156,6 +173,12 @@ impl StreamReader {
             .next_frame(&limits)?
             .ok_or_else(|| WireError::Malformed("stream ended before its schema".into()))?;
         Self::from_schema_frame(frame, limits)
+    }
+
+    /// A reader for a stream whose schema is already known (a region written
+    /// without its schema message).
+    pub fn for_schema(schema: SchemaRef, limits: Limits) -> Self {
+        Self { schema, dictionaries: HashMap::new(), limits, messages_read: 0, finished: false }
     }
 
     fn from_schema_frame(frame: Frame, limits: Limits) -> Result<Self> {
@@ -253,6 +276,34 @@ pub fn decode_stream(buffer: Buffer, limits: Limits) -> Result<(SchemaRef, Vec<(
     let mut frames = BufferFrames::new(buffer);
     let mut reader = StreamReader::begin_from(&mut frames, limits)?;
     let mut batches = Vec::new();
+    while let Some(batch) = reader.next_from(&mut frames)? {
+        batches.push(batch);
+    }
+    Ok((reader.schema().clone(), batches))
+}
+
+/// Decodes a shared-memory region that holds either a complete stream or, as
+/// vgi-rpc writes batches with dictionaries, only the dictionary and record-batch
+/// messages of a stream on `schema`. Zero-copy either way.
+pub fn decode_region(
+    buffer: Buffer,
+    schema: &SchemaRef,
+    limits: Limits,
+) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
+    let mut frames = BufferFrames::new(buffer);
+    let first = frames
+        .next_frame(&limits)?
+        .ok_or_else(|| WireError::Malformed("empty shared-memory region".into()))?;
+    let (mut reader, pending) = if parse_message(&first.header)?.header_type() == MessageHeader::Schema {
+        (StreamReader::from_schema_frame(first, limits)?, None)
+    } else {
+        (StreamReader::for_schema(schema.clone(), limits), Some(first))
+    };
+    let mut batches = Vec::new();
+    if let Some(frame) = pending {
+        reader.messages_read += 1;
+        batches.extend(reader.decode(frame)?);
+    }
     while let Some(batch) = reader.next_from(&mut frames)? {
         batches.push(batch);
     }

@@ -22,7 +22,11 @@ pub fn shm_name_exists(name: &str) -> bool {
         return true;
     }
     let error = std::io::Error::last_os_error();
-    assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "unexpected shm_open error: {error}");
+    assert_eq!(
+        error.raw_os_error(),
+        Some(libc::ENOENT),
+        "unexpected shm_open error: {error}"
+    );
     false
 }
 
@@ -63,25 +67,36 @@ pub fn decode_stream(buffer: Buffer) -> RecordBatch {
 
 /// Address of the `id` column's values, to prove it points into a mapping.
 pub fn id_values_address(batch: &RecordBatch) -> usize {
-    let ids = batch.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+    let ids = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
     ids.values().inner().as_ptr() as usize
 }
 
 /// Locates the vgi-rpc 0.52.2 oracle interpreter, or fails the test with directions.
 pub fn oracle_python() -> PathBuf {
-    let workspace_venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-oracle/bin/python");
+    let workspace_venv =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-oracle/bin/python");
     let candidates: Vec<PathBuf> = match std::env::var_os("QUIVER_ORACLE_PYTHON") {
         Some(explicit) => vec![PathBuf::from(explicit)],
         None => vec![workspace_venv, PathBuf::from("/tmp/vgi313/bin/python")],
     };
-    let python = candidates.iter().find(|path| path.exists()).unwrap_or_else(|| {
-        panic!(
+    let python = candidates
+        .iter()
+        .find(|path| path.exists())
+        .unwrap_or_else(|| {
+            panic!(
             "no vgi-rpc oracle Python found (tried {candidates:?}); set QUIVER_ORACLE_PYTHON to a \
              Python >= 3.13 with `pip install vgi-rpc==0.52.2 pyarrow`"
         )
-    });
+        });
     let probe = Command::new(python)
-        .args(["-c", "import importlib.metadata as m, vgi_rpc.shm; print(m.version('vgi-rpc'))"])
+        .args([
+            "-c",
+            "import importlib.metadata as m, vgi_rpc.shm; print(m.version('vgi-rpc'))",
+        ])
         .output()
         .unwrap_or_else(|error| panic!("cannot run oracle {python:?}: {error}"));
     let version = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
@@ -95,5 +110,7 @@ pub fn oracle_python() -> PathBuf {
 
 /// Path of a script under tests/oracle/.
 pub fn oracle_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracle").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/oracle")
+        .join(name)
 }

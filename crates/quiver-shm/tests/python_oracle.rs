@@ -1,0 +1,188 @@
+//! Cross-compatibility with vgi-rpc 0.52.2's own `vgi_rpc.shm`, in both directions.
+//!
+//! Needs the oracle interpreter (see `common::oracle_python`); fails, never skips, without it.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use common::{
+    assert_test_batch, decode_stream, id_values_address, oracle_python, oracle_script,
+    shm_name_exists, test_batch, write_stream,
+};
+use quiver_shm::{Allocation, Segment, HEADER_SIZE_BYTES};
+use serde_json::Value;
+
+const SIZE_BYTES: u64 = 8 << 20;
+const ROWS: i64 = 20_000;
+
+fn raw_pattern(len_bytes: usize) -> Vec<u8> {
+    (0..len_bytes).map(|i| ((i * 7 + 3) % 251) as u8).collect()
+}
+
+fn parse_json(line: &str) -> Value {
+    serde_json::from_str(line)
+        .unwrap_or_else(|error| panic!("oracle printed non-JSON {line:?}: {error}"))
+}
+
+fn u64_pair(value: &Value) -> (u64, u64) {
+    let pair = value.as_array().expect("an [offset, length] pair");
+    assert_eq!(pair.len(), 2);
+    (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap())
+}
+
+/// (a) quiver creates and writes; vgi-rpc attaches, validates, reads, frees, and writes back.
+#[test]
+fn python_attaches_and_frees_a_rust_segment() {
+    let python = oracle_python();
+    let segment = Segment::create(SIZE_BYTES).unwrap();
+
+    let raw_len_bytes = 1000;
+    let raw_offset = segment.allocate(raw_len_bytes).unwrap();
+    segment
+        .write(raw_offset, &raw_pattern(raw_len_bytes as usize))
+        .unwrap();
+
+    let ipc_capacity_bytes = 2 << 20;
+    let ipc_offset = segment.allocate(ipc_capacity_bytes).unwrap();
+    let mut writer = segment.region_writer(ipc_offset).unwrap();
+    write_stream(&mut writer, &test_batch(ROWS));
+    let ipc_len_bytes = writer.written_bytes();
+    assert_eq!(ipc_offset % 64, 0);
+
+    let spec = format!(
+        r#"{{"table": [[{raw_offset}, {raw_len_bytes}], [{ipc_offset}, {ipc_capacity_bytes}]],
+            "raw": [{raw_offset}, {raw_len_bytes}], "ipc": [{ipc_offset}, {ipc_len_bytes}], "rows": {ROWS}}}"#
+    );
+    let output = Command::new(&python)
+        .arg(oracle_script("attach_rust_segment.py"))
+        .args([segment.name(), &segment.size_bytes().to_string(), &spec])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "vgi-rpc oracle rejected our segment:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = parse_json(String::from_utf8(output.stdout).unwrap().trim());
+    assert!(report["ok"].as_bool() == Some(true));
+
+    // The oracle freed both regions; the only entry left is the batch it wrote itself.
+    let written = u64_pair(&report["written"]);
+    assert_eq!(
+        written.0, HEADER_SIZE_BYTES,
+        "first fit reused the freed space"
+    );
+    let allocations = segment.allocations().unwrap();
+    assert_eq!(allocations.len(), 1);
+    assert_eq!(allocations[0].offset, written.0);
+    assert!(
+        allocations[0].len_bytes >= written.1,
+        "vgi-rpc allocates an estimate, reports bytes written"
+    );
+
+    let decoded = decode_stream(segment.claim_buffer(written.0, written.1).unwrap());
+    assert_test_batch(&decoded, ROWS);
+    assert!(segment
+        .mapping_address_range()
+        .contains(&id_values_address(&decoded)));
+    drop(decoded);
+    assert_eq!(
+        segment.allocation_count(),
+        0,
+        "our zero-copy read freed vgi-rpc's region"
+    );
+    assert!(
+        shm_name_exists(segment.name()),
+        "attaching peer did not unlink our segment"
+    );
+}
+
+/// (b) vgi-rpc creates and writes; quiver attaches, reads, frees, and writes back.
+#[test]
+fn rust_attaches_and_frees_a_python_segment() {
+    let python = oracle_python();
+    let mut oracle = Command::new(&python)
+        .arg(oracle_script("create_python_segment.py"))
+        .args([SIZE_BYTES.to_string(), ROWS.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut to_oracle = oracle.stdin.take().unwrap();
+    let mut from_oracle = BufReader::new(oracle.stdout.take().unwrap()).lines();
+    let mut next_reply = || {
+        let line = from_oracle
+            .next()
+            .expect("oracle exited early (see its stderr above)")
+            .unwrap();
+        parse_json(&line)
+    };
+
+    let created = next_reply();
+    let name = created["name"].as_str().unwrap().to_owned();
+    let size_bytes = created["size"].as_u64().unwrap();
+    assert_eq!(size_bytes, SIZE_BYTES);
+    let segment = Segment::attach(&name, size_bytes).unwrap();
+    assert!(!segment.is_owner());
+    let table: Vec<Allocation> = created["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let (offset, len_bytes) = u64_pair(entry);
+            Allocation { offset, len_bytes }
+        })
+        .collect();
+    assert_eq!(segment.allocations().unwrap(), table);
+
+    let (batch_offset, batch_len_bytes) = u64_pair(&created["batch"]);
+    let decoded = decode_stream(segment.claim_buffer(batch_offset, batch_len_bytes).unwrap());
+    assert_test_batch(&decoded, ROWS);
+    assert!(
+        segment
+            .mapping_address_range()
+            .contains(&id_values_address(&decoded)),
+        "zero copy"
+    );
+    drop(decoded);
+
+    let (raw_offset, raw_len_bytes) = u64_pair(&created["raw"]);
+    assert_eq!(
+        segment.bytes(raw_offset, raw_len_bytes).unwrap(),
+        &raw_pattern(raw_len_bytes as usize)[..]
+    );
+    segment.free(raw_offset, raw_len_bytes).unwrap();
+    assert_eq!(segment.allocation_count(), 0);
+
+    writeln!(to_oracle, "table").unwrap();
+    assert!(
+        next_reply()["table"].as_array().unwrap().is_empty(),
+        "vgi-rpc sees our frees"
+    );
+
+    // Now quiver writes into vgi-rpc's segment and vgi-rpc reads and frees it.
+    let offset = segment.allocate(2 << 20).unwrap();
+    let mut writer = segment.region_writer(offset).unwrap();
+    write_stream(&mut writer, &test_batch(ROWS));
+    let written_bytes = writer.written_bytes();
+    writeln!(to_oracle, "resolve {offset} {written_bytes}").unwrap();
+    let resolved = next_reply();
+    assert!(
+        resolved["equal"].as_bool() == Some(true),
+        "vgi-rpc decoded our stream differently"
+    );
+    assert!(resolved["table"].as_array().unwrap().is_empty());
+    assert_eq!(segment.allocation_count(), 0);
+
+    writeln!(to_oracle, "quit").unwrap();
+    assert_eq!(next_reply()["unlinked"].as_str().unwrap(), name);
+    assert!(oracle.wait().unwrap().success());
+    assert!(
+        !shm_name_exists(&name),
+        "the owner (vgi-rpc) unlinked; we never do"
+    );
+    drop(segment);
+}
