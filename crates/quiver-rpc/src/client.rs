@@ -173,8 +173,14 @@ impl Client {
             metadata.insert(keys::SHM_SEGMENT_NAME, route.segment().name());
             metadata.insert(keys::SHM_SEGMENT_SIZE, route.segment().size_bytes().to_string());
         }
+        // A large request goes through the segment as a pointer batch, as stream
+        // inputs do; servers resolve request pointers like any other.
+        let (params, metadata) = match self.shm.as_mut() {
+            Some(route) => route.try_write(params, &metadata)?.unwrap_or_else(|| (params.clone(), metadata)),
+            None => (params.clone(), metadata),
+        };
         let mut writer = StreamWriter::begin(params.schema_ref(), &mut self.out)?;
-        writer.write(params, &metadata, &mut self.out)?;
+        writer.write(&params, &metadata, &mut self.out)?;
         writer.finish(&mut self.out);
         Ok(())
     }

@@ -9,6 +9,7 @@
 mod cleanup;
 mod connection;
 mod pipe;
+mod pipe_size;
 pub mod socket;
 mod stdio;
 mod subprocess;
@@ -16,5 +17,6 @@ mod subprocess;
 pub use cleanup::{forget_on_termination, remove_on_termination};
 pub use connection::{Connection, TransportKind, READ_BUFFER_BYTES};
 pub use pipe::pipe_pair;
+pub use pipe_size::grow_pipe;
 pub use stdio::stdio_connection;
 pub use subprocess::{spawn, spawn_command, Child};

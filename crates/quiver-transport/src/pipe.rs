@@ -22,5 +22,7 @@ pub(crate) fn os_pipe() -> io::Result<(File, File)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: the fds were just created and are owned by nobody else.
-    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+    let (read, write) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    crate::pipe_size::grow_pipe(&write);
+    Ok((read, write))
 }

@@ -29,6 +29,8 @@ pub fn spawn_command(mut command: Command) -> io::Result<(Child, Connection)> {
     let mut process = command.spawn()?;
     let stdin = process.stdin.take().expect("stdin was piped");
     let stdout = process.stdout.take().expect("stdout was piped");
+    crate::pipe_size::grow_pipe(&stdin);
+    crate::pipe_size::grow_pipe(&stdout);
     let peer = format!("subprocess {}", process.id());
     let connection = Connection::new(Box::new(stdout), Box::new(stdin), TransportKind::Stdio, peer);
     Ok((Child { process, exit_grace: Duration::from_secs(2) }, connection))
