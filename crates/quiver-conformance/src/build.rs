@@ -25,16 +25,31 @@ pub fn map_row(keys: &[&str], values: ArrayRef) -> ArrayRef {
     let keys: ArrayRef = Arc::new(StringArray::from(keys.to_vec()));
     let entries = StructArray::new(entry_fields.clone(), vec![keys, values], None);
     let field = Arc::new(Field::new("entries", DataType::Struct(entry_fields), false));
-    Arc::new(MapArray::new(field, OffsetBuffer::from_lengths([entries.len()]), entries, None, false))
+    Arc::new(MapArray::new(
+        field,
+        OffsetBuffer::from_lengths([entries.len()]),
+        entries,
+        None,
+        false,
+    ))
 }
 
 /// Points (as `struct<x, y>`), one element each; `None` makes a null element.
 pub fn points(values: &[Option<(f64, f64)>]) -> ArrayRef {
-    let fields =
-        Fields::from(vec![Field::new("x", DataType::Float64, false), Field::new("y", DataType::Float64, false)]);
-    let x: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter_values(values.iter().map(|p| p.map_or(0.0, |p| p.0))));
-    let y: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter_values(values.iter().map(|p| p.map_or(0.0, |p| p.1))));
-    let nulls = values.iter().any(Option::is_none).then(|| values.iter().map(Option::is_some).collect());
+    let fields = Fields::from(vec![
+        Field::new("x", DataType::Float64, false),
+        Field::new("y", DataType::Float64, false),
+    ]);
+    let x: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter_values(
+        values.iter().map(|p| p.map_or(0.0, |p| p.0)),
+    ));
+    let y: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter_values(
+        values.iter().map(|p| p.map_or(0.0, |p| p.1)),
+    ));
+    let nulls = values
+        .iter()
+        .any(Option::is_none)
+        .then(|| values.iter().map(Option::is_some).collect());
     Arc::new(StructArray::new(fields, vec![x, y], nulls))
 }
 

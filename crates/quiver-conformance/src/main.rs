@@ -34,7 +34,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let config = ServerConfig { shm, ..ServerConfig::default() };
+    let config = ServerConfig {
+        shm,
+        ..ServerConfig::default()
+    };
     let server = Server::new(quiver_conformance::conformance_service(), config);
     let idle = args.idle_timeout.map(Duration::from_secs);
     let result = match (&args.unix, &args.tcp) {

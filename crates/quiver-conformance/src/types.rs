@@ -10,7 +10,11 @@ use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use quiver_wire::{decode_stream, encode_stream, BatchMetadata, ErrorReport, Limits};
 
 /// Members of the `Status` enum, by name (what travels) and value (also accepted).
-pub const STATUS_MEMBERS: [(&str, &str); 3] = [("PENDING", "pending"), ("ACTIVE", "active"), ("CLOSED", "closed")];
+pub const STATUS_MEMBERS: [(&str, &str); 3] = [
+    ("PENDING", "pending"),
+    ("ACTIVE", "active"),
+    ("CLOSED", "closed"),
+];
 
 /// `dictionary<int16, utf8>`: how an enum travels.
 pub fn enum_type() -> DataType {
@@ -26,7 +30,10 @@ pub fn list_of(item: DataType) -> DataType {
 pub fn map_of(value: DataType) -> DataType {
     let entries = Field::new(
         "entries",
-        DataType::Struct(Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", value, true)])),
+        DataType::Struct(Fields::from(vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("value", value, true),
+        ])),
         false,
     );
     DataType::Map(Arc::new(entries), false)
@@ -38,7 +45,10 @@ pub fn point_type() -> DataType {
 }
 
 fn point_fields() -> Fields {
-    Fields::from(vec![Field::new("x", DataType::Float64, false), Field::new("y", DataType::Float64, false)])
+    Fields::from(vec![
+        Field::new("x", DataType::Float64, false),
+        Field::new("y", DataType::Float64, false),
+    ])
 }
 
 /// Schema of `ConformanceHeader`.
@@ -90,17 +100,30 @@ pub fn nested_containers_schema() -> SchemaRef {
 /// value in a binary column).
 pub fn to_ipc_bytes(batch: &RecordBatch) -> Result<Vec<u8>, ErrorReport> {
     let mut bytes = Vec::new();
-    encode_stream(batch.schema_ref(), &[(batch.clone(), BatchMetadata::new())], &mut bytes)
-        .map_err(|e| ErrorReport::new("RuntimeError", format!("cannot encode value: {e}")))?;
+    encode_stream(
+        batch.schema_ref(),
+        &[(batch.clone(), BatchMetadata::new())],
+        &mut bytes,
+    )
+    .map_err(|e| ErrorReport::new("RuntimeError", format!("cannot encode value: {e}")))?;
     Ok(bytes)
 }
 
 /// Decodes a dataclass value: an IPC stream holding one one-row batch.
 pub fn from_ipc_bytes(bytes: &[u8], what: &str) -> Result<RecordBatch, ErrorReport> {
-    let bad = |detail: String| ErrorReport::new("TypeError", format!("{what} is not a serialized dataclass: {detail}"));
-    let (_, mut batches) = decode_stream(Buffer::from(bytes.to_vec()), Limits::DEFAULT).map_err(|e| bad(e.to_string()))?;
+    let bad = |detail: String| {
+        ErrorReport::new(
+            "TypeError",
+            format!("{what} is not a serialized dataclass: {detail}"),
+        )
+    };
+    let (_, mut batches) = decode_stream(Buffer::from(bytes.to_vec()), Limits::DEFAULT)
+        .map_err(|e| bad(e.to_string()))?;
     if batches.len() != 1 || batches[0].0.num_rows() != 1 {
-        return Err(bad(format!("expected one batch of one row, got {} batches", batches.len())));
+        return Err(bad(format!(
+            "expected one batch of one row, got {} batches",
+            batches.len()
+        )));
     }
     Ok(batches.pop().expect("one batch").0)
 }
@@ -109,10 +132,19 @@ pub fn from_ipc_bytes(bytes: &[u8], what: &str) -> Result<RecordBatch, ErrorRepo
 pub fn check_status_members(array: &dyn Array, what: &str) -> Result<(), ErrorReport> {
     let strings = arrow_cast::cast(array, &DataType::Utf8)
         .map_err(|e| ErrorReport::new("TypeError", format!("{what}: {e}")))?;
-    let strings = strings.as_any().downcast_ref::<arrow_array::StringArray>().expect("cast to utf8");
+    let strings = strings
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .expect("cast to utf8");
     for value in strings.iter().flatten() {
-        if !STATUS_MEMBERS.iter().any(|(name, v)| *name == value || *v == value) {
-            return Err(ErrorReport::new("TypeError", format!("{what} were not reconstructed as Status members")));
+        if !STATUS_MEMBERS
+            .iter()
+            .any(|(name, v)| *name == value || *v == value)
+        {
+            return Err(ErrorReport::new(
+                "TypeError",
+                format!("{what} were not reconstructed as Status members"),
+            ));
         }
     }
     Ok(())
@@ -130,7 +162,11 @@ pub fn python_float_repr(value: f64) -> String {
         return "nan".into();
     }
     if value.is_infinite() {
-        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+        return if value > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     let magnitude = value.abs();
     if magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {

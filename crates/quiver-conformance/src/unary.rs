@@ -3,13 +3,16 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
 use arrow_schema::{DataType, Field};
 use quiver_rpc::{Method, Service};
 use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::types::{
-    check_status_members, enum_type, from_ipc_bytes, list_of, map_of, python_float_repr, single, to_ipc_bytes,
+    check_status_members, enum_type, from_ipc_bytes, list_of, map_of, python_float_repr, single,
+    to_ipc_bytes,
 };
 
 /// Registers the unary methods.
@@ -25,36 +28,62 @@ pub fn register(service: &mut Service) {
         ("echo_large_binary", "value", DataType::LargeBinary, false),
         ("echo_list", "values", list_of(DataType::Utf8), false),
         ("echo_dict", "mapping", map_of(DataType::Int64), false),
-        ("echo_nested_list", "matrix", list_of(list_of(DataType::Int64)), false),
+        (
+            "echo_nested_list",
+            "matrix",
+            list_of(list_of(DataType::Int64)),
+            false,
+        ),
         ("echo_optional_string", "value", DataType::Utf8, true),
         ("echo_optional_int", "value", DataType::Int64, true),
-        ("echo_annotated_optional_int", "value", DataType::Int32, true),
-        ("echo_outer_optional_non_null", "value", DataType::Int32, false),
+        (
+            "echo_annotated_optional_int",
+            "value",
+            DataType::Int32,
+            true,
+        ),
+        (
+            "echo_outer_optional_non_null",
+            "value",
+            DataType::Int32,
+            false,
+        ),
         ("echo_enum", "status", enum_type(), false),
     ] {
         service.add(echo(name, param, data_type, nullable));
     }
-    service.add(checked_echo("echo_status_list", "statuses", list_of(enum_type()), false, |column| {
-        check_status_members(column.as_list::<i32>().values().as_ref(), "statuses")
-    }));
+    service.add(checked_echo(
+        "echo_status_list",
+        "statuses",
+        list_of(enum_type()),
+        false,
+        |column| check_status_members(column.as_list::<i32>().values().as_ref(), "statuses"),
+    ));
     for (name, param, nullable, what) in [
         ("echo_point", "point", false, "Point"),
         ("echo_bounding_box", "box", false, "BoundingBox"),
         ("echo_all_types", "data", false, "AllTypes"),
         ("echo_optional_point", "point", true, "Point"),
     ] {
-        service.add(checked_echo(name, param, DataType::Binary, nullable, move |column| {
-            match column.as_binary::<i32>().iter().next().flatten() {
+        service.add(checked_echo(
+            name,
+            param,
+            DataType::Binary,
+            nullable,
+            move |column| match column.as_binary::<i32>().iter().next().flatten() {
                 Some(bytes) => from_ipc_bytes(bytes, what).map(|_| ()),
                 None => Ok(()),
-            }
-        }));
+            },
+        ));
     }
 
     service.add(Method::unary("void_noop", vec![], None, |_, _| Ok(None)));
-    service.add(Method::unary("void_with_param", vec![Field::new("value", DataType::Int64, false)], None, |_, _| {
-        Ok(None)
-    }));
+    service.add(Method::unary(
+        "void_with_param",
+        vec![Field::new("value", DataType::Int64, false)],
+        None,
+        |_, _| Ok(None),
+    ));
     service.add(Method::unary(
         "inspect_point",
         vec![Field::new("point", DataType::Binary, false)],
@@ -62,22 +91,35 @@ pub fn register(service: &mut Service) {
         |params, _| {
             let point = from_ipc_bytes(params.bytes("point")?, "Point")?;
             let coordinate = |name: &str| -> Result<f64, ErrorReport> {
-                let column = point
-                    .column_by_name(name)
-                    .ok_or_else(|| ErrorReport::new("TypeError", format!("Point has no field {name}")))?;
+                let column = point.column_by_name(name).ok_or_else(|| {
+                    ErrorReport::new("TypeError", format!("Point has no field {name}"))
+                })?;
                 let column = arrow_cast::cast(column, &DataType::Float64)
                     .map_err(|e| ErrorReport::new("TypeError", e.to_string()))?;
-                Ok(column.as_primitive::<arrow_array::types::Float64Type>().value(0))
+                Ok(column
+                    .as_primitive::<arrow_array::types::Float64Type>()
+                    .value(0))
             };
-            let text = format!("Point({}, {})", python_float_repr(coordinate("x")?), python_float_repr(coordinate("y")?));
+            let text = format!(
+                "Point({}, {})",
+                python_float_repr(coordinate("x")?),
+                python_float_repr(coordinate("y")?)
+            );
             Ok(single(StringArray::from(vec![text])))
         },
     ));
     service.add(Method::unary(
         "add_floats",
-        vec![Field::new("a", DataType::Float64, false), Field::new("b", DataType::Float64, false)],
+        vec![
+            Field::new("a", DataType::Float64, false),
+            Field::new("b", DataType::Float64, false),
+        ],
         Some(Field::new("result", DataType::Float64, false)),
-        |params, _| Ok(single(Float64Array::from(vec![params.f64("a")? + params.f64("b")?]))),
+        |params, _| {
+            Ok(single(Float64Array::from(vec![
+                params.f64("a")? + params.f64("b")?,
+            ])))
+        },
     ));
     service.add(Method::unary(
         "concatenate",
@@ -88,7 +130,12 @@ pub fn register(service: &mut Service) {
         ],
         Some(Field::new("result", DataType::Utf8, false)),
         |params, _| {
-            let text = format!("{}{}{}", params.str("prefix")?, params.str("separator")?, params.str("suffix")?);
+            let text = format!(
+                "{}{}{}",
+                params.str("prefix")?,
+                params.str("separator")?,
+                params.str("suffix")?
+            );
             Ok(single(StringArray::from(vec![text])))
         },
     ));
@@ -110,9 +157,11 @@ pub fn register(service: &mut Service) {
             Ok(single(StringArray::from(vec![text])))
         },
     ));
-    for (name, error_type) in
-        [("raise_value_error", "ValueError"), ("raise_runtime_error", "RuntimeError"), ("raise_type_error", "TypeError")]
-    {
+    for (name, error_type) in [
+        ("raise_value_error", "ValueError"),
+        ("raise_runtime_error", "RuntimeError"),
+        ("raise_type_error", "TypeError"),
+    ] {
         service.add(Method::unary(
             name,
             vec![Field::new("message", DataType::Utf8, false)],
@@ -121,11 +170,21 @@ pub fn register(service: &mut Service) {
         ));
     }
     service.add(logging("echo_with_info_log", &[LogLevel::Info], false));
-    service.add(logging("echo_with_multi_logs", &[LogLevel::Debug, LogLevel::Info, LogLevel::Warn], false));
+    service.add(logging(
+        "echo_with_multi_logs",
+        &[LogLevel::Debug, LogLevel::Info, LogLevel::Warn],
+        false,
+    ));
     service.add(logging("echo_with_log_extras", &[LogLevel::Info], true));
     service.add(logging(
         "echo_with_all_log_levels",
-        &[LogLevel::Trace, LogLevel::Debug, LogLevel::Info, LogLevel::Warn, LogLevel::Error],
+        &[
+            LogLevel::Trace,
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Warn,
+            LogLevel::Error,
+        ],
         false,
     ));
     service.add(pack_nested_containers());
@@ -163,9 +222,14 @@ fn logging(name: &str, levels: &'static [LogLevel], with_extras: bool) -> Method
         move |params, ctx| {
             let value = params.str("value")?;
             for level in levels {
-                let mut record = LogRecord::new(*level, format!("{}: {value}", level.as_str().to_lowercase()));
+                let mut record = LogRecord::new(
+                    *level,
+                    format!("{}: {value}", level.as_str().to_lowercase()),
+                );
                 if with_extras {
-                    record = record.with_extra("source", "conformance").with_extra("detail", value);
+                    record = record
+                        .with_extra("source", "conformance")
+                        .with_extra("detail", value);
                 }
                 ctx.log(record);
             }
@@ -191,7 +255,10 @@ fn pack_nested_containers() -> Method {
             let status_by_name = params.column("status_by_name")?;
             let status_values = statuses.as_list::<i32>().value(0);
             check_status_members(status_values.as_ref(), "statuses")?;
-            check_status_members(status_by_name.as_map().value(0).column(1).as_ref(), "status_by_name values")?;
+            check_status_members(
+                status_by_name.as_map().value(0).column(1).as_ref(),
+                "status_by_name values",
+            )?;
             let point_values = points.as_list::<i32>().value(0);
 
             let frozen = distinct_statuses(&status_values)?;
@@ -205,11 +272,16 @@ fn pack_nested_containers() -> Method {
             let tagged_status = first_or_null(&status_values);
             let tagged_point = first_or_null(&point_values);
             let tagged_batch = RecordBatch::try_new(
-                Arc::new(arrow_schema::Schema::new(vec![Field::new("value", DataType::Int64, true)])),
+                Arc::new(arrow_schema::Schema::new(vec![Field::new(
+                    "value",
+                    DataType::Int64,
+                    true,
+                )])),
                 vec![Arc::new(Int64Array::from(vec![1, 2]))],
             )
             .expect("literal batch");
-            let tagged_batch = BinaryArray::from(vec![Some(to_ipc_bytes(&tagged_batch)?.as_slice())]);
+            let tagged_batch =
+                BinaryArray::from(vec![Some(to_ipc_bytes(&tagged_batch)?.as_slice())]);
 
             let schema = nested_containers_schema();
             let columns: Vec<ArrayRef> = vec![
@@ -226,17 +298,23 @@ fn pack_nested_containers() -> Method {
                 .zip(schema.fields())
                 .map(|(column, field)| arrow_cast::cast(&column, field.data_type()))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| ErrorReport::new("TypeError", format!("cannot pack containers: {e}")))?;
-            let batch = RecordBatch::try_new(schema, columns)
-                .map_err(|e| ErrorReport::new("TypeError", format!("cannot pack containers: {e}")))?;
-            Ok(single(BinaryArray::from(vec![Some(to_ipc_bytes(&batch)?.as_slice())])))
+                .map_err(|e| {
+                    ErrorReport::new("TypeError", format!("cannot pack containers: {e}"))
+                })?;
+            let batch = RecordBatch::try_new(schema, columns).map_err(|e| {
+                ErrorReport::new("TypeError", format!("cannot pack containers: {e}"))
+            })?;
+            Ok(single(BinaryArray::from(vec![Some(
+                to_ipc_bytes(&batch)?.as_slice(),
+            )])))
         },
     )
 }
 
 /// The distinct members of an enum array, as a one-row `list<dict<int16, utf8>>`.
 fn distinct_statuses(values: &ArrayRef) -> Result<ArrayRef, ErrorReport> {
-    let strings = arrow_cast::cast(values, &DataType::Utf8).map_err(|e| ErrorReport::new("TypeError", e.to_string()))?;
+    let strings = arrow_cast::cast(values, &DataType::Utf8)
+        .map_err(|e| ErrorReport::new("TypeError", e.to_string()))?;
     let mut distinct: Vec<&str> = Vec::new();
     for value in strings.as_string::<i32>().iter().flatten() {
         if !distinct.contains(&value) {
@@ -245,6 +323,12 @@ fn distinct_statuses(values: &ArrayRef) -> Result<ArrayRef, ErrorReport> {
     }
     let items = StringArray::from(distinct);
     let offsets = arrow_buffer::OffsetBuffer::from_lengths([items.len()]);
-    let list = arrow_array::ListArray::new(Arc::new(Field::new("item", DataType::Utf8, true)), offsets, Arc::new(items), None);
-    arrow_cast::cast(&list, &list_of(enum_type())).map_err(|e| ErrorReport::new("TypeError", e.to_string()))
+    let list = arrow_array::ListArray::new(
+        Arc::new(Field::new("item", DataType::Utf8, true)),
+        offsets,
+        Arc::new(items),
+        None,
+    );
+    arrow_cast::cast(&list, &list_of(enum_type()))
+        .map_err(|e| ErrorReport::new("TypeError", e.to_string()))
 }

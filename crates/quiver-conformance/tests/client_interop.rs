@@ -24,7 +24,11 @@ fn reference_worker() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join(".venv-oracle/bin"));
     let worker = bin.join("vgi-rpc-conformance");
-    assert!(worker.exists(), "vgi-rpc oracle not found at {} (run ./quiver setup)", worker.display());
+    assert!(
+        worker.exists(),
+        "vgi-rpc oracle not found at {} (run ./quiver setup)",
+        worker.display()
+    );
     worker
 }
 
@@ -36,7 +40,10 @@ fn connect(worker: &PathBuf, shm: bool) -> (Child, Client) {
     let (child, connection) = spawn(worker.as_os_str(), &[]).expect("spawn worker");
     let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
     if shm {
-        let config = ShmConfig { segment_size_bytes: Some(64 << 20), ..ShmConfig::default() };
+        let config = ShmConfig {
+            segment_size_bytes: Some(64 << 20),
+            ..ShmConfig::default()
+        };
         client = client.with_shm(Segment::create(64 << 20).expect("create segment"), &config);
     }
     (child, client)
@@ -44,9 +51,16 @@ fn connect(worker: &PathBuf, shm: bool) -> (Child, Client) {
 
 fn params(fields: Vec<(&str, ArrayRef)>) -> RecordBatch {
     let schema = Schema::new(
-        fields.iter().map(|(name, array)| Field::new(*name, array.data_type().clone(), false)).collect::<Vec<_>>(),
+        fields
+            .iter()
+            .map(|(name, array)| Field::new(*name, array.data_type().clone(), false))
+            .collect::<Vec<_>>(),
     );
-    RecordBatch::try_new(Arc::new(schema), fields.into_iter().map(|(_, a)| a).collect()).unwrap()
+    RecordBatch::try_new(
+        Arc::new(schema),
+        fields.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap()
 }
 
 fn empty_params() -> RecordBatch {
@@ -54,7 +68,11 @@ fn empty_params() -> RecordBatch {
 }
 
 fn value_batch(values: Vec<f64>) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![Field::new("value", DataType::Float64, true)]));
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "value",
+        DataType::Float64,
+        true,
+    )]));
     RecordBatch::try_new(schema, vec![Arc::new(Float64Array::from(values))]).unwrap()
 }
 
@@ -63,43 +81,97 @@ fn scenarios(worker: &PathBuf, shm: bool) {
 
     // Unary echo, with non-ASCII and an embedded NUL.
     let text = "héllo\0世界";
-    let reply = client.call("echo_string", &params(vec![("value", Arc::new(StringArray::from(vec![text])))])).unwrap();
+    let reply = client
+        .call(
+            "echo_string",
+            &params(vec![("value", Arc::new(StringArray::from(vec![text])))]),
+        )
+        .unwrap();
     assert_eq!(reply.unwrap().column(0).as_string::<i32>().value(0), text);
 
     // Logs arrive in order before the result.
-    client.call("echo_with_multi_logs", &params(vec![("value", Arc::new(StringArray::from(vec!["m"])))])).unwrap();
-    let levels: Vec<_> = client.take_logs().iter().map(|r| r.level.as_str()).collect();
+    client
+        .call(
+            "echo_with_multi_logs",
+            &params(vec![("value", Arc::new(StringArray::from(vec!["m"])))]),
+        )
+        .unwrap();
+    let levels: Vec<_> = client
+        .take_logs()
+        .iter()
+        .map(|r| r.level.as_str())
+        .collect();
     assert_eq!(levels, ["DEBUG", "INFO", "WARN"]);
 
     // A remote error keeps its type, and the connection keeps serving.
     let error = client
-        .call("raise_value_error", &params(vec![("message", Arc::new(StringArray::from(vec!["bad"])))]))
+        .call(
+            "raise_value_error",
+            &params(vec![("message", Arc::new(StringArray::from(vec!["bad"])))]),
+        )
         .unwrap_err();
     let report = error.remote().expect("remote error");
     assert_eq!(report.error_type, "ValueError");
     assert!(report.message.contains("bad"));
 
     // Void.
-    assert!(client.call("void_noop", &empty_params()).unwrap().map_or(true, |b| b.num_rows() == 0));
+    assert!(client
+        .call("void_noop", &empty_params())
+        .unwrap()
+        .map_or(true, |b| b.num_rows() == 0));
 
     // 4 MiB both ways (through the segment when shm is on).
     let payload = vec![0xa5u8; 4 << 20];
     let reply = client
-        .call("echo_large_binary", &params(vec![("value", Arc::new(LargeBinaryArray::from(vec![payload.as_slice()])))]))
+        .call(
+            "echo_large_binary",
+            &params(vec![(
+                "value",
+                Arc::new(LargeBinaryArray::from(vec![payload.as_slice()])),
+            )]),
+        )
         .unwrap()
         .unwrap();
-    assert_eq!(reply.column(0).as_binary::<i64>().value(0), payload.as_slice());
+    assert_eq!(
+        reply.column(0).as_binary::<i64>().value(0),
+        payload.as_slice()
+    );
     drop(reply);
 
     // Producer with a header.
-    let seed_count = params(vec![("seed", Arc::new(Int64Array::from(vec![7]))), ("count", Arc::new(Int64Array::from(vec![2])))]);
-    let mut stream = client.stream("produce_with_rich_header", &seed_count, true).unwrap();
+    let seed_count = params(vec![
+        ("seed", Arc::new(Int64Array::from(vec![7]))),
+        ("count", Arc::new(Int64Array::from(vec![2]))),
+    ]);
+    let mut stream = client
+        .stream("produce_with_rich_header", &seed_count, true)
+        .unwrap();
     let header = stream.header().expect("header").clone();
-    assert_eq!(header.column_by_name("str_field").unwrap().as_string::<i32>().value(0), "seed-7");
-    assert_eq!(header.column_by_name("int_field").unwrap().as_primitive::<Int64Type>().value(0), 49);
+    assert_eq!(
+        header
+            .column_by_name("str_field")
+            .unwrap()
+            .as_string::<i32>()
+            .value(0),
+        "seed-7"
+    );
+    assert_eq!(
+        header
+            .column_by_name("int_field")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .value(0),
+        49
+    );
     let mut values = Vec::new();
     while let Some(batch) = stream.tick().unwrap() {
-        values.push(batch.column_by_name("value").unwrap().as_primitive::<Int64Type>().value(0));
+        values.push(
+            batch
+                .column_by_name("value")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0),
+        );
     }
     assert_eq!(values, [0, 10]);
     stream.close().unwrap();
@@ -108,37 +180,79 @@ fn scenarios(worker: &PathBuf, shm: bool) {
     let factor = params(vec![("factor", Arc::new(Float64Array::from(vec![2.0])))]);
     let mut stream = client.stream("exchange_scale", &factor, false).unwrap();
     let input: Vec<f64> = (0..50_000).map(f64::from).collect();
-    let output = stream.exchange(&value_batch(input.clone())).unwrap().unwrap();
+    let output = stream
+        .exchange(&value_batch(input.clone()))
+        .unwrap()
+        .unwrap();
     let doubled: Vec<f64> = input.iter().map(|v| v * 2.0).collect();
-    assert_eq!(output.column(0).as_primitive::<Float64Type>().values().as_ref(), doubled.as_slice());
+    assert_eq!(
+        output
+            .column(0)
+            .as_primitive::<Float64Type>()
+            .values()
+            .as_ref(),
+        doubled.as_slice()
+    );
     drop(output);
     stream.close().unwrap();
 
     // Cancel mid-exchange, then the counters agree.
     client.call("reset_cancel_probe", &empty_params()).unwrap();
-    let mut stream = client.stream("cancellable_exchange", &empty_params(), false).unwrap();
+    let mut stream = client
+        .stream("cancellable_exchange", &empty_params(), false)
+        .unwrap();
     stream.exchange(&value_batch(vec![1.0])).unwrap().unwrap();
     stream.exchange(&value_batch(vec![2.0])).unwrap().unwrap();
     stream.cancel().unwrap();
-    let counters = client.call("cancel_probe_counters", &empty_params()).unwrap().unwrap();
+    let counters = client
+        .call("cancel_probe_counters", &empty_params())
+        .unwrap()
+        .unwrap();
     let counters = counters.column(0).as_list::<i32>().value(0);
-    assert_eq!(counters.as_primitive::<Int64Type>().values().as_ref(), &[0, 2, 1]);
+    assert_eq!(
+        counters.as_primitive::<Int64Type>().values().as_ref(),
+        &[0, 2, 1]
+    );
 
     // A mid-stream error, then the connection is still usable.
     let fail = params(vec![("fail_on", Arc::new(Int64Array::from(vec![2])))]);
-    let mut stream = client.stream("exchange_error_on_nth", &fail, false).unwrap();
+    let mut stream = client
+        .stream("exchange_error_on_nth", &fail, false)
+        .unwrap();
     stream.exchange(&value_batch(vec![1.0])).unwrap().unwrap();
     let error = stream.exchange(&value_batch(vec![2.0])).unwrap_err();
     assert_eq!(error.remote().expect("remote").error_type, "RuntimeError");
     drop(stream);
-    let reply = client.call("echo_int", &params(vec![("value", Arc::new(Int64Array::from(vec![42])))])).unwrap();
-    assert_eq!(reply.unwrap().column(0).as_primitive::<Int64Type>().value(0), 42);
+    let reply = client
+        .call(
+            "echo_int",
+            &params(vec![("value", Arc::new(Int64Array::from(vec![42])))]),
+        )
+        .unwrap();
+    assert_eq!(
+        reply
+            .unwrap()
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .value(0),
+        42
+    );
 
     if shm {
         let stats = &client.shm_route().expect("shm on").stats;
-        assert!(stats.inbound_shm >= 2, "replies came through the segment: {stats:?}");
-        assert!(stats.outbound_shm >= 1, "inputs went through the segment: {stats:?}");
-        assert_eq!(client.shm_route().unwrap().segment().allocation_count(), 0, "every region was freed");
+        assert!(
+            stats.inbound_shm >= 2,
+            "replies came through the segment: {stats:?}"
+        );
+        assert!(
+            stats.outbound_shm >= 1,
+            "inputs went through the segment: {stats:?}"
+        );
+        assert_eq!(
+            client.shm_route().unwrap().segment().allocation_count(),
+            0,
+            "every region was freed"
+        );
     }
 }
 

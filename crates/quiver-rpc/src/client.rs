@@ -11,9 +11,8 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
-    GatherBuf,
-    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorReport, Limits, LogLevel, LogRecord, StreamReader,
-    StreamWriter, WireError,
+    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuf, Limits,
+    LogLevel, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
 use crate::shm_route::ShmRoute;
@@ -92,8 +91,9 @@ impl Client {
     pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
         match config.segment_to_create_bytes() {
             Some(size_bytes) if self.connection.kind.is_local() => {
-                let segment = Segment::create(size_bytes)
-                    .map_err(|e| ClientError::Protocol(format!("cannot create shm segment: {e}")))?;
+                let segment = Segment::create(size_bytes).map_err(|e| {
+                    ClientError::Protocol(format!("cannot create shm segment: {e}"))
+                })?;
                 Ok(self.with_shm(segment, config))
             }
             _ => Ok(self),
@@ -117,7 +117,11 @@ impl Client {
     }
 
     /// Calls a unary method. `Ok(None)` for a void reply.
-    pub fn call(&mut self, method: &str, params: &RecordBatch) -> Result<Option<RecordBatch>, ClientError> {
+    pub fn call(
+        &mut self,
+        method: &str,
+        params: &RecordBatch,
+    ) -> Result<Option<RecordBatch>, ClientError> {
         self.write_request(method, params, BatchMetadata::new())?;
         self.flush()?;
         let mut reader = self.begin_reply()?;
@@ -128,7 +132,9 @@ impl Client {
                 continue;
             }
             if result.is_some() {
-                return Err(ClientError::Protocol("unary reply carries more than one result".into()));
+                return Err(ClientError::Protocol(
+                    "unary reply carries more than one result".into(),
+                ));
             }
             result = Some(self.resolve(batch, metadata)?.0);
         }
@@ -148,7 +154,14 @@ impl Client {
     ) -> Result<StreamCall<'_>, ClientError> {
         self.write_request(method, params, BatchMetadata::new())?;
         self.flush()?;
-        let mut call = StreamCall { client: self, header: None, input: None, output: None, input_ended: false, done: false };
+        let mut call = StreamCall {
+            client: self,
+            header: None,
+            input: None,
+            output: None,
+            input_ended: false,
+            done: false,
+        };
         if with_header {
             match call.read_header() {
                 Ok(header) => call.header = header,
@@ -161,7 +174,12 @@ impl Client {
         Ok(call)
     }
 
-    fn write_request(&mut self, method: &str, params: &RecordBatch, extra: BatchMetadata) -> Result<(), ClientError> {
+    fn write_request(
+        &mut self,
+        method: &str,
+        params: &RecordBatch,
+        extra: BatchMetadata,
+    ) -> Result<(), ClientError> {
         let mut metadata = extra;
         metadata.insert(keys::METHOD, method);
         metadata.insert(keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION);
@@ -171,12 +189,17 @@ impl Client {
         }
         if let Some(route) = &self.shm {
             metadata.insert(keys::SHM_SEGMENT_NAME, route.segment().name());
-            metadata.insert(keys::SHM_SEGMENT_SIZE, route.segment().size_bytes().to_string());
+            metadata.insert(
+                keys::SHM_SEGMENT_SIZE,
+                route.segment().size_bytes().to_string(),
+            );
         }
         // A large request goes through the segment as a pointer batch, as stream
         // inputs do; servers resolve request pointers like any other.
         let (params, metadata) = match self.shm.as_mut() {
-            Some(route) => route.try_write(params, &metadata)?.unwrap_or_else(|| (params.clone(), metadata)),
+            Some(route) => route
+                .try_write(params, &metadata)?
+                .unwrap_or_else(|| (params.clone(), metadata)),
             None => (params.clone(), metadata),
         };
         let mut writer = StreamWriter::begin(params.schema_ref(), &mut self.out)?;
@@ -189,7 +212,9 @@ impl Client {
         self.begin_peer_turn();
         let reader = StreamReader::begin(&mut self.connection.reader, self.limits);
         self.end_peer_turn();
-        reader?.ok_or_else(|| WireError::Truncated(format!("{} closed the connection", self.connection.peer)).into())
+        reader?.ok_or_else(|| {
+            WireError::Truncated(format!("{} closed the connection", self.connection.peer)).into()
+        })
     }
 
     /// The next data batch of a reply stream, absorbing logs; an EXCEPTION record
@@ -216,7 +241,11 @@ impl Client {
         }
     }
 
-    fn resolve(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), ClientError> {
+    fn resolve(
+        &mut self,
+        batch: RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<(RecordBatch, BatchMetadata), ClientError> {
         let role = classify(&batch, &metadata).map_err(ClientError::Protocol)?;
         if let Some(route) = self.shm.as_mut() {
             route.stats.inbound_total += 1;
@@ -224,13 +253,14 @@ impl Client {
         match role {
             BatchRole::ShmPointer { offset, length } => {
                 let limits = self.limits;
-                let route = self
-                    .shm
-                    .as_mut()
-                    .ok_or_else(|| ClientError::Protocol("shm pointer reply but this client has no segment".into()))?;
+                let route = self.shm.as_mut().ok_or_else(|| {
+                    ClientError::Protocol("shm pointer reply but this client has no segment".into())
+                })?;
                 Ok(route.resolve(&batch, &metadata, offset, length, limits)?)
             }
-            BatchRole::External => Err(ClientError::Protocol("external-location replies are not supported".into())),
+            BatchRole::External => Err(ClientError::Protocol(
+                "external-location replies are not supported".into(),
+            )),
             _ => Ok((batch, metadata)),
         }
     }
@@ -314,7 +344,8 @@ impl StreamCall<'_> {
     /// Sends one input batch and returns the output batch it produced (`None` if
     /// the server ended the stream instead).
     pub fn exchange(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>, ClientError> {
-        self.exchange_with_metadata(batch, BatchMetadata::new()).map(|o| o.map(|(batch, _)| batch))
+        self.exchange_with_metadata(batch, BatchMetadata::new())
+            .map(|o| o.map(|(batch, _)| batch))
     }
 
     /// Like [`StreamCall::exchange`], with custom metadata both ways.
@@ -333,7 +364,11 @@ impl StreamCall<'_> {
         if self.done {
             return Ok(());
         }
-        let schema = self.input.as_ref().map(|w| w.schema().clone()).unwrap_or_else(empty_schema);
+        let schema = self
+            .input
+            .as_ref()
+            .map(|w| w.schema().clone())
+            .unwrap_or_else(empty_schema);
         let cancel = BatchMetadata::from_pairs([(keys::CANCEL, "1")]);
         self.send_raw(&RecordBatch::new_empty(schema), &cancel)?;
         match self.finish() {
@@ -352,13 +387,19 @@ impl StreamCall<'_> {
             return Err(ClientError::Protocol("the stream has ended".into()));
         }
         let (batch, metadata) = match self.client.shm.as_mut() {
-            Some(route) => route.try_write(batch, &metadata)?.unwrap_or_else(|| (batch.clone(), metadata)),
+            Some(route) => route
+                .try_write(batch, &metadata)?
+                .unwrap_or_else(|| (batch.clone(), metadata)),
             None => (batch.clone(), metadata),
         };
         self.send_raw(&batch, &metadata)
     }
 
-    fn send_raw(&mut self, batch: &RecordBatch, metadata: &BatchMetadata) -> Result<(), ClientError> {
+    fn send_raw(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<(), ClientError> {
         let client = &mut *self.client;
         if self.input.is_none() {
             self.input = Some(StreamWriter::begin(batch.schema_ref(), &mut client.out)?);

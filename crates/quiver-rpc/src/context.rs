@@ -15,7 +15,11 @@ pub struct CallContext<'a> {
 
 impl<'a> CallContext<'a> {
     pub(crate) fn new(method: &'a str, request_metadata: &'a BatchMetadata) -> Self {
-        Self { method, request_metadata, logs: Vec::new() }
+        Self {
+            method,
+            request_metadata,
+            logs: Vec::new(),
+        }
     }
 
     /// Sends a log record to the client, ahead of the reply it belongs to.

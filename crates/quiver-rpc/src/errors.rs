@@ -19,7 +19,9 @@ pub fn rpc_error(message: &str, code: ErrorCode) -> ErrorReport {
 /// The request version is missing or not `1`.
 pub fn request_version(got: Option<&str>) -> ErrorReport {
     let message = match got {
-        Some(version) => format!("Unsupported request version {version:?}; this server speaks version '1'"),
+        Some(version) => {
+            format!("Unsupported request version {version:?}; this server speaks version '1'")
+        }
         None => "Missing vgi_rpc.request_version in request batch metadata".to_string(),
     };
     ErrorReport::new("VersionError", message).with_code(ErrorCode::FailedPrecondition)
@@ -27,9 +29,12 @@ pub fn request_version(got: Option<&str>) -> ErrorReport {
 
 /// The method is not offered.
 pub fn method_not_found(method: &str, protocol: &str) -> ErrorReport {
-    ErrorReport::new("MethodNotImplementedError", format!("Protocol '{protocol}' has no method '{method}'."))
-        .with_code(ErrorCode::Unimplemented)
-        .with_kind("method_not_implemented")
+    ErrorReport::new(
+        "MethodNotImplementedError",
+        format!("Protocol '{protocol}' has no method '{method}'."),
+    )
+    .with_code(ErrorCode::Unimplemented)
+    .with_kind("method_not_implemented")
 }
 
 /// A reserved `__name__` method this server does not implement.
@@ -92,12 +97,18 @@ pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch
         return Ok(RecordBatch::new_empty(schema.clone()));
     }
     if batch.num_rows() != 1 {
-        return Err(type_error(format!("{name}() request batch must have exactly 1 row, got {}", batch.num_rows())));
+        return Err(type_error(format!(
+            "{name}() request batch must have exactly 1 row, got {}",
+            batch.num_rows()
+        )));
     }
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let Some(column) = batch.column_by_name(field.name()) else {
-            return Err(type_error(format!("{name}() missing required argument: '{}'", field.name())));
+            return Err(type_error(format!(
+                "{name}() missing required argument: '{}'",
+                field.name()
+            )));
         };
         if column.data_type() != field.data_type() {
             return Err(type_error(format!(
@@ -108,7 +119,10 @@ pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch
             )));
         }
         if !field.is_nullable() && column.is_null(0) {
-            return Err(type_error(format!("{name}() parameter '{}' is not optional but got None", field.name())));
+            return Err(type_error(format!(
+                "{name}() parameter '{}' is not optional but got None",
+                field.name()
+            )));
         }
         columns.push(Arc::clone(column));
     }
@@ -116,7 +130,10 @@ pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch
 }
 
 /// Builds the one-row reply batch of a unary method from the body's value.
-pub fn result_batch(schema: &SchemaRef, value: Option<ArrayRef>) -> Result<RecordBatch, ErrorReport> {
+pub fn result_batch(
+    schema: &SchemaRef,
+    value: Option<ArrayRef>,
+) -> Result<RecordBatch, ErrorReport> {
     match (schema.fields().is_empty(), value) {
         (true, None) => Ok(RecordBatch::new_empty(schema.clone())),
         (true, Some(_)) => Err(type_error("void method returned a value".into())),
@@ -124,7 +141,8 @@ pub fn result_batch(schema: &SchemaRef, value: Option<ArrayRef>) -> Result<Recor
         (false, Some(array)) => {
             let field = schema.field(0);
             let array = cast_to(&array, field.data_type(), field.name())?;
-            RecordBatch::try_new(schema.clone(), vec![array]).map_err(|e| type_error(format!("result: {e}")))
+            RecordBatch::try_new(schema.clone(), vec![array])
+                .map_err(|e| type_error(format!("result: {e}")))
         }
     }
 }
@@ -132,9 +150,15 @@ pub fn result_batch(schema: &SchemaRef, value: Option<ArrayRef>) -> Result<Recor
 /// A stream that declares a header must produce one (and one row of it).
 pub fn check_header(method: &Method, setup: StreamSetup) -> Result<StreamSetup, ErrorReport> {
     match (&method.header_schema, &setup.header) {
-        (Some(_), None) => Err(type_error(format!("{}() declares a header but produced none", method.name))),
+        (Some(_), None) => Err(type_error(format!(
+            "{}() declares a header but produced none",
+            method.name
+        ))),
         (Some(schema), Some(header)) if header.schema_ref().fields() != schema.fields() => {
-            Err(type_error(format!("{}() header does not match its declared schema", method.name)))
+            Err(type_error(format!(
+                "{}() header does not match its declared schema",
+                method.name
+            )))
         }
         _ => Ok(setup),
     }
@@ -147,7 +171,11 @@ pub fn conform_input(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBat
         return Ok(batch);
     }
     let mismatch = || {
-        type_error(format!("Input schema mismatch: expected {}, got {}", describe_schema(schema), describe_schema(batch.schema_ref())))
+        type_error(format!(
+            "Input schema mismatch: expected {}, got {}",
+            describe_schema(schema),
+            describe_schema(batch.schema_ref())
+        ))
     };
     if batch.num_columns() != schema.fields().len() {
         return Err(mismatch());
@@ -169,7 +197,11 @@ pub fn conform_output(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBa
     let mut columns = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let column = batch.column_by_name(field.name()).ok_or_else(|| {
-            type_error(format!("Output batch is missing field '{}' of {}", field.name(), describe_schema(schema)))
+            type_error(format!(
+                "Output batch is missing field '{}' of {}",
+                field.name(),
+                describe_schema(schema)
+            ))
         })?;
         columns.push(cast_to(column, field.data_type(), field.name())?);
     }
@@ -180,18 +212,30 @@ pub fn conform_output(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBa
 pub fn check_step(step: &StreamOutput, is_producer: bool) -> Result<(), ErrorReport> {
     match (step.batch_count, step.finished) {
         (0, true) | (1, _) => Ok(()),
-        (0, false) if is_producer => Err(type_error("producer step emitted no batch and did not finish".into())),
+        (0, false) if is_producer => Err(type_error(
+            "producer step emitted no batch and did not finish".into(),
+        )),
         (0, false) => Err(type_error("exchange step emitted no batch".into())),
-        (n, _) => Err(type_error(format!("a step emitted {n} batches; exactly one is allowed"))),
+        (n, _) => Err(type_error(format!(
+            "a step emitted {n} batches; exactly one is allowed"
+        ))),
     }
 }
 
-fn cast_to(column: &ArrayRef, data_type: &arrow_schema::DataType, name: &str) -> Result<ArrayRef, ErrorReport> {
+fn cast_to(
+    column: &ArrayRef,
+    data_type: &arrow_schema::DataType,
+    name: &str,
+) -> Result<ArrayRef, ErrorReport> {
     if column.data_type() == data_type {
         return Ok(Arc::clone(column));
     }
-    arrow_cast::cast(column, data_type)
-        .map_err(|e| type_error(format!("'{name}' is {} where {data_type} is expected: {e}", column.data_type())))
+    arrow_cast::cast(column, data_type).map_err(|e| {
+        type_error(format!(
+            "'{name}' is {} where {data_type} is expected: {e}",
+            column.data_type()
+        ))
+    })
 }
 
 fn type_error(message: String) -> ErrorReport {
@@ -199,6 +243,10 @@ fn type_error(message: String) -> ErrorReport {
 }
 
 fn describe_schema(schema: &Schema) -> String {
-    let fields: Vec<String> = schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect();
+    let fields: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect();
     format!("({})", fields.join(", "))
 }

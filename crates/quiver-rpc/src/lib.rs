@@ -6,6 +6,23 @@
 //! ticks, the server emits one batch per tick until it finishes) and exchange
 //! streams (one output batch per input batch), each optionally preceded by a
 //! header. Errors and logs travel as zero-row batches; see [`quiver_wire`].
+//!
+//! Defining and serving a method takes a few lines:
+//!
+//! ```
+//! use arrow_schema::DataType;
+//! use quiver_rpc::{field, reply, Method, Server, ServerConfig, Service};
+//!
+//! let service = Service::new("Calculator", "1.0.0").with(Method::unary(
+//!     "add",
+//!     vec![field("a", DataType::Float64, false), field("b", DataType::Float64, false)],
+//!     Some(field("result", DataType::Float64, false)),
+//!     |params, _ctx| Ok(reply::f64(params.f64("a")? + params.f64("b")?)),
+//! ));
+//! let server = Server::new(service, ServerConfig::default());
+//! // quiver_rpc::serve::serve_stdio(&server) in a worker's main.
+//! # let _ = server;
+//! ```
 #![warn(missing_docs)]
 
 pub mod client;
@@ -13,6 +30,7 @@ mod context;
 pub mod errors;
 mod method;
 mod params;
+pub mod reply;
 pub mod serve;
 mod server;
 mod service;
@@ -21,7 +39,9 @@ mod stats;
 
 pub use client::{Client, ClientError, StreamCall};
 pub use context::CallContext;
-pub use method::{field, Body, Method, StreamBody, StreamOutput, StreamSetup, StreamState, UnaryBody};
+pub use method::{
+    field, Body, Method, StreamBody, StreamOutput, StreamSetup, StreamState, UnaryBody,
+};
 pub use params::Params;
 pub use server::{Server, ServerConfig, SessionEnd};
 pub use service::{major_minor, Service};

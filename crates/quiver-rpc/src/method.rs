@@ -15,10 +15,12 @@ use crate::params::Params;
 
 /// Body of a unary method: arguments in, the `result` value out as a one-element
 /// array (`None` for a void method).
-pub type UnaryBody = dyn Fn(&Params, &mut CallContext<'_>) -> Result<Option<ArrayRef>, ErrorReport> + Send + Sync;
+pub type UnaryBody =
+    dyn Fn(&Params, &mut CallContext<'_>) -> Result<Option<ArrayRef>, ErrorReport> + Send + Sync;
 
 /// Body of a stream method: arguments in, the stream's shape and state out.
-pub type StreamBody = dyn Fn(&Params, &mut CallContext<'_>) -> Result<StreamSetup, ErrorReport> + Send + Sync;
+pub type StreamBody =
+    dyn Fn(&Params, &mut CallContext<'_>) -> Result<StreamSetup, ErrorReport> + Send + Sync;
 
 /// The two method kinds of the wire; producers and exchanges are both streams,
 /// told apart by their input schema (empty for a producer).
@@ -51,7 +53,10 @@ impl Method {
     /// A unary method returning one `result` value of `result_type` (`None` for void).
     pub fn unary<F>(name: &str, params: Vec<Field>, result_type: Option<Field>, body: F) -> Method
     where
-        F: Fn(&Params, &mut CallContext<'_>) -> Result<Option<ArrayRef>, ErrorReport> + Send + Sync + 'static,
+        F: Fn(&Params, &mut CallContext<'_>) -> Result<Option<ArrayRef>, ErrorReport>
+            + Send
+            + Sync
+            + 'static,
     {
         let result_schema = match result_type {
             Some(field) => Arc::new(Schema::new(vec![field])),
@@ -68,9 +73,17 @@ impl Method {
     }
 
     /// A stream method (producer or exchange, decided by the setup it returns).
-    pub fn stream<F>(name: &str, params: Vec<Field>, header_schema: Option<SchemaRef>, body: F) -> Method
+    pub fn stream<F>(
+        name: &str,
+        params: Vec<Field>,
+        header_schema: Option<SchemaRef>,
+        body: F,
+    ) -> Method
     where
-        F: Fn(&Params, &mut CallContext<'_>) -> Result<StreamSetup, ErrorReport> + Send + Sync + 'static,
+        F: Fn(&Params, &mut CallContext<'_>) -> Result<StreamSetup, ErrorReport>
+            + Send
+            + Sync
+            + 'static,
     {
         Method {
             name: name.to_string(),
@@ -110,12 +123,26 @@ pub struct StreamSetup {
 impl StreamSetup {
     /// A producer: ticks in, `output_schema` batches out.
     pub fn producer(output_schema: SchemaRef, state: impl StreamState + 'static) -> StreamSetup {
-        StreamSetup { header: None, input_schema: empty_schema(), output_schema, state: Box::new(state) }
+        StreamSetup {
+            header: None,
+            input_schema: empty_schema(),
+            output_schema,
+            state: Box::new(state),
+        }
     }
 
     /// An exchange: `input_schema` batches in, one `output_schema` batch out per input.
-    pub fn exchange(input_schema: SchemaRef, output_schema: SchemaRef, state: impl StreamState + 'static) -> Self {
-        StreamSetup { header: None, input_schema, output_schema, state: Box::new(state) }
+    pub fn exchange(
+        input_schema: SchemaRef,
+        output_schema: SchemaRef,
+        state: impl StreamState + 'static,
+    ) -> Self {
+        StreamSetup {
+            header: None,
+            input_schema,
+            output_schema,
+            state: Box::new(state),
+        }
     }
 
     /// Adds a header batch.

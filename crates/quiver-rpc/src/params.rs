@@ -24,7 +24,9 @@ impl Params {
 
     /// The column of parameter `name`.
     pub fn column(&self, name: &str) -> Result<&ArrayRef, ErrorReport> {
-        self.batch.column_by_name(name).ok_or_else(|| invalid(format!("missing parameter '{name}'")))
+        self.batch
+            .column_by_name(name)
+            .ok_or_else(|| invalid(format!("missing parameter '{name}'")))
     }
 
     /// Whether parameter `name` is null.

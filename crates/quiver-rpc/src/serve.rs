@@ -25,7 +25,11 @@ pub fn serve_stdio(server: &Server) -> std::io::Result<()> {
 /// Binds `path`, prints `UNIX:<absolute path>` on stdout, and serves every client
 /// on its own thread. With `idle_timeout`, exits once no client has been
 /// connected for that long.
-pub fn serve_unix(server: Arc<Server>, path: &Path, idle_timeout: Option<Duration>) -> std::io::Result<()> {
+pub fn serve_unix(
+    server: Arc<Server>,
+    path: &Path,
+    idle_timeout: Option<Duration>,
+) -> std::io::Result<()> {
     let listener = UnixListener::bind(path)?;
     announce(&format!("UNIX:{}", listener.path().display()))?;
     let activity = Activity::new(idle_timeout);
@@ -38,7 +42,11 @@ pub fn serve_unix(server: Arc<Server>, path: &Path, idle_timeout: Option<Duratio
 
 /// Binds `address`, prints `PORT:<port>` on stdout, and serves every client on
 /// its own thread.
-pub fn serve_tcp(server: Arc<Server>, address: &str, idle_timeout: Option<Duration>) -> std::io::Result<()> {
+pub fn serve_tcp(
+    server: Arc<Server>,
+    address: &str,
+    idle_timeout: Option<Duration>,
+) -> std::io::Result<()> {
     let listener = TcpServer::bind(address)?;
     announce(&format!("PORT:{}", listener.port()?))?;
     let activity = Activity::new(idle_timeout);
@@ -51,7 +59,10 @@ pub fn serve_tcp(server: Arc<Server>, address: &str, idle_timeout: Option<Durati
 
 fn spawn_session(server: &Arc<Server>, connection: Connection, activity: &Activity) {
     if activity.active.load(Ordering::SeqCst) >= CONNECTIONS_MAX {
-        eprintln!("quiver: refusing {}: {CONNECTIONS_MAX} connections already open", connection.peer);
+        eprintln!(
+            "quiver: refusing {}: {CONNECTIONS_MAX} connections already open",
+            connection.peer
+        );
         return;
     }
     let server = Arc::clone(server);
@@ -87,7 +98,11 @@ struct Activity {
 
 impl Activity {
     fn new(idle_timeout: Option<Duration>) -> Self {
-        Self { active: Arc::new(AtomicUsize::new(0)), last_change: Arc::new(Mutex::new(Instant::now())), idle_timeout }
+        Self {
+            active: Arc::new(AtomicUsize::new(0)),
+            last_change: Arc::new(Mutex::new(Instant::now())),
+            idle_timeout,
+        }
     }
 
     fn enter(&self) {
@@ -109,7 +124,12 @@ impl Activity {
         std::thread::spawn(move || loop {
             std::thread::sleep(Duration::from_millis(100).min(timeout));
             let idle = activity.active.load(Ordering::SeqCst) == 0
-                && activity.last_change.lock().expect("activity lock").elapsed() >= timeout;
+                && activity
+                    .last_change
+                    .lock()
+                    .expect("activity lock")
+                    .elapsed()
+                    >= timeout;
             if idle {
                 if !socket_path.as_os_str().is_empty() {
                     let _ = std::fs::remove_file(&socket_path);

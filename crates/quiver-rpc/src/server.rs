@@ -14,9 +14,8 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
-    GatherBuf,
-    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, Limits, LogRecord, StreamReader,
-    StreamWriter, WireError,
+    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuf,
+    Limits, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
 use crate::context::CallContext;
@@ -39,7 +38,11 @@ pub struct ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { limits: Limits::DEFAULT, shm: ShmConfig::default(), server_id: default_server_id() }
+        Self {
+            limits: Limits::DEFAULT,
+            shm: ShmConfig::default(),
+            server_id: default_server_id(),
+        }
     }
 }
 
@@ -65,7 +68,10 @@ pub enum SessionEnd {
 impl Server {
     /// A server for `service`.
     pub fn new(service: Service, config: ServerConfig) -> Self {
-        Self { service: Arc::new(service), config }
+        Self {
+            service: Arc::new(service),
+            config,
+        }
     }
 
     /// The service served.
@@ -101,6 +107,11 @@ struct Session<'s> {
     out: GatherBuf,
     shm: Option<ShmRoute>,
     peer_turn: bool,
+    /// Requests served on this connection; numbers generated request ids.
+    requests_served: u64,
+    /// Id of the request being served: the client's `vgi_rpc.request_id`, or one
+    /// generated here, stamped on every log and error of the call.
+    request_id: String,
 }
 
 /// A decoded request.
@@ -112,7 +123,15 @@ struct Request {
 
 impl<'s> Session<'s> {
     fn new(server: &'s Server, connection: Connection) -> Self {
-        Self { server, connection, out: GatherBuf::new(), shm: None, peer_turn: false }
+        Self {
+            server,
+            connection,
+            out: GatherBuf::new(),
+            shm: None,
+            peer_turn: false,
+            requests_served: 0,
+            request_id: String::new(),
+        }
     }
 
     fn limits(&self) -> Limits {
@@ -126,16 +145,17 @@ impl<'s> Session<'s> {
             Ok(None) => return Ok(false),
             Err(RequestError::Fatal(error)) => {
                 if !error.is_disconnect() {
-                    let report = ErrorReport::new("RpcError", format!("unreadable request: {error}"))
-                        .with_code(ErrorCode::InvalidArgument)
-                        .with_kind("malformed_request");
-                    let _ = self.write_error_stream(&empty_schema(), &report, None);
+                    let report =
+                        ErrorReport::new("RpcError", format!("unreadable request: {error}"))
+                            .with_code(ErrorCode::InvalidArgument)
+                            .with_kind("malformed_request");
+                    let _ = self.write_error_stream(&empty_schema(), &report);
                     let _ = self.flush();
                 }
                 return Err(error);
             }
-            Err(RequestError::Rejected(report, metadata)) => {
-                self.write_error_stream(&empty_schema(), &report, Some(&metadata))?;
+            Err(RequestError::Rejected(report)) => {
+                self.write_error_stream(&empty_schema(), &report)?;
                 self.flush()?;
                 return Ok(true);
             }
@@ -159,32 +179,39 @@ impl<'s> Session<'s> {
         self.end_peer_turn();
         let (first, extra) = (first?, extra?);
         let Some((batch, metadata)) = first else {
-            return Err(RequestError::Rejected(
-                errors::rpc_error("request stream carries no batch", ErrorCode::InvalidArgument),
-                BatchMetadata::new(),
-            ));
+            return Err(RequestError::Rejected(errors::rpc_error(
+                "request stream carries no batch",
+                ErrorCode::InvalidArgument,
+            )));
         };
         if extra > 0 {
-            return Err(RequestError::Rejected(
-                errors::rpc_error("request stream carries more than one batch", ErrorCode::InvalidArgument),
-                metadata,
-            ));
+            return Err(RequestError::Rejected(errors::rpc_error(
+                "request stream carries more than one batch",
+                ErrorCode::InvalidArgument,
+            )));
         }
         let Some(method) = metadata.get(keys::METHOD).map(str::to_string) else {
-            return Err(RequestError::Rejected(
-                errors::rpc_error("request has no vgi_rpc.method", ErrorCode::InvalidArgument),
-                metadata,
-            ));
+            return Err(RequestError::Rejected(errors::rpc_error(
+                "request has no vgi_rpc.method",
+                ErrorCode::InvalidArgument,
+            )));
         };
         match metadata.get(keys::REQUEST_VERSION_KEY) {
             Some(keys::REQUEST_VERSION) => {}
             other => {
-                return Err(RequestError::Rejected(errors::request_version(other), metadata));
+                return Err(RequestError::Rejected(errors::request_version(other)));
             }
         }
-        self.refresh_shm(&metadata).map_err(|report| RequestError::Rejected(report, metadata.clone()))?;
-        let (batch, metadata) = self.resolve_input(batch, metadata).map_err(RequestError::Fatal)?;
-        Ok(Some(Request { method, metadata, batch }))
+        self.refresh_shm(&metadata)
+            .map_err(RequestError::Rejected)?;
+        let (batch, metadata) = self
+            .resolve_input(batch, metadata)
+            .map_err(RequestError::Fatal)?;
+        Ok(Some(Request {
+            method,
+            metadata,
+            batch,
+        }))
     }
 
     /// Attaches (or re-attaches) the segment a request advertises.
@@ -196,15 +223,27 @@ impl<'s> Session<'s> {
         if config.disabled || !self.connection.kind.is_local() {
             return Ok(());
         }
-        if self.shm.as_ref().is_some_and(|route| route.segment().name() == name) {
+        if self
+            .shm
+            .as_ref()
+            .is_some_and(|route| route.segment().name() == name)
+        {
             return Ok(());
         }
         let size_bytes: u64 = metadata
             .get(keys::SHM_SEGMENT_SIZE)
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| errors::rpc_error("shm segment advertised without a valid size", ErrorCode::InvalidArgument))?;
+            .ok_or_else(|| {
+                errors::rpc_error(
+                    "shm segment advertised without a valid size",
+                    ErrorCode::InvalidArgument,
+                )
+            })?;
         let segment = Segment::attach(name, size_bytes).map_err(|e| {
-            errors::rpc_error(&format!("cannot attach shm segment {name}: {e}"), ErrorCode::FailedPrecondition)
+            errors::rpc_error(
+                &format!("cannot attach shm segment {name}: {e}"),
+                ErrorCode::FailedPrecondition,
+            )
         })?;
         if config.debug {
             eprintln!(
@@ -220,7 +259,11 @@ impl<'s> Session<'s> {
     }
 
     /// Resolves a shm pointer batch; counts inbound batches.
-    fn resolve_input(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), WireError> {
+    fn resolve_input(
+        &mut self,
+        batch: RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
         let role = classify(&batch, &metadata).map_err(WireError::Malformed)?;
         if let Some(route) = self.shm.as_mut() {
             route.stats.inbound_total += 1;
@@ -229,31 +272,44 @@ impl<'s> Session<'s> {
             BatchRole::ShmPointer { offset, length } => {
                 let limits = self.limits();
                 let Some(route) = self.shm.as_mut() else {
-                    return Err(WireError::Malformed("shm pointer batch but no segment is attached".into()));
+                    return Err(WireError::Malformed(
+                        "shm pointer batch but no segment is attached".into(),
+                    ));
                 };
                 route.resolve(&batch, &metadata, offset, length, limits)
             }
-            BatchRole::External => Err(WireError::Malformed("external-location batches are not supported".into())),
+            BatchRole::External => Err(WireError::Malformed(
+                "external-location batches are not supported".into(),
+            )),
             _ => Ok((batch, metadata)),
         }
     }
 
     fn dispatch(&mut self, request: Request) -> Result<(), WireError> {
+        self.requests_served += 1;
+        self.request_id = match request.metadata.get(keys::REQUEST_ID) {
+            Some(id) => id.to_string(),
+            None => format!("{:08x}{:08x}", std::process::id(), self.requests_served),
+        };
         let service = Arc::clone(&self.server.service);
         if let Some(report) = self.check_protocol(&service, &request) {
-            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+            return self.write_error_stream(&empty_schema(), &report);
         }
         if is_reserved(&request.method) {
             return self.serve_reserved(&request);
         }
         let Some(method) = service.method(&request.method) else {
             let report = errors::method_not_found(&request.method, &service.protocol_name);
-            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+            return self.write_error_stream(&empty_schema(), &report);
         };
-        let reply_schema = if method.is_unary() { method.result_schema.clone() } else { empty_schema() };
+        let reply_schema = if method.is_unary() {
+            method.result_schema.clone()
+        } else {
+            empty_schema()
+        };
         let params = match errors::conform_params(method, request.batch) {
             Ok(batch) => Params::new(batch),
-            Err(report) => return self.write_error_stream(&reply_schema, &report, Some(&request.metadata)),
+            Err(report) => return self.write_error_stream(&reply_schema, &report),
         };
         match &method.body {
             Body::Unary(body) => {
@@ -273,17 +329,24 @@ impl<'s> Session<'s> {
     fn serve_reserved(&mut self, request: &Request) -> Result<(), WireError> {
         if request.method != TRANSPORT_OPTIONS {
             let report = errors::reserved_not_implemented(&request.method);
-            return self.write_error_stream(&empty_schema(), &report, Some(&request.metadata));
+            return self.write_error_stream(&empty_schema(), &report);
         }
         let shm_usable = !self.server.config.shm.disabled && self.connection.kind.is_local();
         let metadata = BatchMetadata::from_pairs([
-            (keys::TRANSPORT_SHM, if shm_usable { "true" } else { "false" }),
+            (
+                keys::TRANSPORT_SHM,
+                if shm_usable { "true" } else { "false" },
+            ),
             (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
             (keys::SERVER_ID, self.server.config.server_id.as_str()),
         ]);
         let schema = empty_schema();
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
-        writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+        writer.write(
+            &RecordBatch::new_empty(schema.clone()),
+            &metadata,
+            &mut self.out,
+        )?;
         writer.finish(&mut self.out);
         Ok(())
     }
@@ -297,11 +360,17 @@ impl<'s> Session<'s> {
             return Some(errors::protocol_not_specified(&request.method));
         };
         if protocol != service.protocol_name {
-            return Some(errors::protocol_not_supported(protocol, &service.protocol_name));
+            return Some(errors::protocol_not_supported(
+                protocol,
+                &service.protocol_name,
+            ));
         }
         if let Some(version) = request.metadata.get(keys::PROTOCOL_VERSION) {
             if major_minor(version) != major_minor(&service.protocol_version) {
-                return Some(errors::protocol_version_mismatch(version, &service.protocol_version));
+                return Some(errors::protocol_version_mismatch(
+                    version,
+                    &service.protocol_version,
+                ));
             }
         }
         None
@@ -323,8 +392,12 @@ impl<'s> Session<'s> {
         let result = outcome.and_then(|value| errors::result_batch(&schema, value));
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
         for record in &logs {
-            let metadata = self.stamp(record.to_metadata(), request_metadata);
-            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+            let metadata = self.stamp(record.to_metadata());
+            writer.write(
+                &RecordBatch::new_empty(schema.clone()),
+                &metadata,
+                &mut self.out,
+            )?;
         }
         match result {
             Ok(batch) => {
@@ -332,8 +405,12 @@ impl<'s> Session<'s> {
                 writer.write(&batch, &metadata, &mut self.out)?;
             }
             Err(report) => {
-                let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
-                writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+                let metadata = self.stamp(report.to_record().to_metadata());
+                writer.write(
+                    &RecordBatch::new_empty(schema.clone()),
+                    &metadata,
+                    &mut self.out,
+                )?;
             }
         }
         writer.finish(&mut self.out);
@@ -354,14 +431,14 @@ impl<'s> Session<'s> {
             Ok(setup) => setup,
             Err(report) => {
                 let logs = std::mem::take(&mut pending_logs);
-                self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report), request_metadata)?;
+                self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report))?;
                 self.flush()?;
                 return self.drain_input();
             }
         };
         if let (Some(header_schema), Some(header)) = (&method.header_schema, setup.header.take()) {
             let logs = std::mem::take(&mut pending_logs);
-            self.write_stream_with_logs(header_schema, &logs, Some(header), None, request_metadata)?;
+            self.write_stream_with_logs(header_schema, &logs, Some(header), None)?;
         }
         self.flush()?;
 
@@ -370,13 +447,19 @@ impl<'s> Session<'s> {
         let input = StreamReader::begin(&mut self.connection.reader, limits);
         self.end_peer_turn();
         let Some(mut input) = input? else {
-            return Err(WireError::Truncated("client closed before opening the stream input".into()));
+            return Err(WireError::Truncated(
+                "client closed before opening the stream input".into(),
+            ));
         };
         let output_schema = setup.output_schema.clone();
         let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
         for record in &pending_logs {
-            let metadata = self.stamp(record.to_metadata(), request_metadata);
-            output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+            let metadata = self.stamp(record.to_metadata());
+            output.write(
+                &RecordBatch::new_empty(output_schema.clone()),
+                &metadata,
+                &mut self.out,
+            )?;
         }
         loop {
             self.flush()?;
@@ -397,7 +480,8 @@ impl<'s> Session<'s> {
                 let started = Instant::now();
                 let outcome = setup.state.process(&batch, &metadata, &mut step, &mut ctx);
                 self.add_process_time(started);
-                let mut items: Vec<OutputItem> = ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+                let mut items: Vec<OutputItem> =
+                    ctx.take_logs().into_iter().map(OutputItem::Log).collect();
                 outcome?;
                 errors::check_step(&step, setup.is_producer())?;
                 items.append(&mut step.items);
@@ -408,19 +492,28 @@ impl<'s> Session<'s> {
                     for item in items {
                         match item {
                             OutputItem::Log(record) => {
-                                let metadata = self.stamp(record.to_metadata(), request_metadata);
-                                output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                                let metadata = self.stamp(record.to_metadata());
+                                output.write(
+                                    &RecordBatch::new_empty(output_schema.clone()),
+                                    &metadata,
+                                    &mut self.out,
+                                )?;
                             }
                             OutputItem::Batch(batch, metadata) => {
                                 let batch = errors::conform_output(&output_schema, batch);
                                 match batch {
                                     Ok(batch) => {
-                                        let (batch, metadata) = self.route_output(batch, metadata)?;
+                                        let (batch, metadata) =
+                                            self.route_output(batch, metadata)?;
                                         output.write(&batch, &metadata, &mut self.out)?;
                                     }
                                     Err(report) => {
-                                        let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
-                                        output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                                        let metadata = self.stamp(report.to_record().to_metadata());
+                                        output.write(
+                                            &RecordBatch::new_empty(output_schema.clone()),
+                                            &metadata,
+                                            &mut self.out,
+                                        )?;
                                         break;
                                     }
                                 }
@@ -432,8 +525,12 @@ impl<'s> Session<'s> {
                     }
                 }
                 Err(report) => {
-                    let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
-                    output.write(&RecordBatch::new_empty(output_schema.clone()), &metadata, &mut self.out)?;
+                    let metadata = self.stamp(report.to_record().to_metadata());
+                    output.write(
+                        &RecordBatch::new_empty(output_schema.clone()),
+                        &metadata,
+                        &mut self.out,
+                    )?;
                     break;
                 }
             }
@@ -454,11 +551,13 @@ impl<'s> Session<'s> {
     fn drain_input(&mut self) -> Result<(), WireError> {
         let limits = self.limits();
         self.begin_peer_turn();
-        let drained = StreamReader::begin(&mut self.connection.reader, limits)
-            .and_then(|input| match input {
-                Some(mut input) => input.drain(&mut self.connection.reader).map(|_| ()),
-                None => Ok(()),
-            });
+        let drained =
+            StreamReader::begin(&mut self.connection.reader, limits).and_then(
+                |input| match input {
+                    Some(mut input) => input.drain(&mut self.connection.reader).map(|_| ()),
+                    None => Ok(()),
+                },
+            );
         self.end_peer_turn();
         drained
     }
@@ -470,19 +569,26 @@ impl<'s> Session<'s> {
         logs: &[LogRecord],
         batch: Option<RecordBatch>,
         error: Option<&ErrorReport>,
-        request_metadata: &BatchMetadata,
     ) -> Result<(), WireError> {
         let mut writer = StreamWriter::begin(schema, &mut self.out)?;
         for record in logs {
-            let metadata = self.stamp(record.to_metadata(), request_metadata);
-            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+            let metadata = self.stamp(record.to_metadata());
+            writer.write(
+                &RecordBatch::new_empty(schema.clone()),
+                &metadata,
+                &mut self.out,
+            )?;
         }
         if let Some(batch) = batch {
             writer.write(&batch, &BatchMetadata::new(), &mut self.out)?;
         }
         if let Some(report) = error {
-            let metadata = self.stamp(report.to_record().to_metadata(), request_metadata);
-            writer.write(&RecordBatch::new_empty(schema.clone()), &metadata, &mut self.out)?;
+            let metadata = self.stamp(report.to_record().to_metadata());
+            writer.write(
+                &RecordBatch::new_empty(schema.clone()),
+                &metadata,
+                &mut self.out,
+            )?;
         }
         writer.finish(&mut self.out);
         Ok(())
@@ -492,24 +598,26 @@ impl<'s> Session<'s> {
         &mut self,
         schema: &SchemaRef,
         report: &ErrorReport,
-        request_metadata: Option<&BatchMetadata>,
     ) -> Result<(), WireError> {
-        let empty = BatchMetadata::new();
-        self.write_stream_with_logs(schema, &[], None, Some(report), request_metadata.unwrap_or(&empty))
+        self.write_stream_with_logs(schema, &[], None, Some(report))
     }
 
     /// Adds the server id and the request id to a log or error record's metadata.
-    fn stamp(&self, mut metadata: BatchMetadata, request_metadata: &BatchMetadata) -> BatchMetadata {
+    fn stamp(&self, mut metadata: BatchMetadata) -> BatchMetadata {
         metadata.insert(keys::SERVER_ID, self.server.config.server_id.as_str());
-        if let Some(request_id) = request_metadata.get(keys::REQUEST_ID) {
-            metadata.insert(keys::REQUEST_ID, request_id);
+        if !self.request_id.is_empty() {
+            metadata.insert(keys::REQUEST_ID, self.request_id.as_str());
         }
         metadata
     }
 
     /// Sends a data batch through shm when the request advertised a segment and
     /// the batch qualifies.
-    fn route_output(&mut self, batch: RecordBatch, metadata: BatchMetadata) -> Result<(RecordBatch, BatchMetadata), WireError> {
+    fn route_output(
+        &mut self,
+        batch: RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
         if let Some(route) = self.shm.as_mut() {
             if let Some(pointer) = route.try_write(&batch, &metadata)? {
                 return Ok(pointer);
@@ -584,7 +692,7 @@ enum RequestError {
     /// Framing is broken; the connection cannot continue.
     Fatal(WireError),
     /// The request was read whole but is not acceptable; answer and continue.
-    Rejected(ErrorReport, BatchMetadata),
+    Rejected(ErrorReport),
 }
 
 impl From<WireError> for RequestError {

@@ -17,8 +17,15 @@ impl Service {
     /// An empty service.
     pub fn new(protocol_name: impl Into<String>, protocol_version: impl Into<String>) -> Self {
         let protocol_version = protocol_version.into();
-        assert!(major_minor(&protocol_version).is_some(), "protocol version must be major.minor[.patch]");
-        Self { protocol_name: protocol_name.into(), protocol_version, methods: BTreeMap::new() }
+        assert!(
+            major_minor(&protocol_version).is_some(),
+            "protocol version must be major.minor[.patch]"
+        );
+        Self {
+            protocol_name: protocol_name.into(),
+            protocol_version,
+            methods: BTreeMap::new(),
+        }
     }
 
     /// Adds a method; names are unique.

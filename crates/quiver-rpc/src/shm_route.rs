@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use quiver_shm::{Segment, ShmConfig};
-use quiver_wire::{decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError};
+use quiver_wire::{
+    decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError,
+};
 
 use crate::stats::ShmStats;
 
@@ -27,7 +29,12 @@ pub struct ShmRoute {
 impl ShmRoute {
     /// Routes through `segment` under `config`'s threshold and debug switch.
     pub fn new(segment: Arc<Segment>, config: &ShmConfig) -> Self {
-        Self { segment, min_batch_bytes: config.min_batch_bytes, debug: config.debug, stats: ShmStats::default() }
+        Self {
+            segment,
+            min_batch_bytes: config.min_batch_bytes,
+            debug: config.debug,
+            stats: ShmStats::default(),
+        }
     }
 
     /// The segment.
@@ -57,7 +64,11 @@ impl ShmRoute {
         }
         let started = Instant::now();
         let mut encoded = GatherBuf::new();
-        encode_stream(batch.schema_ref(), &[(batch.clone(), BatchMetadata::new())], &mut encoded)?;
+        encode_stream(
+            batch.schema_ref(),
+            &[(batch.clone(), BatchMetadata::new())],
+            &mut encoded,
+        )?;
         let Some(offset) = self.segment.allocate(encoded.len() as u64) else {
             self.stats.fallbacks += 1;
             if self.debug {
@@ -82,7 +93,10 @@ impl ShmRoute {
         self.stats.outbound_shm += 1;
         self.stats.outbound_bytes += encoded_len as u64;
         self.stats.emit += started.elapsed();
-        Ok(Some((RecordBatch::new_empty(batch.schema()), pointer_metadata)))
+        Ok(Some((
+            RecordBatch::new_empty(batch.schema()),
+            pointer_metadata,
+        )))
     }
 
     /// Replaces a pointer batch by the batch it points at, decoded over the segment
@@ -96,16 +110,20 @@ impl ShmRoute {
         limits: Limits,
     ) -> Result<(RecordBatch, BatchMetadata), WireError> {
         let started = Instant::now();
-        let buffer = self
-            .segment
-            .claim_buffer(offset, length)
-            .map_err(|e| WireError::Malformed(format!("shm pointer offset={offset} length={length}: {e}")))?;
+        let buffer = self.segment.claim_buffer(offset, length).map_err(|e| {
+            WireError::Malformed(format!("shm pointer offset={offset} length={length}: {e}"))
+        })?;
         let (schema, mut batches) = decode_region(buffer, pointer.schema_ref(), limits)?;
         if batches.len() != 1 {
-            return Err(WireError::Malformed(format!("shm region holds {} batches, expected 1", batches.len())));
+            return Err(WireError::Malformed(format!(
+                "shm region holds {} batches, expected 1",
+                batches.len()
+            )));
         }
         if schema.fields() != pointer.schema_ref().fields() {
-            return Err(WireError::Malformed("shm region schema differs from the pointer batch's".into()));
+            return Err(WireError::Malformed(
+                "shm region schema differs from the pointer batch's".into(),
+            ));
         }
         let (batch, _) = batches.pop().expect("one batch");
         let mut resolved = metadata.clone();
@@ -131,19 +149,28 @@ impl ShmRoute {
 
 /// Sum of the batch's buffer sizes, as the threshold is defined.
 pub fn batch_bytes(batch: &RecordBatch) -> u64 {
-    batch.columns().iter().map(|column| column.to_data().get_slice_memory_size().unwrap_or(0) as u64).sum()
+    batch
+        .columns()
+        .iter()
+        .map(|column| column.to_data().get_slice_memory_size().unwrap_or(0) as u64)
+        .sum()
 }
 
 fn has_dictionary(batch: &RecordBatch) -> bool {
     fn is_dictionary(data_type: &DataType) -> bool {
         match data_type {
             DataType::Dictionary(_, _) => true,
-            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
-                is_dictionary(f.data_type())
-            }
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::FixedSizeList(f, _)
+            | DataType::Map(f, _) => is_dictionary(f.data_type()),
             DataType::Struct(fields) => fields.iter().any(|f| is_dictionary(f.data_type())),
             _ => false,
         }
     }
-    batch.schema_ref().fields().iter().any(|f| is_dictionary(f.data_type()))
+    batch
+        .schema_ref()
+        .fields()
+        .iter()
+        .any(|f| is_dictionary(f.data_type()))
 }

@@ -9,8 +9,8 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_rpc::{
-    field, CallContext, Client, ClientError, Method, Server, ServerConfig, Service, StreamOutput, StreamSetup,
-    StreamState,
+    field, CallContext, Client, ClientError, Method, Server, ServerConfig, Service, StreamOutput,
+    StreamSetup, StreamState,
 };
 use quiver_transport::pipe_pair;
 use quiver_wire::{BatchMetadata, ErrorReport, LogLevel, LogRecord};
@@ -19,7 +19,10 @@ fn service() -> Service {
     let mut service = Service::new("Test", "1.0.0");
     service.add(Method::unary(
         "add",
-        vec![field("a", DataType::Float64, false), field("b", DataType::Float64, false)],
+        vec![
+            field("a", DataType::Float64, false),
+            field("b", DataType::Float64, false),
+        ],
         Some(field("result", DataType::Float64, false)),
         |params, ctx| {
             ctx.log(LogRecord::new(LogLevel::Info, "adding"));
@@ -27,12 +30,22 @@ fn service() -> Service {
             Ok(Some(Arc::new(Float64Array::from(vec![sum])) as ArrayRef))
         },
     ));
-    service.add(Method::unary("fail", vec![], None, |_, _| Err(ErrorReport::new("ValueError", "boom"))));
-    service.add(Method::stream("count", vec![field("n", DataType::Int64, false)], None, |params, _| {
-        let n = params.i64("n")?;
-        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false)]));
-        Ok(StreamSetup::producer(schema.clone(), Counter { next: 0, n, schema }))
+    service.add(Method::unary("fail", vec![], None, |_, _| {
+        Err(ErrorReport::new("ValueError", "boom"))
     }));
+    service.add(Method::stream(
+        "count",
+        vec![field("n", DataType::Int64, false)],
+        None,
+        |params, _| {
+            let n = params.i64("n")?;
+            let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false)]));
+            Ok(StreamSetup::producer(
+                schema.clone(),
+                Counter { next: 0, n, schema },
+            ))
+        },
+    ));
     service.add(Method::stream("double", vec![], None, |_, _| {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
         Ok(StreamSetup::exchange(schema.clone(), schema, Doubler))
@@ -58,7 +71,11 @@ impl StreamState for Counter {
             out.finish();
             return Ok(());
         }
-        let batch = RecordBatch::try_new(self.schema.clone(), vec![Arc::new(Int64Array::from(vec![self.next]))]).unwrap();
+        let batch = RecordBatch::try_new(
+            self.schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![self.next]))],
+        )
+        .unwrap();
         self.next += 1;
         out.emit(batch);
         Ok(())
@@ -91,12 +108,25 @@ fn start() -> (Client, thread::JoinHandle<()>) {
     let handle = thread::spawn(move || {
         server.serve(server_end);
     });
-    (Client::new(client_end).with_protocol("Test", "1.0.0"), handle)
+    (
+        Client::new(client_end).with_protocol("Test", "1.0.0"),
+        handle,
+    )
 }
 
 fn add_params(a: f64, b: f64) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Float64, false), Field::new("b", DataType::Float64, false)]));
-    RecordBatch::try_new(schema, vec![Arc::new(Float64Array::from(vec![a])), Arc::new(Float64Array::from(vec![b]))]).unwrap()
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Float64, false),
+        Field::new("b", DataType::Float64, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Float64Array::from(vec![a])),
+            Arc::new(Float64Array::from(vec![b])),
+        ],
+    )
+    .unwrap()
 }
 
 fn empty_params() -> RecordBatch {
@@ -119,7 +149,10 @@ fn errors_keep_the_connection_serving() {
     let error = client.call("fail", &empty_params()).unwrap_err();
     assert_eq!(error.remote().unwrap().error_type, "ValueError");
     let error = client.call("nope", &empty_params()).unwrap_err();
-    assert_eq!(error.remote().unwrap().kind.as_deref(), Some("method_not_implemented"));
+    assert_eq!(
+        error.remote().unwrap().kind.as_deref(),
+        Some("method_not_implemented")
+    );
     let error = client.call("add", &empty_params()).unwrap_err();
     assert_eq!(error.remote().unwrap().error_type, "TypeError", "{error}");
     let reply = client.call("add", &add_params(1.0, 2.0)).unwrap().unwrap();
@@ -133,7 +166,10 @@ fn missing_protocol_is_rejected_with_its_kind() {
     thread::spawn(move || server.serve(server_end));
     let mut client = Client::new(client_end);
     let error = client.call("add", &add_params(1.0, 2.0)).unwrap_err();
-    assert_eq!(error.remote().unwrap().kind.as_deref(), Some("protocol_not_specified"));
+    assert_eq!(
+        error.remote().unwrap().kind.as_deref(),
+        Some("protocol_not_specified")
+    );
 }
 
 #[test]
@@ -173,12 +209,20 @@ fn producer_cancel_mid_stream() {
 fn exchange_and_mid_stream_error() {
     let (mut client, _server) = start();
     let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
-    let batch = |v: Vec<f64>| RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(v))]).unwrap();
+    let batch = |v: Vec<f64>| {
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(v))]).unwrap()
+    };
     let mut stream = client.stream("double", &empty_params(), false).unwrap();
     let out = stream.exchange(&batch(vec![1.0, 2.0])).unwrap().unwrap();
-    assert_eq!(out.column(0).as_primitive::<Float64Type>().values(), &[2.0, 4.0]);
+    assert_eq!(
+        out.column(0).as_primitive::<Float64Type>().values(),
+        &[2.0, 4.0]
+    );
     let error = stream.exchange(&batch(vec![f64::NAN])).unwrap_err();
-    assert!(matches!(error, ClientError::Remote(ref r) if r.message == "NaN"), "{error}");
+    assert!(
+        matches!(error, ClientError::Remote(ref r) if r.message == "NaN"),
+        "{error}"
+    );
     drop(stream);
     assert!(client.call("add", &add_params(1.0, 1.0)).unwrap().is_some());
 }

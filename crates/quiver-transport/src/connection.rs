@@ -54,12 +54,20 @@ impl Connection {
         kind: TransportKind,
         peer: impl Into<String>,
     ) -> Self {
-        Self { reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader), writer, kind, peer: peer.into() }
+        Self {
+            reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+            writer,
+            kind,
+            peer: peer.into(),
+        }
     }
 }
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("kind", &self.kind).field("peer", &self.peer).finish()
+        f.debug_struct("Connection")
+            .field("kind", &self.kind)
+            .field("peer", &self.peer)
+            .finish()
     }
 }

@@ -9,8 +9,18 @@ use crate::connection::{Connection, TransportKind};
 pub fn pipe_pair() -> io::Result<(Connection, Connection)> {
     let (a_read, b_write) = os_pipe()?;
     let (b_read, a_write) = os_pipe()?;
-    let a = Connection::new(Box::new(a_read), Box::new(a_write), TransportKind::Pipe, "in-process pipe");
-    let b = Connection::new(Box::new(b_read), Box::new(b_write), TransportKind::Pipe, "in-process pipe");
+    let a = Connection::new(
+        Box::new(a_read),
+        Box::new(a_write),
+        TransportKind::Pipe,
+        "in-process pipe",
+    );
+    let b = Connection::new(
+        Box::new(b_read),
+        Box::new(b_write),
+        TransportKind::Pipe,
+        "in-process pipe",
+    );
     Ok((a, b))
 }
 

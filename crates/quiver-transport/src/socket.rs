@@ -21,14 +21,27 @@ pub fn connect_tcp(address: impl ToSocketAddrs) -> io::Result<Connection> {
 
 fn unix_connection(stream: UnixStream, peer: String) -> io::Result<Connection> {
     let reader = stream.try_clone()?;
-    Ok(Connection::new(Box::new(reader), Box::new(stream), TransportKind::Unix, peer))
+    Ok(Connection::new(
+        Box::new(reader),
+        Box::new(stream),
+        TransportKind::Unix,
+        peer,
+    ))
 }
 
 fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
     stream.set_nodelay(true)?;
-    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "tcp".into());
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "tcp".into());
     let reader = stream.try_clone()?;
-    Ok(Connection::new(Box::new(reader), Box::new(stream), TransportKind::Tcp, peer))
+    Ok(Connection::new(
+        Box::new(reader),
+        Box::new(stream),
+        TransportKind::Tcp,
+        peer,
+    ))
 }
 
 /// A listening Unix socket that removes its path when dropped.
@@ -81,7 +94,9 @@ pub struct TcpServer {
 impl TcpServer {
     /// Binds `address` (use port 0 for any free port).
     pub fn bind(address: impl ToSocketAddrs) -> io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(address)? })
+        Ok(Self {
+            listener: TcpListener::bind(address)?,
+        })
     }
 
     /// The bound port.

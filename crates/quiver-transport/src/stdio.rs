@@ -24,8 +24,18 @@ pub fn stdio_connection() -> io::Result<Connection> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both fds were just duplicated and are owned here alone.
-    let (reader, writer) = unsafe { (File::from_raw_fd(protocol_in), File::from_raw_fd(protocol_out)) };
+    let (reader, writer) = unsafe {
+        (
+            File::from_raw_fd(protocol_in),
+            File::from_raw_fd(protocol_out),
+        )
+    };
     crate::pipe_size::grow_pipe(&reader);
     crate::pipe_size::grow_pipe(&writer);
-    Ok(Connection::new(Box::new(reader), Box::new(writer), TransportKind::Stdio, "stdio"))
+    Ok(Connection::new(
+        Box::new(reader),
+        Box::new(writer),
+        TransportKind::Stdio,
+        "stdio",
+    ))
 }

@@ -19,7 +19,11 @@ pub struct Child {
 /// child's stderr is inherited.
 pub fn spawn<S: AsRef<OsStr>>(program: S, args: &[S]) -> io::Result<(Child, Connection)> {
     let mut command = Command::new(program.as_ref());
-    command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     spawn_command(command)
 }
 
@@ -32,8 +36,19 @@ pub fn spawn_command(mut command: Command) -> io::Result<(Child, Connection)> {
     crate::pipe_size::grow_pipe(&stdin);
     crate::pipe_size::grow_pipe(&stdout);
     let peer = format!("subprocess {}", process.id());
-    let connection = Connection::new(Box::new(stdout), Box::new(stdin), TransportKind::Stdio, peer);
-    Ok((Child { process, exit_grace: Duration::from_secs(2) }, connection))
+    let connection = Connection::new(
+        Box::new(stdout),
+        Box::new(stdin),
+        TransportKind::Stdio,
+        peer,
+    );
+    Ok((
+        Child {
+            process,
+            exit_grace: Duration::from_secs(2),
+        },
+        connection,
+    ))
 }
 
 impl Child {

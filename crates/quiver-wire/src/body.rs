@@ -27,7 +27,12 @@ pub(crate) struct BodyLayout {
 impl BodyLayout {
     /// The layout of `batch`, or `None` when a column needs arrow-rs's encoder.
     pub fn of(batch: &RecordBatch) -> Option<BodyLayout> {
-        let mut layout = BodyLayout { nodes: Vec::new(), buffers: Vec::new(), parts: Vec::new(), body_len: 0 };
+        let mut layout = BodyLayout {
+            nodes: Vec::new(),
+            buffers: Vec::new(),
+            parts: Vec::new(),
+            body_len: 0,
+        };
         for column in batch.columns() {
             layout.add_array(&column.to_data())?;
         }
@@ -35,7 +40,10 @@ impl BodyLayout {
     }
 
     fn push(&mut self, buffer: Buffer) {
-        self.buffers.push(arrow_ipc::Buffer::new(self.body_len as i64, buffer.len() as i64));
+        self.buffers.push(arrow_ipc::Buffer::new(
+            self.body_len as i64,
+            buffer.len() as i64,
+        ));
         self.body_len += padded_len(buffer.len());
         self.parts.push(buffer);
     }
@@ -43,14 +51,21 @@ impl BodyLayout {
     fn add_array(&mut self, data: &ArrayData) -> Option<()> {
         let len = data.len();
         let offset = data.offset();
-        self.nodes.push(arrow_ipc::FieldNode::new(len as i64, data.null_count() as i64));
+        self.nodes.push(arrow_ipc::FieldNode::new(
+            len as i64,
+            data.null_count() as i64,
+        ));
         match data.nulls() {
             Some(nulls) if data.null_count() > 0 => {
                 let bit_offset = nulls.offset();
                 if bit_offset % 8 != 0 {
                     return None;
                 }
-                self.push(nulls.buffer().slice_with_length(bit_offset / 8, len.div_ceil(8)));
+                self.push(
+                    nulls
+                        .buffer()
+                        .slice_with_length(bit_offset / 8, len.div_ceil(8)),
+                );
             }
             _ => self.push(Buffer::from(Vec::<u8>::new())),
         }
@@ -110,7 +125,9 @@ impl BodyLayout {
             return None;
         }
         let end = window[window.len() - 1].as_usize();
-        self.push(data.buffers()[0].slice_with_length(data.offset() * width, (data.len() + 1) * width));
+        self.push(
+            data.buffers()[0].slice_with_length(data.offset() * width, (data.len() + 1) * width),
+        );
         Some(end)
     }
 }
@@ -140,7 +157,13 @@ pub(crate) fn record_batch_header(
             .map(|(key, value)| {
                 let key = fbb.create_string(key);
                 let value = fbb.create_string(value);
-                arrow_ipc::KeyValue::create(&mut fbb, &arrow_ipc::KeyValueArgs { key: Some(key), value: Some(value) })
+                arrow_ipc::KeyValue::create(
+                    &mut fbb,
+                    &arrow_ipc::KeyValueArgs {
+                        key: Some(key),
+                        value: Some(value),
+                    },
+                )
             })
             .collect();
         fbb.create_vector(&pairs)
@@ -165,8 +188,8 @@ mod tests {
 
     use arrow_array::builder::{ListBuilder, StringBuilder};
     use arrow_array::{
-        ArrayRef, BooleanArray, FixedSizeBinaryArray, Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch,
-        StringArray, StructArray,
+        ArrayRef, BooleanArray, FixedSizeBinaryArray, Float64Array, Int32Array, Int64Array,
+        LargeStringArray, RecordBatch, StringArray, StructArray,
     };
     use arrow_schema::{DataType, Field};
 
@@ -182,20 +205,38 @@ mod tests {
             lists.append(row % 4 != 1);
         }
         let points = StructArray::from(vec![
-            (Arc::new(Field::new("x", DataType::Float64, false)), Arc::new(Float64Array::from_iter_values((0..10).map(f64::from))) as ArrayRef),
-            (Arc::new(Field::new("y", DataType::Int32, true)), Arc::new(Int32Array::from_iter((0..10).map(|i| (i % 3 != 0).then_some(i))))),
+            (
+                Arc::new(Field::new("x", DataType::Float64, false)),
+                Arc::new(Float64Array::from_iter_values((0..10).map(f64::from))) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("y", DataType::Int32, true)),
+                Arc::new(Int32Array::from_iter(
+                    (0..10).map(|i| (i % 3 != 0).then_some(i)),
+                )),
+            ),
         ]);
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter((0..10).map(|i| (i % 4 != 0).then_some(i * 7)))),
-            Arc::new(BooleanArray::from_iter((0..10).map(|i| (i % 5 != 0).then_some(i % 2 == 0)))),
-            Arc::new(StringArray::from_iter((0..10).map(|i| (i != 3).then(|| "é".repeat(i))))),
-            Arc::new(LargeStringArray::from_iter_values((0..10).map(|i| format!("large-{i}")))),
+            Arc::new(Int64Array::from_iter(
+                (0..10).map(|i| (i % 4 != 0).then_some(i * 7)),
+            )),
+            Arc::new(BooleanArray::from_iter(
+                (0..10).map(|i| (i % 5 != 0).then_some(i % 2 == 0)),
+            )),
+            Arc::new(StringArray::from_iter(
+                (0..10).map(|i| (i != 3).then(|| "é".repeat(i))),
+            )),
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..10).map(|i| format!("large-{i}")),
+            )),
             Arc::new(FixedSizeBinaryArray::try_from_iter((0..10u8).map(|i| [i; 4])).unwrap()),
             Arc::new(lists.finish()),
             Arc::new(points),
         ];
         RecordBatch::try_from_iter(
-            ["i", "b", "s", "ls", "fsb", "l", "p"].into_iter().zip(columns),
+            ["i", "b", "s", "ls", "fsb", "l", "p"]
+                .into_iter()
+                .zip(columns),
         )
         .unwrap()
     }
@@ -203,12 +244,16 @@ mod tests {
     fn roundtrip(batch: &RecordBatch) -> RecordBatch {
         let mut out = GatherBuf::new();
         let mut writer = StreamWriter::begin(batch.schema_ref(), &mut out).unwrap();
-        writer.write(batch, &BatchMetadata::from_pairs([("k", "v")]), &mut out).unwrap();
+        writer
+            .write(batch, &BatchMetadata::from_pairs([("k", "v")]), &mut out)
+            .unwrap();
         writer.finish(&mut out);
         let mut bytes = vec![0u8; out.len()];
         out.copy_into(&mut bytes);
         let mut input = bytes.as_slice();
-        let mut reader = StreamReader::begin(&mut input, Limits::DEFAULT).unwrap().unwrap();
+        let mut reader = StreamReader::begin(&mut input, Limits::DEFAULT)
+            .unwrap()
+            .unwrap();
         let (decoded, metadata) = reader.next(&mut input).unwrap().unwrap();
         assert_eq!(metadata.get("k"), Some("v"));
         assert!(reader.next(&mut input).unwrap().is_none());
@@ -238,7 +283,9 @@ mod tests {
         let batch = RecordBatch::try_from_iter([("v", Arc::new(column) as ArrayRef)]).unwrap();
         let mut out = GatherBuf::new();
         let mut writer = StreamWriter::begin(batch.schema_ref(), &mut out).unwrap();
-        writer.write(&batch, &BatchMetadata::new(), &mut out).unwrap();
+        writer
+            .write(&batch, &BatchMetadata::new(), &mut out)
+            .unwrap();
         writer.finish(&mut out);
         assert!(out.len() > 800_000);
         assert_eq!(roundtrip(&batch), batch);

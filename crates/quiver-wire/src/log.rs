@@ -68,7 +68,11 @@ pub struct LogRecord {
 impl LogRecord {
     /// A record with no extra fields.
     pub fn new(level: LogLevel, message: impl Into<String>) -> Self {
-        Self { level, message: message.into(), extra: Map::new() }
+        Self {
+            level,
+            message: message.into(),
+            extra: Map::new(),
+        }
     }
 
     /// Adds one extra field.
@@ -85,7 +89,10 @@ impl LogRecord {
         if self.extra.is_empty() {
             return metadata;
         }
-        metadata.insert(keys::LOG_EXTRA, Value::Object(self.extra.clone()).to_string());
+        metadata.insert(
+            keys::LOG_EXTRA,
+            Value::Object(self.extra.clone()).to_string(),
+        );
         if let Some(Value::String(kind)) = self.extra.get("error_kind") {
             metadata.insert(keys::ERROR_KIND, kind.as_str());
         }
@@ -103,7 +110,10 @@ impl LogRecord {
     /// Decodes from batch metadata; `None` if the metadata is not a log record.
     pub fn from_metadata(metadata: &BatchMetadata) -> Option<LogRecord> {
         let level = LogLevel::parse(metadata.get(keys::LOG_LEVEL)?)?;
-        let message = metadata.get(keys::LOG_MESSAGE).unwrap_or_default().to_string();
+        let message = metadata
+            .get(keys::LOG_MESSAGE)
+            .unwrap_or_default()
+            .to_string();
         let extra = metadata
             .get(keys::LOG_EXTRA)
             .and_then(|json| serde_json::from_str::<Value>(json).ok())
@@ -112,7 +122,11 @@ impl LogRecord {
                 _ => None,
             })
             .unwrap_or_default();
-        Some(LogRecord { level, message, extra })
+        Some(LogRecord {
+            level,
+            message,
+            extra,
+        })
     }
 }
 
@@ -181,7 +195,9 @@ impl ErrorCode {
             ErrorCode::DataLoss,
             ErrorCode::Unauthenticated,
         ];
-        ALL.into_iter().find(|code| code.as_str() == token).unwrap_or(ErrorCode::Unknown)
+        ALL.into_iter()
+            .find(|code| code.as_str() == token)
+            .unwrap_or(ErrorCode::Unknown)
     }
 }
 
@@ -231,9 +247,18 @@ impl ErrorReport {
     /// The EXCEPTION record that carries this error.
     pub fn to_record(&self) -> LogRecord {
         let mut extra = Map::new();
-        extra.insert("exception_type".into(), Value::String(self.error_type.clone()));
-        extra.insert("exception_message".into(), Value::String(self.message.clone()));
-        extra.insert("error_code".into(), Value::String(self.code.as_str().into()));
+        extra.insert(
+            "exception_type".into(),
+            Value::String(self.error_type.clone()),
+        );
+        extra.insert(
+            "exception_message".into(),
+            Value::String(self.message.clone()),
+        );
+        extra.insert(
+            "error_code".into(),
+            Value::String(self.code.as_str().into()),
+        );
         if let Some(kind) = &self.kind {
             extra.insert("error_kind".into(), Value::String(kind.clone()));
         }
@@ -243,25 +268,47 @@ impl ErrorReport {
         for (key, value) in &self.extra {
             extra.entry(key.clone()).or_insert_with(|| value.clone());
         }
-        LogRecord { level: LogLevel::Exception, message: format!("{}: {}", self.error_type, self.message), extra }
+        LogRecord {
+            level: LogLevel::Exception,
+            message: format!("{}: {}", self.error_type, self.message),
+            extra,
+        }
     }
 
     /// Reads an error back from an EXCEPTION record.
     pub fn from_record(record: &LogRecord) -> ErrorReport {
-        let text = |key: &str| record.extra.get(key).and_then(Value::as_str).map(str::to_string);
+        let text = |key: &str| {
+            record
+                .extra
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
         let error_type = text("exception_type").unwrap_or_else(|| "RpcError".into());
         let message = text("exception_message").unwrap_or_else(|| {
             let prefix = format!("{error_type}: ");
-            record.message.strip_prefix(&prefix).unwrap_or(&record.message).to_string()
+            record
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&record.message)
+                .to_string()
         });
         let mut extra = record.extra.clone();
-        for key in ["exception_type", "exception_message", "error_code", "error_kind", "error_details"] {
+        for key in [
+            "exception_type",
+            "exception_message",
+            "error_code",
+            "error_kind",
+            "error_details",
+        ] {
             extra.remove(key);
         }
         ErrorReport {
             error_type,
             message,
-            code: text("error_code").map(|c| ErrorCode::parse(&c)).unwrap_or(ErrorCode::Unknown),
+            code: text("error_code")
+                .map(|c| ErrorCode::parse(&c))
+                .unwrap_or(ErrorCode::Unknown),
             kind: text("error_kind"),
             details: record.extra.get("error_details").cloned(),
             extra,

@@ -17,7 +17,9 @@ impl BatchMetadata {
     }
 
     /// Builds from pairs, keeping their order.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
         let mut metadata = Self::new();
         for (key, value) in pairs {
             metadata.insert(key, value);
@@ -27,7 +29,10 @@ impl BatchMetadata {
 
     /// The value under `key`, if any.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Whether `key` is present.

@@ -50,23 +50,37 @@ impl<'a, R: Read> IoFrames<'a, R> {
     fn read_prefix(&mut self, limits: &Limits, eof_ok: bool) -> Result<Option<u32>> {
         let mut word = [0u8; 4];
         if !read_exact_or_eof(self.reader, &mut word)? {
-            return if eof_ok { Ok(None) } else { Err(WireError::Truncated("end of input before a message".into())) };
+            return if eof_ok {
+                Ok(None)
+            } else {
+                Err(WireError::Truncated("end of input before a message".into()))
+            };
         }
         if word == CONTINUATION {
-            self.reader.read_exact(&mut word).map_err(truncated("message length"))?;
+            self.reader
+                .read_exact(&mut word)
+                .map_err(truncated("message length"))?;
         }
         let len = i32::from_le_bytes(word);
         if len < 0 {
-            return Err(WireError::Malformed(format!("negative message length {len}")));
+            return Err(WireError::Malformed(format!(
+                "negative message length {len}"
+            )));
         }
-        check_limit("message metadata", len as u64, limits.metadata_bytes_max as u64)?;
+        check_limit(
+            "message metadata",
+            len as u64,
+            limits.metadata_bytes_max as u64,
+        )?;
         Ok(Some(len as u32))
     }
 }
 
 impl<R: Read> FrameSource for IoFrames<'_, R> {
     fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>> {
-        let len = self.read_prefix(limits, false)?.expect("eof not allowed here");
+        let len = self
+            .read_prefix(limits, false)?
+            .expect("eof not allowed here");
         if len == 0 {
             return Ok(None);
         }
@@ -87,13 +101,21 @@ pub struct BufferFrames {
 impl BufferFrames {
     /// Frames of `buffer`, starting at its first byte.
     pub fn new(buffer: Buffer) -> Self {
-        Self { buffer, position: 0 }
+        Self {
+            buffer,
+            position: 0,
+        }
     }
 
     fn take(&mut self, len: usize, what: &str) -> Result<Buffer> {
-        let end = self.position.checked_add(len).filter(|end| *end <= self.buffer.len());
+        let end = self
+            .position
+            .checked_add(len)
+            .filter(|end| *end <= self.buffer.len());
         let Some(end) = end else {
-            return Err(WireError::Truncated(format!("{what} runs past the end of the region")));
+            return Err(WireError::Truncated(format!(
+                "{what} runs past the end of the region"
+            )));
         };
         let slice = self.buffer.slice_with_length(self.position, len);
         self.position = end;
@@ -114,9 +136,15 @@ impl FrameSource for BufferFrames {
         }
         let len = i32::from_le_bytes(word);
         if len < 0 {
-            return Err(WireError::Malformed(format!("negative message length {len}")));
+            return Err(WireError::Malformed(format!(
+                "negative message length {len}"
+            )));
         }
-        check_limit("message metadata", len as u64, limits.metadata_bytes_max as u64)?;
+        check_limit(
+            "message metadata",
+            len as u64,
+            limits.metadata_bytes_max as u64,
+        )?;
         if len == 0 {
             return Ok(None);
         }
@@ -159,7 +187,9 @@ impl StreamReader {
             return Ok(None);
         };
         if len == 0 {
-            return Err(WireError::Malformed("stream ended before its schema".into()));
+            return Err(WireError::Malformed(
+                "stream ended before its schema".into(),
+            ));
         }
         let header = read_buffer(frames.reader, len as usize, "schema metadata")?;
         let body_len = body_length(&header, &limits)?;
@@ -178,16 +208,33 @@ impl StreamReader {
     /// A reader for a stream whose schema is already known (a region written
     /// without its schema message).
     pub fn for_schema(schema: SchemaRef, limits: Limits) -> Self {
-        Self { schema, dictionaries: HashMap::new(), limits, messages_read: 0, finished: false }
+        Self {
+            schema,
+            dictionaries: HashMap::new(),
+            limits,
+            messages_read: 0,
+            finished: false,
+        }
     }
 
     fn from_schema_frame(frame: Frame, limits: Limits) -> Result<Self> {
         let message = parse_message(&frame.header)?;
         let ipc_schema = message.header_as_schema().ok_or_else(|| {
-            WireError::Malformed(format!("stream starts with a {:?} message, not a schema", message.header_type()))
+            WireError::Malformed(format!(
+                "stream starts with a {:?} message, not a schema",
+                message.header_type()
+            ))
         })?;
-        let schema = guard_panics("schema", || arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from))?;
-        Ok(Self { schema: Arc::new(schema), dictionaries: HashMap::new(), limits, messages_read: 1, finished: false })
+        let schema = guard_panics("schema", || {
+            arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from)
+        })?;
+        Ok(Self {
+            schema: Arc::new(schema),
+            dictionaries: HashMap::new(),
+            limits,
+            messages_read: 1,
+            finished: false,
+        })
     }
 
     /// The stream's schema.
@@ -201,12 +248,18 @@ impl StreamReader {
     }
 
     /// The next batch from `reader`; `Ok(None)` after the end marker.
-    pub fn next<R: Read>(&mut self, reader: &mut R) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+    pub fn next<R: Read>(
+        &mut self,
+        reader: &mut R,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>> {
         self.next_from(&mut IoFrames::new(reader))
     }
 
     /// The next batch from any frame source; `Ok(None)` after the end marker.
-    pub fn next_from(&mut self, source: &mut impl FrameSource) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+    pub fn next_from(
+        &mut self,
+        source: &mut impl FrameSource,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>> {
         loop {
             if self.finished {
                 return Ok(None);
@@ -216,7 +269,11 @@ impl StreamReader {
                 return Ok(None);
             };
             self.messages_read += 1;
-            check_limit("messages in a stream", self.messages_read as u64, self.limits.messages_per_stream_max as u64)?;
+            check_limit(
+                "messages in a stream",
+                self.messages_read as u64,
+                self.limits.messages_per_stream_max as u64,
+            )?;
             if let Some(batch) = self.decode(frame)? {
                 return Ok(Some(batch));
             }
@@ -246,17 +303,23 @@ impl StreamReader {
                 let schema = self.schema.clone();
                 let dictionaries = &self.dictionaries;
                 let batch = guard_panics("record batch", || {
-                    RecordBatchDecoder::try_new(&frame.body, ipc_batch, schema, dictionaries, &version)?
-                        .with_require_alignment(false)
-                        .read_record_batch()
-                        .map_err(WireError::from)
+                    RecordBatchDecoder::try_new(
+                        &frame.body,
+                        ipc_batch,
+                        schema,
+                        dictionaries,
+                        &version,
+                    )?
+                    .with_require_alignment(false)
+                    .read_record_batch()
+                    .map_err(WireError::from)
                 })?;
                 Ok(Some((batch, metadata)))
             }
             MessageHeader::DictionaryBatch => {
-                let ipc_dictionary = message
-                    .header_as_dictionary_batch()
-                    .ok_or_else(|| WireError::Malformed("dictionary batch header missing".into()))?;
+                let ipc_dictionary = message.header_as_dictionary_batch().ok_or_else(|| {
+                    WireError::Malformed("dictionary batch header missing".into())
+                })?;
                 let schema = self.schema.clone();
                 let dictionaries = &mut self.dictionaries;
                 guard_panics("dictionary batch", || {
@@ -265,14 +328,21 @@ impl StreamReader {
                 })?;
                 Ok(None)
             }
-            MessageHeader::Schema => Err(WireError::Malformed("a second schema message inside one stream".into())),
-            other => Err(WireError::Malformed(format!("unsupported message type {other:?}"))),
+            MessageHeader::Schema => Err(WireError::Malformed(
+                "a second schema message inside one stream".into(),
+            )),
+            other => Err(WireError::Malformed(format!(
+                "unsupported message type {other:?}"
+            ))),
         }
     }
 }
 
 /// Decodes a whole stream held in memory (a shared-memory region), zero-copy.
-pub fn decode_stream(buffer: Buffer, limits: Limits) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
+pub fn decode_stream(
+    buffer: Buffer,
+    limits: Limits,
+) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
     let mut frames = BufferFrames::new(buffer);
     let mut reader = StreamReader::begin_from(&mut frames, limits)?;
     let mut batches = Vec::new();
@@ -294,11 +364,15 @@ pub fn decode_region(
     let first = frames
         .next_frame(&limits)?
         .ok_or_else(|| WireError::Malformed("empty shared-memory region".into()))?;
-    let (mut reader, pending) = if parse_message(&first.header)?.header_type() == MessageHeader::Schema {
-        (StreamReader::from_schema_frame(first, limits)?, None)
-    } else {
-        (StreamReader::for_schema(schema.clone(), limits), Some(first))
-    };
+    let (mut reader, pending) =
+        if parse_message(&first.header)?.header_type() == MessageHeader::Schema {
+            (StreamReader::from_schema_frame(first, limits)?, None)
+        } else {
+            (
+                StreamReader::for_schema(schema.clone(), limits),
+                Some(first),
+            )
+        };
     let mut batches = Vec::new();
     if let Some(frame) = pending {
         reader.messages_read += 1;
@@ -319,7 +393,9 @@ fn body_length(header: &Buffer, limits: &Limits) -> Result<usize> {
     let message = parse_message(header)?;
     let body_len = message.bodyLength();
     if body_len < 0 {
-        return Err(WireError::Malformed(format!("negative body length {body_len}")));
+        return Err(WireError::Malformed(format!(
+            "negative body length {body_len}"
+        )));
     }
     check_limit("message body", body_len as u64, limits.body_bytes_max)?;
     Ok(body_len as usize)
@@ -339,7 +415,11 @@ fn custom_metadata(message: &arrow_ipc::Message<'_>) -> BatchMetadata {
 
 fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64) -> Result<()> {
     if size_bytes > limit_bytes {
-        return Err(WireError::TooLarge { what, size_bytes, limit_bytes });
+        return Err(WireError::TooLarge {
+            what,
+            size_bytes,
+            limit_bytes,
+        });
     }
     Ok(())
 }
@@ -363,7 +443,9 @@ fn guard_panics<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// Reads `len` bytes into a 64-byte-aligned buffer so arrays decode over it in place.
 fn read_buffer<R: Read>(reader: &mut R, len: usize, what: &'static str) -> Result<Buffer> {
     let mut buffer = MutableBuffer::from_len_zeroed(len);
-    reader.read_exact(buffer.as_slice_mut()).map_err(truncated(what))?;
+    reader
+        .read_exact(buffer.as_slice_mut())
+        .map_err(truncated(what))?;
     Ok(buffer.into())
 }
 
@@ -373,7 +455,11 @@ fn read_exact_or_eof<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<bool> {
     while filled < buf.len() {
         match reader.read(&mut buf[filled..]) {
             Ok(0) if filled == 0 => return Ok(false),
-            Ok(0) => return Err(WireError::Truncated("end of input inside a message prefix".into())),
+            Ok(0) => {
+                return Err(WireError::Truncated(
+                    "end of input inside a message prefix".into(),
+                ))
+            }
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),

@@ -36,9 +36,15 @@ pub fn classify(batch: &RecordBatch, metadata: &BatchMetadata) -> Result<BatchRo
         return Ok(BatchRole::Log(record));
     }
     if let Some(offset) = metadata.get(keys::SHM_OFFSET) {
-        let length = metadata.get(keys::SHM_LENGTH).ok_or("shm pointer without a length")?;
-        let offset = offset.parse::<u64>().map_err(|_| format!("shm offset {offset:?} is not a number"))?;
-        let length = length.parse::<u64>().map_err(|_| format!("shm length {length:?} is not a number"))?;
+        let length = metadata
+            .get(keys::SHM_LENGTH)
+            .ok_or("shm pointer without a length")?;
+        let offset = offset
+            .parse::<u64>()
+            .map_err(|_| format!("shm offset {offset:?} is not a number"))?;
+        let length = length
+            .parse::<u64>()
+            .map_err(|_| format!("shm length {length:?} is not a number"))?;
         return Ok(BatchRole::ShmPointer { offset, length });
     }
     if metadata.get(keys::CANCEL).is_some() {

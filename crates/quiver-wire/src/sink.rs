@@ -78,7 +78,10 @@ impl GatherBuf {
 
     fn close_inline(&mut self) {
         if self.bytes.len() > self.inline_start {
-            self.parts.push(Part::Inline { start: self.inline_start, end: self.bytes.len() });
+            self.parts.push(Part::Inline {
+                start: self.inline_start,
+                end: self.bytes.len(),
+            });
             self.inline_start = self.bytes.len();
         }
     }
@@ -97,7 +100,11 @@ impl GatherBuf {
 
     /// Copies everything into `target`, which must be exactly [`GatherBuf::len`] long.
     pub fn copy_into(&self, target: &mut [u8]) {
-        assert_eq!(target.len(), self.len_bytes, "target must fit the gather exactly");
+        assert_eq!(
+            target.len(),
+            self.len_bytes,
+            "target must fit the gather exactly"
+        );
         let mut position = 0;
         for slice in self.slices() {
             target[position..position + slice.len()].copy_from_slice(slice);

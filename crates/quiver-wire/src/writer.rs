@@ -12,15 +12,17 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_ipc::writer::{DictionaryTracker, EncodedData, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
+use arrow_ipc::writer::{
+    DictionaryTracker, EncodedData, IpcDataGenerator, IpcWriteContext, IpcWriteOptions,
+};
 use arrow_schema::{Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
 
 use crate::body::{record_batch_header, BodyLayout};
 use crate::error::{Result, WireError};
-use crate::sink::IpcSink;
 use crate::framing::{padded_len, ALIGNMENT_BYTES, CONTINUATION, END_OF_STREAM};
 use crate::metadata::BatchMetadata;
+use crate::sink::IpcSink;
 
 /// Writes one IPC stream. Created by [`StreamWriter::begin`], which emits the schema
 /// message; [`StreamWriter::finish`] emits the end marker.
@@ -36,12 +38,19 @@ pub struct StreamWriter {
 impl StreamWriter {
     /// Starts a stream on `schema`, appending the schema message to `out`.
     pub fn begin<S: IpcSink + ?Sized>(schema: &SchemaRef, out: &mut S) -> Result<Self> {
-        let options = IpcWriteOptions::try_new(ALIGNMENT_BYTES, false, arrow_ipc::MetadataVersion::V5)?;
+        let options =
+            IpcWriteOptions::try_new(ALIGNMENT_BYTES, false, arrow_ipc::MetadataVersion::V5)?;
         let mut tracker = DictionaryTracker::new(false);
-        let encoded =
-            IpcDataGenerator {}.schema_to_bytes_with_dictionary_tracker(schema, &mut tracker, &options);
+        let encoded = IpcDataGenerator {}.schema_to_bytes_with_dictionary_tracker(
+            schema,
+            &mut tracker,
+            &options,
+        );
         append_message(out, &encoded.ipc_message, &[]);
-        let has_dictionaries = schema.fields().iter().any(|f| contains_dictionary(f.data_type()));
+        let has_dictionaries = schema
+            .fields()
+            .iter()
+            .any(|f| contains_dictionary(f.data_type()));
         Ok(Self {
             schema: schema.clone(),
             tracker,
@@ -66,7 +75,12 @@ impl StreamWriter {
     ///
     /// Common layouts are framed over the arrays' own buffers (a gathering sink
     /// then writes them without a copy); others go through arrow-rs's encoder.
-    pub fn write<S: IpcSink + ?Sized>(&mut self, batch: &RecordBatch, metadata: &BatchMetadata, out: &mut S) -> Result<()> {
+    pub fn write<S: IpcSink + ?Sized>(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+        out: &mut S,
+    ) -> Result<()> {
         if batch.schema_ref().fields() != self.schema.fields() {
             return Err(WireError::Malformed(format!(
                 "batch schema {:?} does not match stream schema {:?}",
@@ -86,8 +100,12 @@ impl StreamWriter {
                 return Ok(());
             }
         }
-        let (dictionaries, encoded) =
-            IpcDataGenerator {}.encode(batch, &mut self.tracker, &self.options, &mut self.context)?;
+        let (dictionaries, encoded) = IpcDataGenerator {}.encode(
+            batch,
+            &mut self.tracker,
+            &self.options,
+            &mut self.context,
+        )?;
         for dictionary in &dictionaries {
             append_encoded(out, dictionary, &BatchMetadata::new())?;
         }
@@ -127,7 +145,11 @@ pub fn empty_schema() -> SchemaRef {
     Arc::new(Schema::empty())
 }
 
-fn append_encoded<S: IpcSink + ?Sized>(out: &mut S, encoded: &EncodedData, metadata: &BatchMetadata) -> Result<()> {
+fn append_encoded<S: IpcSink + ?Sized>(
+    out: &mut S,
+    encoded: &EncodedData,
+    metadata: &BatchMetadata,
+) -> Result<()> {
     let header = if metadata.is_empty() {
         None
     } else {
@@ -140,7 +162,11 @@ fn append_encoded<S: IpcSink + ?Sized>(out: &mut S, encoded: &EncodedData, metad
 
 /// Frames one message: continuation, padded metadata length, metadata, padding, body.
 fn append_message<S: IpcSink + ?Sized>(out: &mut S, header: &[u8], body: &[u8]) {
-    debug_assert_eq!(body.len() % ALIGNMENT_BYTES, 0, "arrow-rs pads bodies to the alignment");
+    debug_assert_eq!(
+        body.len() % ALIGNMENT_BYTES,
+        0,
+        "arrow-rs pads bodies to the alignment"
+    );
     append_frame_prefix(out, header);
     out.put_bytes(body);
 }
@@ -166,7 +192,9 @@ fn contains_dictionary(data_type: &arrow_schema::DataType) -> bool {
         | DataType::ListView(f)
         | DataType::LargeListView(f) => contains_dictionary(f.data_type()),
         DataType::Struct(fields) => fields.iter().any(|f| contains_dictionary(f.data_type())),
-        DataType::Union(fields, _) => fields.iter().any(|(_, f)| contains_dictionary(f.data_type())),
+        DataType::Union(fields, _) => fields
+            .iter()
+            .any(|(_, f)| contains_dictionary(f.data_type())),
         DataType::RunEndEncoded(_, values) => contains_dictionary(values.data_type()),
         _ => false,
     }
@@ -177,16 +205,24 @@ fn contains_dictionary(data_type: &arrow_schema::DataType) -> bool {
 fn with_custom_metadata(message_bytes: &[u8], metadata: &BatchMetadata) -> Result<Vec<u8>> {
     let message = arrow_ipc::root_as_message(message_bytes)
         .map_err(|e| WireError::Malformed(format!("encoder produced an invalid message: {e}")))?;
-    let batch = message
-        .header_as_record_batch()
-        .ok_or_else(|| WireError::Malformed("custom metadata only goes on record batches".into()))?;
+    let batch = message.header_as_record_batch().ok_or_else(|| {
+        WireError::Malformed("custom metadata only goes on record batches".into())
+    })?;
     let mut fbb = FlatBufferBuilder::with_capacity(message_bytes.len() + 64 * (metadata.len() + 1));
 
-    let nodes: Vec<arrow_ipc::FieldNode> = batch.nodes().map(|v| v.iter().copied().collect()).unwrap_or_default();
-    let buffers: Vec<arrow_ipc::Buffer> = batch.buffers().map(|v| v.iter().copied().collect()).unwrap_or_default();
+    let nodes: Vec<arrow_ipc::FieldNode> = batch
+        .nodes()
+        .map(|v| v.iter().copied().collect())
+        .unwrap_or_default();
+    let buffers: Vec<arrow_ipc::Buffer> = batch
+        .buffers()
+        .map(|v| v.iter().copied().collect())
+        .unwrap_or_default();
     let variadic: Option<Vec<i64>> = batch.variadicBufferCounts().map(|v| v.iter().collect());
     if batch.compression().is_some() {
-        return Err(WireError::Malformed("compressed bodies are not produced by this writer".into()));
+        return Err(WireError::Malformed(
+            "compressed bodies are not produced by this writer".into(),
+        ));
     }
     let nodes = fbb.create_vector(&nodes);
     let buffers = fbb.create_vector(&buffers);
@@ -206,7 +242,13 @@ fn with_custom_metadata(message_bytes: &[u8], metadata: &BatchMetadata) -> Resul
         .map(|(key, value)| {
             let key = fbb.create_string(key);
             let value = fbb.create_string(value);
-            arrow_ipc::KeyValue::create(&mut fbb, &arrow_ipc::KeyValueArgs { key: Some(key), value: Some(value) })
+            arrow_ipc::KeyValue::create(
+                &mut fbb,
+                &arrow_ipc::KeyValueArgs {
+                    key: Some(key),
+                    value: Some(value),
+                },
+            )
         })
         .collect();
     let custom_metadata = fbb.create_vector(&pairs);
