@@ -3,7 +3,7 @@
 //! scenarios run against both, inline and through shared memory; the reference
 //! proves the client speaks the wire, ours proves the two servers agree.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -36,7 +36,7 @@ fn our_worker() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_quiver-conformance-worker"))
 }
 
-fn connect(worker: &PathBuf, shm: bool) -> (Child, Client) {
+fn connect(worker: &Path, shm: bool) -> (Child, Client) {
     let (child, connection) = spawn(worker.as_os_str(), &[]).expect("spawn worker");
     let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
     if shm {
@@ -76,7 +76,7 @@ fn value_batch(values: Vec<f64>) -> RecordBatch {
     RecordBatch::try_new(schema, vec![Arc::new(Float64Array::from(values))]).unwrap()
 }
 
-fn scenarios(worker: &PathBuf, shm: bool) {
+fn scenarios(worker: &Path, shm: bool) {
     let (_child, mut client) = connect(worker, shm);
 
     // Unary echo, with non-ASCII and an embedded NUL.
@@ -118,7 +118,7 @@ fn scenarios(worker: &PathBuf, shm: bool) {
     assert!(client
         .call("void_noop", &empty_params())
         .unwrap()
-        .map_or(true, |b| b.num_rows() == 0));
+        .is_none_or(|b| b.num_rows() == 0));
 
     // 4 MiB both ways (through the segment when shm is on).
     let payload = vec![0xa5u8; 4 << 20];

@@ -7,7 +7,7 @@ use std::thread;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, Int64Array, RecordBatch};
+use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_rpc::{
     field, CallContext, Client, Method, Server, ServerConfig, Service, StreamOutput, StreamSetup,

@@ -58,7 +58,7 @@ impl BodyLayout {
         match data.nulls() {
             Some(nulls) if data.null_count() > 0 => {
                 let bit_offset = nulls.offset();
-                if bit_offset % 8 != 0 {
+                if !bit_offset.is_multiple_of(8) {
                     return None;
                 }
                 self.push(
@@ -71,7 +71,7 @@ impl BodyLayout {
         }
         match data.data_type() {
             DataType::Boolean => {
-                if offset % 8 != 0 {
+                if !offset.is_multiple_of(8) {
                     return None;
                 }
                 self.push(data.buffers()[0].slice_with_length(offset / 8, len.div_ceil(8)));

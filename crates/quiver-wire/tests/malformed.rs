@@ -321,44 +321,50 @@ fn oracle_python() -> std::path::PathBuf {
 fn pyarrow_round_trip_keeps_custom_metadata() {
     let python = oracle_python();
     let dir = common::TempDir::new("pyarrow");
-    let ours = dir.path().join("quiver.arrows");
-    let theirs = dir.path().join("pyarrow.arrows");
-
-    let (bytes, expected) = common::compat_stream();
-    std::fs::write(&ours, &bytes).unwrap();
-
-    let output = std::process::Command::new(&python)
-        .arg("-c")
-        .arg(common::PYARROW_SCRIPT)
-        .arg(&ours)
-        .arg(&theirs)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
-    assert!(
-        output.status.success(),
-        "{} failed:\n{}",
-        python.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-
-    // What pyarrow saw in our stream.
-    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
-    let seen = seen.as_array().expect("one entry per batch");
-    assert_eq!(seen.len(), expected.len(), "pyarrow saw {seen:?}");
-    for (index, (entry, (rows, metadata, first_ints))) in seen.iter().zip(&expected).enumerate() {
-        assert_eq!(entry["rows"].as_u64(), Some(*rows as u64), "batch {index}");
-        let got: Vec<(String, String)> = entry["metadata"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|pair| (pair[0].as_str().unwrap().to_string(), pair[1].as_str().unwrap().to_string()))
-            .collect();
-        let want: Vec<(String, String)> = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        assert_eq!(got, want, "batch {index}: custom metadata as pyarrow reads it");
-        let ints: Vec<Option<i64>> = entry["ints"].as_array().unwrap().iter().map(|v| v.as_i64()).collect();
-        assert_eq!(&ints, first_ints, "batch {index}: values as pyarrow reads them");
-        assert_eq!(entry["equal"].as_bool(), Some(true), "batch {index}: pyarrow's re-read differs: {entry}");
+    let streams = common::compat_streams();
+    let mut command = std::process::Command::new(&python);
+    command.arg("-c").arg(common::PYARROW_SCRIPT);
+    for (index, (bytes, _)) in streams.iter().enumerate() {
+        let path = dir.path().join(format!("quiver-{index}.arrows"));
+        std::fs::write(&path, bytes).unwrap();
+        command.arg(path);
     }
+    let theirs = dir.path().join("pyarrow.arrows");
+    let output = command.arg(&theirs).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    assert!(output.status.success(), "{} failed:\n{}", python.display(), String::from_utf8_lossy(&output.stderr));
+
+    // What pyarrow saw in our streams.
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
+    let seen = seen.as_array().expect("one entry per stream");
+    assert_eq!(seen.len(), streams.len());
+    for (stream, (entries, (_, expected))) in seen.iter().zip(&streams).enumerate() {
+        let entries = entries.as_array().unwrap();
+        assert_eq!(entries.len(), expected.len(), "stream {stream}: pyarrow saw {entries:?}");
+        for (index, (entry, (rows, metadata, ints))) in entries.iter().zip(expected).enumerate() {
+            let at = format!("stream {stream} batch {index}");
+            assert_eq!(entry["rows"].as_u64(), Some(*rows as u64), "{at}");
+            let got: Vec<(String, String)> = entry["metadata"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|pair| (pair[0].as_str().unwrap().to_string(), pair[1].as_str().unwrap().to_string()))
+                .collect();
+            let want: Vec<(String, String)> = metadata.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+            assert_eq!(got, want, "{at}: custom metadata as pyarrow reads it");
+            let got_ints: Vec<Option<i64>> = entry["ints"].as_array().unwrap().iter().map(|v| v.as_i64()).collect();
+            assert_eq!(&got_ints, ints, "{at}: values as pyarrow reads them");
+        }
+    }
+    // Spot checks of the other columns: sliced strings, booleans and lists, and
+    // the replaced dictionary.
+    let sliced = &seen[0][2]["columns"];
+    assert_eq!(sliced["s"], serde_json::json!(["s3", "s4", "s5", "s6"]));
+    assert_eq!(sliced["b"], serde_json::json!([false, true, false, true]));
+    assert_eq!(sliced["l"], serde_json::json!([null, [40], [50, 51], []]));
+    assert_eq!(seen[0][1]["columns"]["s"], serde_json::json!(["s8", "s9", "s10", "s11", "s12"]));
+    assert_eq!(seen[0][1]["columns"]["l"], serde_json::json!([null, [], [100], [110, 111], []]));
+    assert_eq!(seen[1][0]["columns"]["d"], serde_json::json!(["red", "blue", "red"]));
+    assert_eq!(seen[1][2]["columns"]["d"], serde_json::json!([null]));
 
     // What we see in pyarrow's two back-to-back streams.
     let theirs = std::fs::read(&theirs).unwrap();
