@@ -37,6 +37,7 @@ mod log;
 mod metadata;
 mod reader;
 mod role;
+mod schema_cache;
 mod sink;
 mod writer;
 
@@ -47,5 +48,6 @@ pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord};
 pub use metadata::BatchMetadata;
 pub use reader::{decode_region, decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
 pub use role::{classify, BatchRole};
+pub use schema_cache::SCHEMA_CACHE_ENTRIES_MAX;
 pub use sink::{GatherBuf, IpcSink, GATHER_MIN_BYTES};
 pub use writer::{empty_batch, empty_schema, encode_stream, StreamWriter};

@@ -21,6 +21,7 @@ use crate::error::{Result, WireError};
 use crate::framing::{ALIGNMENT_BYTES, CONTINUATION};
 use crate::limits::Limits;
 use crate::metadata::BatchMetadata;
+use crate::schema_cache::decoded_schema;
 
 /// One framed message: its flatbuffer header and its body.
 pub struct Frame {
@@ -176,6 +177,11 @@ pub struct StreamReader {
     limits: Limits,
     messages_read: u32,
     finished: bool,
+    /// Set when reading a frame failed: the position in the byte stream is then
+    /// unknown, and reading on would take body bytes for message prefixes (and
+    /// could wait for input that never comes). Holds whether that failure was a
+    /// disconnect, and its message.
+    framing_lost: Option<(bool, String)>,
 }
 
 impl StreamReader {
@@ -214,6 +220,7 @@ impl StreamReader {
             limits,
             messages_read: 0,
             finished: false,
+            framing_lost: None,
         }
     }
 
@@ -225,15 +232,19 @@ impl StreamReader {
                 message.header_type()
             ))
         })?;
-        let schema = guard_panics("schema", || {
-            arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from)
+        let schema = decoded_schema(frame.header.as_slice(), || {
+            guard_panics("schema", || {
+                arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from)
+            })
+            .map(Arc::new)
         })?;
         Ok(Self {
-            schema: Arc::new(schema),
+            schema,
             dictionaries: HashMap::new(),
             limits,
             messages_read: 1,
             finished: false,
+            framing_lost: None,
         })
     }
 
@@ -264,9 +275,20 @@ impl StreamReader {
             if self.finished {
                 return Ok(None);
             }
-            let Some(frame) = source.next_frame(&self.limits)? else {
-                self.finished = true;
-                return Ok(None);
+            if let Some((disconnect, cause)) = &self.framing_lost {
+                let message = format!("stream unreadable after an earlier error ({cause})");
+                return Err(if *disconnect { WireError::Truncated(message) } else { WireError::Malformed(message) });
+            }
+            let frame = match source.next_frame(&self.limits) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    self.finished = true;
+                    return Ok(None);
+                }
+                Err(error) => {
+                    self.framing_lost = Some((error.is_disconnect(), error.to_string()));
+                    return Err(error);
+                }
             };
             self.messages_read += 1;
             check_limit(

@@ -20,6 +20,7 @@ use flatbuffers::FlatBufferBuilder;
 
 use crate::body::{record_batch_header, BodyLayout};
 use crate::error::{Result, WireError};
+use crate::schema_cache::encoded_schema;
 use crate::framing::{padded_len, ALIGNMENT_BYTES, CONTINUATION, END_OF_STREAM};
 use crate::metadata::BatchMetadata;
 use crate::sink::IpcSink;
@@ -41,16 +42,20 @@ impl StreamWriter {
         let options =
             IpcWriteOptions::try_new(ALIGNMENT_BYTES, false, arrow_ipc::MetadataVersion::V5)?;
         let mut tracker = DictionaryTracker::new(false);
-        let encoded = IpcDataGenerator {}.schema_to_bytes_with_dictionary_tracker(
-            schema,
-            &mut tracker,
-            &options,
-        );
-        append_message(out, &encoded.ipc_message, &[]);
-        let has_dictionaries = schema
-            .fields()
-            .iter()
-            .any(|f| contains_dictionary(f.data_type()));
+        let encode = |tracker: &mut DictionaryTracker| {
+            let encoded = IpcDataGenerator {}
+                .schema_to_bytes_with_dictionary_tracker(schema, tracker, &options);
+            let mut framed = Vec::with_capacity(encoded.ipc_message.len() + 16);
+            append_message(&mut framed, &encoded.ipc_message, &[]);
+            framed
+        };
+        let has_dictionaries = schema.fields().iter().any(|f| contains_dictionary(f.data_type()));
+        if has_dictionaries {
+            // The tracker must see the schema to number its dictionaries.
+            out.put_bytes(&encode(&mut tracker));
+        } else {
+            out.put_bytes(&encoded_schema(schema, || encode(&mut tracker)));
+        }
         Ok(Self {
             schema: schema.clone(),
             tracker,
