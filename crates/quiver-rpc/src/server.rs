@@ -54,6 +54,8 @@ fn default_server_id() -> String {
 pub struct Server {
     service: Arc<Service>,
     config: ServerConfig,
+    /// Process id in hex: generated request ids are this plus a per-connection count.
+    request_id_prefix: String,
 }
 
 /// Why a session stopped.
@@ -71,6 +73,7 @@ impl Server {
         Self {
             service: Arc::new(service),
             config,
+            request_id_prefix: format!("{:08x}", std::process::id()),
         }
     }
 
@@ -289,7 +292,7 @@ impl<'s> Session<'s> {
         self.requests_served += 1;
         self.request_id = match request.metadata.get(keys::REQUEST_ID) {
             Some(id) => id.to_string(),
-            None => format!("{:08x}{:08x}", std::process::id(), self.requests_served),
+            None => format!("{}{:08x}", self.server.request_id_prefix, self.requests_served),
         };
         let service = Arc::clone(&self.server.service);
         if let Some(report) = self.check_protocol(&service, &request) {

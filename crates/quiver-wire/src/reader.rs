@@ -21,12 +21,24 @@ use crate::error::{Result, WireError};
 use crate::framing::{ALIGNMENT_BYTES, CONTINUATION};
 use crate::limits::Limits;
 use crate::metadata::BatchMetadata;
-use crate::schema_cache::decoded_schema;
+use crate::schema_cache::{cached_schema, decoded_schema};
 
 /// One framed message: its flatbuffer header and its body.
+///
+/// Invariant: `header` passed flatbuffer verification (in [`body_length`]) before
+/// the frame was built, and a `Buffer` is immutable, so it is never verified again.
 pub struct Frame {
     header: Buffer,
     body: Buffer,
+}
+
+impl Frame {
+    /// The message header, already verified.
+    fn message(&self) -> arrow_ipc::Message<'_> {
+        // SAFETY: every Frame is constructed after `body_length` verified exactly
+        // these bytes (see the invariant above).
+        unsafe { arrow_ipc::root_as_message_unchecked(self.header.as_slice()) }
+    }
 }
 
 /// Where frames come from: a transport, or a buffer already in memory.
@@ -198,6 +210,10 @@ impl StreamReader {
             ));
         }
         let header = read_buffer(frames.reader, len as usize, "schema metadata")?;
+        if let Some(schema) = cached_schema(header.as_slice()) {
+            // These exact bytes were verified and decoded before, and had no body.
+            return Ok(Some(Self::for_schema_read(schema, limits)));
+        }
         let body_len = body_length(&header, &limits)?;
         let body = read_buffer(frames.reader, body_len, "schema body")?;
         Self::from_schema_frame(Frame { header, body }, limits).map(Some)
@@ -209,6 +225,10 @@ impl StreamReader {
             .next_frame(&limits)?
             .ok_or_else(|| WireError::Malformed("stream ended before its schema".into()))?;
         Self::from_schema_frame(frame, limits)
+    }
+
+    fn for_schema_read(schema: SchemaRef, limits: Limits) -> Self {
+        Self { messages_read: 1, ..Self::for_schema(schema, limits) }
     }
 
     /// A reader for a stream whose schema is already known (a region written
@@ -225,19 +245,25 @@ impl StreamReader {
     }
 
     fn from_schema_frame(frame: Frame, limits: Limits) -> Result<Self> {
-        let message = parse_message(&frame.header)?;
+        let message = frame.message();
         let ipc_schema = message.header_as_schema().ok_or_else(|| {
             WireError::Malformed(format!(
                 "stream starts with a {:?} message, not a schema",
                 message.header_type()
             ))
         })?;
-        let schema = decoded_schema(frame.header.as_slice(), || {
+        let decode = || {
             guard_panics("schema", || {
                 arrow_ipc::convert::try_fb_to_schema(ipc_schema).map_err(WireError::from)
             })
             .map(Arc::new)
-        })?;
+        };
+        // Only body-less schema messages are cached: a cache hit skips the body read.
+        let schema = if frame.body.is_empty() {
+            decoded_schema(frame.header.as_slice(), decode)?
+        } else {
+            decode()?
+        };
         Ok(Self {
             schema,
             dictionaries: HashMap::new(),
@@ -277,7 +303,11 @@ impl StreamReader {
             }
             if let Some((disconnect, cause)) = &self.framing_lost {
                 let message = format!("stream unreadable after an earlier error ({cause})");
-                return Err(if *disconnect { WireError::Truncated(message) } else { WireError::Malformed(message) });
+                return Err(if *disconnect {
+                    WireError::Truncated(message)
+                } else {
+                    WireError::Malformed(message)
+                });
             }
             let frame = match source.next_frame(&self.limits) {
                 Ok(Some(frame)) => frame,
@@ -314,7 +344,7 @@ impl StreamReader {
 
     /// Decodes a frame: `Some` for a record batch, `None` after absorbing a dictionary.
     fn decode(&mut self, frame: Frame) -> Result<Option<(RecordBatch, BatchMetadata)>> {
-        let message = parse_message(&frame.header)?;
+        let message = frame.message();
         let version = message.version();
         match message.header_type() {
             MessageHeader::RecordBatch => {
@@ -387,7 +417,7 @@ pub fn decode_region(
         .next_frame(&limits)?
         .ok_or_else(|| WireError::Malformed("empty shared-memory region".into()))?;
     let (mut reader, pending) =
-        if parse_message(&first.header)?.header_type() == MessageHeader::Schema {
+        if first.message().header_type() == MessageHeader::Schema {
             (StreamReader::from_schema_frame(first, limits)?, None)
         } else {
             (

@@ -44,6 +44,13 @@ pub(crate) fn encoded_schema(schema: &SchemaRef, encode: impl FnOnce() -> Vec<u8
     bytes
 }
 
+/// The schema whose (verified, body-less) message header is exactly `header`, if cached.
+pub(crate) fn cached_schema(header: &[u8]) -> Option<SchemaRef> {
+    DECODED.with_borrow(|cache| {
+        cache.iter().find(|(bytes, _)| **bytes == *header).map(|(_, schema)| Arc::clone(schema))
+    })
+}
+
 /// The schema whose message header is `header`, from the cache or from `decode`.
 pub(crate) fn decoded_schema<E>(
     header: &[u8],
