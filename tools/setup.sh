@@ -52,6 +52,10 @@ find_python311() {
 
 ensure_venv .venv "$(find_python311)" tools/requirements.txt
 ensure_venv .venv-oracle "$(find_python313)" tools/requirements-oracle.txt
+# vgi-python, the VGI engine-role client that drives our workers in the tests.
+if [[ -f tools/requirements-vgi.txt ]]; then
+    ensure_venv .venv-vgi "$(find_python313)" tools/requirements-vgi.txt
+fi
 
 log "building Rust workspace (release)"
 cargo build --release --workspace --locked --quiet

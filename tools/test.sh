@@ -7,6 +7,7 @@ cd "$ROOT"
 export QUIVER_ORACLE_PYTHON="$ROOT/.venv-oracle/bin/python"
 export QUIVER_ORACLE_BIN="$ROOT/.venv-oracle/bin"
 export QUIVER_BIN="$ROOT/target/release"
+export QUIVER_VGI_PYTHON="$ROOT/.venv-vgi/bin/python"
 
 cargo test --release --workspace --locked
 if compgen -G "tests/test_*.py" >/dev/null; then
