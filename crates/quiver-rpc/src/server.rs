@@ -178,7 +178,12 @@ impl<'s> Session<'s> {
             return Ok(None);
         };
         let first = reader.next(&mut self.connection.reader);
-        let extra = reader.drain(&mut self.connection.reader);
+        // Drain only a stream whose framing survived; after a framing error the
+        // bytes that follow are not messages.
+        let extra = match &first {
+            Ok(_) => reader.drain(&mut self.connection.reader),
+            Err(_) => Ok(0),
+        };
         self.end_peer_turn();
         let (first, extra) = (first?, extra?);
         let Some((batch, metadata)) = first else {

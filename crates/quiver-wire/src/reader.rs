@@ -493,13 +493,27 @@ fn guard_panics<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// Reads `len` bytes into a 64-byte-aligned buffer so arrays decode over it in place.
+///
+/// Memory follows the bytes that actually arrive: a body larger than
+/// [`READ_CHUNK_BYTES`] grows by doubling as it is read, so a peer that
+/// announces gigabytes and sends nothing cannot make us reserve them.
 fn read_buffer<R: Read>(reader: &mut R, len: usize, what: &'static str) -> Result<Buffer> {
-    let mut buffer = MutableBuffer::from_len_zeroed(len);
-    reader
-        .read_exact(buffer.as_slice_mut())
-        .map_err(truncated(what))?;
-    Ok(buffer.into())
+    let mut buffer = MutableBuffer::from_len_zeroed(len.min(READ_CHUNK_BYTES));
+    let mut filled = 0;
+    loop {
+        reader
+            .read_exact(&mut buffer.as_slice_mut()[filled..])
+            .map_err(truncated(what))?;
+        filled = buffer.len();
+        if filled == len {
+            return Ok(buffer.into());
+        }
+        buffer.resize(len.min(filled * 2), 0);
+    }
 }
+
+/// Bodies up to this size are allocated at once; larger ones grow as they arrive.
+const READ_CHUNK_BYTES: usize = 64 << 20;
 
 /// Fills `buf`; `Ok(false)` if the reader was at EOF before the first byte.
 fn read_exact_or_eof<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<bool> {

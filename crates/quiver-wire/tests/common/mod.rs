@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, ListBuilder, StringBuilder, StructBuilder};
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, ListBuilder, StringBuilder, StructBuilder,
+};
 use arrow_array::{ArrayRef, DictionaryArray, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
@@ -89,8 +91,13 @@ pub fn frame_boundaries(bytes: &[u8]) -> Vec<usize> {
     let mut boundaries = vec![0];
     let mut position = 0;
     while position + 8 <= bytes.len() {
-        assert_eq!(bytes[position..position + 4], [0xff; 4], "sample streams use the continuation marker");
-        let len = i32::from_le_bytes(bytes[position + 4..position + 8].try_into().unwrap()) as usize;
+        assert_eq!(
+            bytes[position..position + 4],
+            [0xff; 4],
+            "sample streams use the continuation marker"
+        );
+        let len =
+            i32::from_le_bytes(bytes[position + 4..position + 8].try_into().unwrap()) as usize;
         if len == 0 {
             boundaries.push(position + 8);
             break;
@@ -117,10 +124,21 @@ pub fn frame(header: &[u8]) -> Vec<u8> {
 }
 
 /// A RecordBatch message header announcing `body_len` bytes of body.
-pub fn record_batch_header(length: i64, body_len: i64, nodes: &[(i64, i64)], buffers: &[(i64, i64)]) -> Vec<u8> {
+pub fn record_batch_header(
+    length: i64,
+    body_len: i64,
+    nodes: &[(i64, i64)],
+    buffers: &[(i64, i64)],
+) -> Vec<u8> {
     let mut fbb = FlatBufferBuilder::new();
-    let nodes: Vec<_> = nodes.iter().map(|&(len, nulls)| arrow_ipc::FieldNode::new(len, nulls)).collect();
-    let buffers: Vec<_> = buffers.iter().map(|&(offset, len)| arrow_ipc::Buffer::new(offset, len)).collect();
+    let nodes: Vec<_> = nodes
+        .iter()
+        .map(|&(len, nulls)| arrow_ipc::FieldNode::new(len, nulls))
+        .collect();
+    let buffers: Vec<_> = buffers
+        .iter()
+        .map(|&(offset, len)| arrow_ipc::Buffer::new(offset, len))
+        .collect();
     let nodes = fbb.create_vector(&nodes);
     let buffers = fbb.create_vector(&buffers);
     let batch = arrow_ipc::RecordBatch::create(
@@ -160,22 +178,47 @@ pub fn schema_frame(schema: &SchemaRef) -> Vec<u8> {
 /// Batches of one schema with strings, a dictionary, nested list<struct>, a
 /// zero-row log batch, per-batch metadata and one batch without any.
 pub fn sample_batches() -> Vec<(RecordBatch, BatchMetadata)> {
-    let point = Fields::from(vec![Field::new("x", DataType::Float64, true), Field::new("tag", DataType::Utf8, true)]);
+    let point = Fields::from(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("tag", DataType::Utf8, true),
+    ]);
     let schema = Arc::new(Schema::new(vec![
         Field::new("n", DataType::Int64, true),
         Field::new("s", DataType::Utf8, true),
-        Field::new("d", DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)), true),
-        Field::new("l", DataType::List(Arc::new(Field::new("item", DataType::Struct(point.clone()), true))), true),
+        Field::new(
+            "d",
+            DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+            true,
+        ),
+        Field::new(
+            "l",
+            DataType::List(Arc::new(Field::new(
+                "item",
+                DataType::Struct(point.clone()),
+                true,
+            ))),
+            true,
+        ),
     ]));
-    let batch = |n: Vec<Option<i64>>, s: Vec<Option<&str>>, keys: Vec<Option<i8>>, words: Vec<&str>, lists: &[Option<Vec<(f64, &str)>>]| {
+    let batch = |n: Vec<Option<i64>>,
+                 s: Vec<Option<&str>>,
+                 keys: Vec<Option<i8>>,
+                 words: Vec<&str>,
+                 lists: &[Option<Vec<(f64, &str)>>]| {
         let mut list = ListBuilder::new(StructBuilder::from_fields(point.clone(), 0));
         for entry in lists {
             match entry {
                 Some(points) => {
                     for (x, tag) in points {
                         let fields = list.values();
-                        fields.field_builder::<Float64Builder>(0).unwrap().append_value(*x);
-                        fields.field_builder::<StringBuilder>(1).unwrap().append_value(tag);
+                        fields
+                            .field_builder::<Float64Builder>(0)
+                            .unwrap()
+                            .append_value(*x);
+                        fields
+                            .field_builder::<StringBuilder>(1)
+                            .unwrap()
+                            .append_value(tag);
                         fields.append(true);
                     }
                     list.append(true);
@@ -183,9 +226,11 @@ pub fn sample_batches() -> Vec<(RecordBatch, BatchMetadata)> {
                 None => list.append(false),
             }
         }
-        let dictionary =
-            DictionaryArray::<arrow_array::types::Int8Type>::try_new(Int8Array::from(keys), Arc::new(StringArray::from(words)))
-                .unwrap();
+        let dictionary = DictionaryArray::<arrow_array::types::Int8Type>::try_new(
+            Int8Array::from(keys),
+            Arc::new(StringArray::from(words)),
+        )
+        .unwrap();
         RecordBatch::try_new(
             schema.clone(),
             vec![
@@ -202,7 +247,8 @@ pub fn sample_batches() -> Vec<(RecordBatch, BatchMetadata)> {
         (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
         ("unicode ключ", "値 ✓"),
     ]);
-    let log = BatchMetadata::from_pairs([(keys::LOG_LEVEL, "INFO"), (keys::LOG_MESSAGE, "working")]);
+    let log =
+        BatchMetadata::from_pairs([(keys::LOG_LEVEL, "INFO"), (keys::LOG_MESSAGE, "working")]);
     vec![
         (
             batch(
@@ -216,7 +262,13 @@ pub fn sample_batches() -> Vec<(RecordBatch, BatchMetadata)> {
         ),
         (RecordBatch::new_empty(schema.clone()), log),
         (
-            batch(vec![Some(-7)], vec![Some("zz")], vec![Some(0)], vec!["green"], &[Some(vec![(0.0, ""), (2.0, "q")])]),
+            batch(
+                vec![Some(-7)],
+                vec![Some("zz")],
+                vec![Some(0)],
+                vec!["green"],
+                &[Some(vec![(0.0, ""), (2.0, "q")])],
+            ),
             BatchMetadata::new(),
         ),
     ]
@@ -248,7 +300,11 @@ pub fn compat_streams() -> Vec<(Vec<u8>, Vec<Expected>)> {
         Field::new("i", DataType::Int64, true),
         Field::new("s", DataType::Utf8, true),
         Field::new("b", DataType::Boolean, true),
-        Field::new("l", DataType::List(Arc::new(Field::new("item", DataType::Int64, true))), true),
+        Field::new(
+            "l",
+            DataType::List(Arc::new(Field::new("item", DataType::Int64, true))),
+            true,
+        ),
     ]));
     let mut lists = ListBuilder::new(arrow_array::builder::Int64Builder::new());
     for row in 0..rows {
@@ -269,7 +325,11 @@ pub fn compat_streams() -> Vec<(Vec<u8>, Vec<Expected>)> {
         schema.clone(),
         vec![
             Arc::new((0..rows).map(i_value).collect::<Int64Array>()) as ArrayRef,
-            Arc::new((0..rows).map(|row| (row % 6 != 1).then(|| format!("s{row}"))).collect::<StringArray>()),
+            Arc::new(
+                (0..rows)
+                    .map(|row| (row % 6 != 1).then(|| format!("s{row}")))
+                    .collect::<StringArray>(),
+            ),
             Arc::new(bools.finish()) as ArrayRef,
             Arc::new(lists.finish()),
         ],
@@ -278,32 +338,68 @@ pub fn compat_streams() -> Vec<(Vec<u8>, Vec<Expected>)> {
     let plain: Vec<(RecordBatch, Vec<(&'static str, String)>)> = vec![
         (
             base.clone(),
-            vec![(keys::METHOD, "echo".into()), ("unicode ключ", "値 ✓".into()), ("empty", String::new())],
+            vec![
+                (keys::METHOD, "echo".into()),
+                ("unicode ключ", "値 ✓".into()),
+                ("empty", String::new()),
+            ],
         ),
         (base.slice(8, 5), vec![("slice", "8+5".into())]),
         (base.slice(3, 4), vec![("slice", "3+4".into())]),
-        (RecordBatch::new_empty(schema.clone()), vec![(keys::LOG_LEVEL, "INFO".into()), (keys::LOG_MESSAGE, "hi".into())]),
+        (
+            RecordBatch::new_empty(schema.clone()),
+            vec![
+                (keys::LOG_LEVEL, "INFO".into()),
+                (keys::LOG_MESSAGE, "hi".into()),
+            ],
+        ),
         (base.slice(0, 2), vec![]),
     ];
     let plain_expected = [(0, 20), (8, 5), (3, 4), (0, 0), (0, 2)];
 
     let dict_schema = Arc::new(Schema::new(vec![
         Field::new("i", DataType::Int64, true),
-        Field::new("d", DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)), true),
+        Field::new(
+            "d",
+            DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+            true,
+        ),
     ]));
     let dict_batch = |i: Vec<Option<i64>>, keys: Vec<Option<i8>>, words: Vec<&str>| {
-        let dictionary =
-            DictionaryArray::<arrow_array::types::Int8Type>::try_new(Int8Array::from(keys), Arc::new(StringArray::from(words)))
-                .unwrap();
-        RecordBatch::try_new(dict_schema.clone(), vec![Arc::new(Int64Array::from(i)) as ArrayRef, Arc::new(dictionary)])
-            .unwrap()
+        let dictionary = DictionaryArray::<arrow_array::types::Int8Type>::try_new(
+            Int8Array::from(keys),
+            Arc::new(StringArray::from(words)),
+        )
+        .unwrap();
+        RecordBatch::try_new(
+            dict_schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(i)) as ArrayRef,
+                Arc::new(dictionary),
+            ],
+        )
+        .unwrap()
     };
     let dictionary: Vec<(RecordBatch, Vec<(&'static str, String)>)> = vec![
-        (dict_batch(vec![Some(1), Some(2), None], vec![Some(0), Some(1), Some(0)], vec!["red", "blue"]), vec![
-            (keys::METHOD, "colours".into()),
-        ]),
-        (RecordBatch::new_empty(dict_schema.clone()), vec![(keys::LOG_LEVEL, "EXCEPTION".into()), (keys::LOG_MESSAGE, "E: x".into())]),
-        (dict_batch(vec![Some(9)], vec![None], vec!["other"]), vec![("replaced", "yes".into())]),
+        (
+            dict_batch(
+                vec![Some(1), Some(2), None],
+                vec![Some(0), Some(1), Some(0)],
+                vec!["red", "blue"],
+            ),
+            vec![(keys::METHOD, "colours".into())],
+        ),
+        (
+            RecordBatch::new_empty(dict_schema.clone()),
+            vec![
+                (keys::LOG_LEVEL, "EXCEPTION".into()),
+                (keys::LOG_MESSAGE, "E: x".into()),
+            ],
+        ),
+        (
+            dict_batch(vec![Some(9)], vec![None], vec!["other"]),
+            vec![("replaced", "yes".into())],
+        ),
     ];
 
     let encode = |schema: &SchemaRef, batches: &[(RecordBatch, Vec<(&'static str, String)>)]| {
@@ -316,14 +412,26 @@ pub fn compat_streams() -> Vec<(Vec<u8>, Vec<Expected>)> {
         writer.finish(&mut out);
         out
     };
-    let expect = |batches: &[(RecordBatch, Vec<(&'static str, String)>)], ints: Vec<Vec<Option<i64>>>| -> Vec<Expected> {
-        batches.iter().zip(ints).map(|((batch, metadata), ints)| (batch.num_rows(), metadata.clone(), ints)).collect()
+    let expect = |batches: &[(RecordBatch, Vec<(&'static str, String)>)],
+                  ints: Vec<Vec<Option<i64>>>|
+     -> Vec<Expected> {
+        batches
+            .iter()
+            .zip(ints)
+            .map(|((batch, metadata), ints)| (batch.num_rows(), metadata.clone(), ints))
+            .collect()
     };
-    let plain_ints = plain_expected.iter().map(|&(offset, len)| (offset..offset + len).map(i_value).collect()).collect();
+    let plain_ints = plain_expected
+        .iter()
+        .map(|&(offset, len)| (offset..offset + len).map(i_value).collect())
+        .collect();
     let dict_ints = vec![vec![Some(1), Some(2), None], vec![], vec![Some(9)]];
     vec![
         (encode(&schema, &plain), expect(&plain, plain_ints)),
-        (encode(&dict_schema, &dictionary), expect(&dictionary, dict_ints)),
+        (
+            encode(&dict_schema, &dictionary),
+            expect(&dictionary, dict_ints),
+        ),
     ]
 }
 
@@ -389,7 +497,8 @@ impl TempDir {
     pub fn new(name: &str) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!("quiver-wire-{name}-{}-{n}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("quiver-wire-{name}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&path).unwrap();
         Self(path)
     }
