@@ -55,7 +55,6 @@ pub struct Client {
     limits: Limits,
     out: GatherBuf,
     logs: Vec<LogRecord>,
-    peer_turn: bool,
 }
 
 impl Client {
@@ -69,7 +68,6 @@ impl Client {
             limits: Limits::DEFAULT,
             out: GatherBuf::new(),
             logs: Vec::new(),
-            peer_turn: false,
         }
     }
 
@@ -272,27 +270,16 @@ impl Client {
         Ok(())
     }
 
-    /// While we block on the peer's reply, the segment's table is the peer's: no
-    /// allocation or free from this side until the reply arrives.
+    /// While we block on the peer, the segment's table is the peer's.
     fn begin_peer_turn(&mut self) {
         if let Some(route) = self.shm.as_mut() {
-            if !self.peer_turn {
-                route.segment().begin_peer_turn();
-                route.stats.wait_started = Some(std::time::Instant::now());
-                self.peer_turn = true;
-            }
+            route.begin_peer_turn();
         }
     }
 
     fn end_peer_turn(&mut self) {
-        if self.peer_turn {
-            if let Some(route) = self.shm.as_mut() {
-                route.segment().end_peer_turn();
-                if let Some(started) = route.stats.wait_started.take() {
-                    route.stats.waiting += started.elapsed();
-                }
-            }
-            self.peer_turn = false;
+        if let Some(route) = self.shm.as_mut() {
+            route.end_peer_turn();
         }
     }
 }

@@ -109,7 +109,6 @@ struct Session<'s> {
     connection: Connection,
     out: GatherBuf,
     shm: Option<ShmRoute>,
-    peer_turn: bool,
     /// Requests served on this connection; numbers generated request ids.
     requests_served: u64,
     /// Id of the request being served: the client's `vgi_rpc.request_id`, or one
@@ -131,7 +130,6 @@ impl<'s> Session<'s> {
             connection,
             out: GatherBuf::new(),
             shm: None,
-            peer_turn: false,
             requests_served: 0,
             request_id: String::new(),
         }
@@ -400,12 +398,7 @@ impl<'s> Session<'s> {
         let result = outcome.and_then(|value| errors::result_batch(&schema, value));
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
         for record in &logs {
-            let metadata = self.stamp(record.to_metadata());
-            writer.write(
-                &RecordBatch::new_empty(schema.clone()),
-                &metadata,
-                &mut self.out,
-            )?;
+            self.write_record(&mut writer, record)?;
         }
         match result {
             Ok(batch) => {
@@ -413,12 +406,7 @@ impl<'s> Session<'s> {
                 writer.write(&batch, &metadata, &mut self.out)?;
             }
             Err(report) => {
-                let metadata = self.stamp(report.to_record().to_metadata());
-                writer.write(
-                    &RecordBatch::new_empty(schema.clone()),
-                    &metadata,
-                    &mut self.out,
-                )?;
+                self.write_record(&mut writer, &report.to_record())?;
             }
         }
         writer.finish(&mut self.out);
@@ -462,12 +450,7 @@ impl<'s> Session<'s> {
         let output_schema = setup.output_schema.clone();
         let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
         for record in &pending_logs {
-            let metadata = self.stamp(record.to_metadata());
-            output.write(
-                &RecordBatch::new_empty(output_schema.clone()),
-                &metadata,
-                &mut self.out,
-            )?;
+            self.write_record(&mut output, record)?;
         }
         loop {
             self.flush()?;
@@ -500,12 +483,7 @@ impl<'s> Session<'s> {
                     for item in items {
                         match item {
                             OutputItem::Log(record) => {
-                                let metadata = self.stamp(record.to_metadata());
-                                output.write(
-                                    &RecordBatch::new_empty(output_schema.clone()),
-                                    &metadata,
-                                    &mut self.out,
-                                )?;
+                                self.write_record(&mut output, &record)?;
                             }
                             OutputItem::Batch(batch, metadata) => {
                                 let batch = errors::conform_output(&output_schema, batch);
@@ -516,12 +494,7 @@ impl<'s> Session<'s> {
                                         output.write(&batch, &metadata, &mut self.out)?;
                                     }
                                     Err(report) => {
-                                        let metadata = self.stamp(report.to_record().to_metadata());
-                                        output.write(
-                                            &RecordBatch::new_empty(output_schema.clone()),
-                                            &metadata,
-                                            &mut self.out,
-                                        )?;
+                                        self.write_record(&mut output, &report.to_record())?;
                                         break;
                                     }
                                 }
@@ -533,12 +506,7 @@ impl<'s> Session<'s> {
                     }
                 }
                 Err(report) => {
-                    let metadata = self.stamp(report.to_record().to_metadata());
-                    output.write(
-                        &RecordBatch::new_empty(output_schema.clone()),
-                        &metadata,
-                        &mut self.out,
-                    )?;
+                    self.write_record(&mut output, &report.to_record())?;
                     break;
                 }
             }
@@ -580,23 +548,13 @@ impl<'s> Session<'s> {
     ) -> Result<(), WireError> {
         let mut writer = StreamWriter::begin(schema, &mut self.out)?;
         for record in logs {
-            let metadata = self.stamp(record.to_metadata());
-            writer.write(
-                &RecordBatch::new_empty(schema.clone()),
-                &metadata,
-                &mut self.out,
-            )?;
+            self.write_record(&mut writer, record)?;
         }
         if let Some(batch) = batch {
             writer.write(&batch, &BatchMetadata::new(), &mut self.out)?;
         }
         if let Some(report) = error {
-            let metadata = self.stamp(report.to_record().to_metadata());
-            writer.write(
-                &RecordBatch::new_empty(schema.clone()),
-                &metadata,
-                &mut self.out,
-            )?;
+            self.write_record(&mut writer, &report.to_record())?;
         }
         writer.finish(&mut self.out);
         Ok(())
@@ -608,6 +566,13 @@ impl<'s> Session<'s> {
         report: &ErrorReport,
     ) -> Result<(), WireError> {
         self.write_stream_with_logs(schema, &[], None, Some(report))
+    }
+
+    /// Writes a log or error record as a zero-row batch of the stream's schema.
+    fn write_record(&mut self, writer: &mut StreamWriter, record: &LogRecord) -> Result<(), WireError> {
+        let metadata = self.stamp(record.to_metadata());
+        let empty = RecordBatch::new_empty(writer.schema().clone());
+        writer.write(&empty, &metadata, &mut self.out)
     }
 
     /// Adds the server id and the request id to a log or error record's metadata.
@@ -648,27 +613,16 @@ impl<'s> Session<'s> {
         Ok(())
     }
 
-    /// While we block on the client's next message, the segment's table is the
-    /// client's: no allocation or free from this side until it arrives.
+    /// While we block on the peer, the segment's table is the peer's.
     fn begin_peer_turn(&mut self) {
         if let Some(route) = self.shm.as_mut() {
-            if !self.peer_turn {
-                route.segment().begin_peer_turn();
-                route.stats.wait_started = Some(std::time::Instant::now());
-                self.peer_turn = true;
-            }
+            route.begin_peer_turn();
         }
     }
 
     fn end_peer_turn(&mut self) {
-        if self.peer_turn {
-            if let Some(route) = self.shm.as_mut() {
-                route.segment().end_peer_turn();
-                if let Some(started) = route.stats.wait_started.take() {
-                    route.stats.waiting += started.elapsed();
-                }
-            }
-            self.peer_turn = false;
+        if let Some(route) = self.shm.as_mut() {
+            route.end_peer_turn();
         }
     }
 

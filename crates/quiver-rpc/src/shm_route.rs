@@ -141,6 +141,24 @@ impl ShmRoute {
         Ok((batch, resolved))
     }
 
+    /// Hands the table to the peer while this side blocks waiting on it: no
+    /// allocation or free from here until [`ShmRoute::end_peer_turn`]. Idempotent.
+    pub fn begin_peer_turn(&mut self) {
+        if self.stats.wait_started.is_none() {
+            self.segment.begin_peer_turn();
+            self.stats.wait_started = Some(Instant::now());
+        }
+    }
+
+    /// Takes the table back once the peer's message has arrived, applying frees
+    /// that were deferred meanwhile. Idempotent.
+    pub fn end_peer_turn(&mut self) {
+        if let Some(started) = self.stats.wait_started.take() {
+            self.segment.end_peer_turn();
+            self.stats.waiting += started.elapsed();
+        }
+    }
+
     /// Adds processing time to the timeline.
     pub fn add_process_time(&mut self, elapsed: Duration) {
         self.stats.process += elapsed;
