@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Benchmark suites; results land in bench/results/<suite>.md and .json.
+#   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 suite="${1:-}"
 case "$suite" in
-    rpc) shift; exec target/release/quiver-bench rpc --oracle-bin "$ROOT/.venv-oracle/bin" --out bench/results "$@" ;;
+    rpc)
+        shift
+        oracle="$ROOT/.venv-oracle/bin"
+        if [[ ! -x "$oracle/python" ]]; then
+            echo "bench: no vgi-rpc oracle at $oracle (run ./quiver setup, or pass --oracle-bin DIR)" >&2
+        fi
+        # A later --oracle-bin on the command line overrides this one.
+        exec target/release/quiver-bench rpc --oracle-bin "$oracle" --out bench/results "$@"
+        ;;
     *) echo "usage: ./quiver bench rpc" >&2; exit 2 ;;
 esac
