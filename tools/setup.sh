@@ -51,7 +51,14 @@ find_python311() {
 }
 
 ensure_venv .venv "$(find_python311)" tools/requirements.txt
+# quiver's own Python package, editable, in quiver's venv.
+if ! .venv/bin/python -c 'import quiver' 2>/dev/null; then
+    log "installing the quiver Python package (editable)"
+    .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e python/
+fi
 ensure_venv .venv-oracle "$(find_python313)" tools/requirements-oracle.txt
+# haybarn: a DuckDB-derived host with another source id, which the extension must refuse.
+ensure_venv .venv-haybarn "$(find_python311)" tools/requirements-haybarn.txt
 # vgi-python, the VGI engine-role client that drives our workers in the tests.
 if [[ -f tools/requirements-vgi.txt ]]; then
     ensure_venv .venv-vgi "$(find_python313)" tools/requirements-vgi.txt
@@ -59,3 +66,5 @@ fi
 
 log "building Rust workspace (release)"
 cargo build --release --workspace --locked --quiet
+log "building the DuckDB extension"
+extension/build.sh

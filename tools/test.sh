@@ -8,8 +8,7 @@ export QUIVER_ORACLE_PYTHON="$ROOT/.venv-oracle/bin/python"
 export QUIVER_ORACLE_BIN="$ROOT/.venv-oracle/bin"
 export QUIVER_BIN="$ROOT/target/release"
 export QUIVER_VGI_PYTHON="$ROOT/.venv-vgi/bin/python"
+export QUIVER_HAYBARN_PYTHON="$ROOT/.venv-haybarn/bin/python"
 
 cargo test --release --workspace --locked
-if compgen -G "tests/test_*.py" >/dev/null; then
-    .venv/bin/python -m pytest -q tests "$@"
-fi
+.venv/bin/python -m pytest -q tests python/tests "$@"

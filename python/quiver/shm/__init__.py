@@ -1,0 +1,8 @@
+"""POSIX shared-memory segments in the vgi-rpc "VGIS" layout, with zero-copy regions."""
+
+from .config import ShmConfig, ShmConfigError
+from .layout import ALLOCATIONS_MAX, HEADER_BYTES
+from .segment import Segment
+from .table import ShmError
+
+__all__ = ["ALLOCATIONS_MAX", "HEADER_BYTES", "Segment", "ShmConfig", "ShmConfigError", "ShmError"]

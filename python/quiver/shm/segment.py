@@ -1,0 +1,195 @@
+"""A POSIX shared-memory segment that two processes use to pass large batches.
+
+The client creates, owns and unlinks the segment and advertises its name on every
+request; the server attaches and never unlinks. Whoever writes a region allocates it;
+whoever reads it frees it. Reads are zero-copy: :meth:`Segment.claim` returns a pyarrow
+buffer over the mapping, and the region is freed once the last array using it is gone
+(at the next :meth:`Segment.collect`, which callers run when it is their turn).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import os
+import secrets
+import weakref
+from typing import Any
+
+import pyarrow as pa
+
+from .layout import HEADER_BYTES, SEGMENT_BYTES_MAX
+from .table import AllocationTable, ShmError
+
+try:
+    import _posixshmem
+except ImportError:  # pragma: no cover - platforms without POSIX shared memory
+    _posixshmem = None
+
+NAME_PREFIX = "psm_"
+NAME_LENGTH_MAX = 255
+_CREATE_ATTEMPTS = 16
+
+
+class Segment:
+    """A mapped segment in the "VGIS" layout."""
+
+    def __init__(self, name: str, mapping: mmap.mmap, *, owner: bool) -> None:
+        self.name = name
+        self.owner = owner
+        self.size_bytes = len(mapping)
+        self._map = mapping
+        self._anchor: Any = ctypes.c_char.from_buffer(mapping)
+        self._address = ctypes.addressof(self._anchor)
+        self._table = AllocationTable(mapping)
+        self._released: list[int] = []
+        self._live_claims = 0
+        self._closed = False
+        self._unlink_guard = weakref.finalize(self, _unlink, name) if owner else None
+
+    @classmethod
+    def create(cls, size_bytes: int) -> Segment:
+        """Creates a fresh segment of ``size_bytes`` with an empty allocation table."""
+        _check_size(size_bytes)
+        for _ in range(_CREATE_ATTEMPTS):
+            name = NAME_PREFIX + secrets.token_hex(4)
+            try:
+                fd = _shm().shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                os.ftruncate(fd, size_bytes)
+                mapping = mmap.mmap(fd, size_bytes)
+            except OSError:
+                _unlink(name)
+                raise
+            finally:
+                os.close(fd)
+            segment = cls(name, mapping, owner=True)
+            segment._table.initialize()
+            return segment
+        raise ShmError("could not find a free shared-memory name")
+
+    @classmethod
+    def attach(cls, name: str) -> Segment:
+        """Maps an existing segment (advertised without its leading slash) and checks its header."""
+        _check_name(name)
+        try:
+            fd = _shm().shm_open("/" + name, os.O_RDWR, 0)
+        except OSError as exc:
+            raise ShmError(f"cannot open shared memory {name!r}: {exc.strerror}") from exc
+        try:
+            size_bytes = os.fstat(fd).st_size
+            _check_size(size_bytes)
+            mapping = mmap.mmap(fd, size_bytes)
+        finally:
+            os.close(fd)
+        segment = cls(name, mapping, owner=False)
+        try:
+            segment._table.check_header()
+        except ShmError:
+            segment.close()
+            raise
+        return segment
+
+    @property
+    def data_size_bytes(self) -> int:
+        """Bytes available for regions."""
+        return self.size_bytes - HEADER_BYTES
+
+    def allocation_count(self) -> int:
+        """How many regions are currently allocated."""
+        return len(self._table.entries())
+
+    def allocate(self, size: int) -> int | None:
+        """Reserves a region; ``None`` when it does not fit (the caller goes inline)."""
+        return self._table.allocate(size)
+
+    def free(self, offset: int) -> None:
+        """Releases the region at ``offset`` now."""
+        self._table.free(offset)
+
+    def writable(self, offset: int, size: int) -> pa.Buffer:
+        """A mutable buffer over ``size`` bytes at ``offset``, for writing a region in place."""
+        self._check_bounds(offset, size)
+        return pa.py_buffer((ctypes.c_char * size).from_address(self._address + offset))
+
+    def claim(self, offset: int, length: int) -> pa.Buffer:
+        """A zero-copy buffer over a region the peer wrote; the region is freed after release.
+
+        The free is deferred to :meth:`collect`, because the last reference may drop at a
+        moment when the table belongs to the peer.
+        """
+        self._check_bounds(offset, length)
+        allocated = self._table.find(offset)
+        if allocated is None or allocated < length:
+            raise ShmError(f"no allocated region of {length} bytes at offset {offset}")
+        self._live_claims += 1
+        return pa.foreign_buffer(self._address + offset, length, base=_Claim(self, offset))
+
+    def collect(self) -> int:
+        """Frees the regions whose claims were released; returns how many."""
+        count = 0
+        while self._released:
+            offset = self._released.pop()
+            if not self._closed:
+                self._table.free(offset)
+            count += 1
+        return count
+
+    def close(self) -> None:
+        """Unmaps the segment (once no claim is alive) and unlinks it if this side owns it."""
+        if self._closed:
+            return
+        self.collect()
+        self._closed = True
+        if self._unlink_guard is not None:
+            self._unlink_guard()
+        if self._live_claims == 0:
+            self._anchor = None
+            self._map.close()
+
+    def _check_bounds(self, offset: int, size: int) -> None:
+        if self._closed:
+            raise ShmError(f"segment {self.name} is closed")
+        if offset < HEADER_BYTES or size < 0 or offset + size > self.size_bytes:
+            raise ShmError(f"region offset={offset} length={size} lies outside segment {self.name}")
+
+    def _release(self, offset: int) -> None:
+        self._live_claims -= 1
+        self._released.append(offset)
+
+
+class _Claim:
+    """Owner of a claimed region; dropping the last reference queues the region's free."""
+
+    __slots__ = ("_offset", "_segment")
+
+    def __init__(self, segment: Segment, offset: int) -> None:
+        self._segment = segment
+        self._offset = offset
+
+    def __del__(self) -> None:
+        self._segment._release(self._offset)
+
+
+def _shm() -> Any:
+    if _posixshmem is None:
+        raise ShmError("POSIX shared memory is not available on this platform")
+    return _posixshmem
+
+
+def _unlink(name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _shm().shm_unlink("/" + name)
+
+
+def _check_name(name: str) -> None:
+    if not name or len(name) > NAME_LENGTH_MAX or "/" in name or "\0" in name or name in (".", ".."):
+        raise ShmError(f"invalid shared-memory name {name!r}")
+
+
+def _check_size(size_bytes: int) -> None:
+    if not HEADER_BYTES < size_bytes <= SEGMENT_BYTES_MAX:
+        raise ShmError(f"segment size {size_bytes} must exceed {HEADER_BYTES} and be at most {SEGMENT_BYTES_MAX}")

@@ -1,0 +1,27 @@
+"""How bytes move: in-process pipes, subprocess stdio, Unix sockets and TCP.
+
+Nothing here knows about Arrow. Every transport yields a :class:`Connection`: a buffered
+reader plus a vectored :meth:`~Connection.send`, and a ``local`` flag that says whether
+shared memory can be used with the peer.
+"""
+
+from .connection import Connection, FdConnection, SocketConnection
+from .pipes import grow_pipe, pipe_pair
+from .process import ProcessConnection, spawn, stdio_connection
+from .sockets import Listener, connect_tcp, connect_unix, listen_tcp, listen_unix
+
+__all__ = [
+    "Connection",
+    "FdConnection",
+    "Listener",
+    "ProcessConnection",
+    "SocketConnection",
+    "connect_tcp",
+    "connect_unix",
+    "grow_pipe",
+    "listen_tcp",
+    "listen_unix",
+    "pipe_pair",
+    "spawn",
+    "stdio_connection",
+]

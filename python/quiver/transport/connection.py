@@ -1,0 +1,108 @@
+"""A connection: a buffered byte reader and a vectored writer, nothing about Arrow."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from ..wire.errors import ConnectionClosed
+
+READ_BUFFER_BYTES = 256 * 1024
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
+
+
+class Connection:
+    """One side of a bidirectional byte stream.
+
+    ``reader`` is a blocking buffered binary reader; :meth:`send` writes a list of
+    buffers with as few system calls as possible (one, unless the kernel takes less).
+    ``local`` says whether the peer is on this machine (shared memory can be used).
+    """
+
+    def __init__(self, reader: io.BufferedReader[Any], *, local: bool, peer: str) -> None:
+        self.reader = reader
+        self.local = local
+        self.peer = peer
+        self.closed = False
+
+    def send(self, chunks: Sequence[Any]) -> None:
+        """Writes every buffer in ``chunks``, in order."""
+        try:
+            _write_all(self._write_vector, chunks)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ConnectionClosed(f"the peer closed the connection: {exc}") from exc
+
+    def close(self) -> None:
+        """Closes both directions."""
+        if not self.closed:
+            self.closed = True
+            self._close()
+
+    def _write_vector(self, buffers: list[memoryview]) -> int:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class FdConnection(Connection):
+    """A connection over a pair of file descriptors (pipes, stdio)."""
+
+    def __init__(self, read_fd: int, write_fd: int, *, peer: str, local: bool = True) -> None:
+        reader = io.BufferedReader(io.FileIO(read_fd, "rb"), buffer_size=READ_BUFFER_BYTES)
+        super().__init__(reader, local=local, peer=peer)
+        self.write_fd = write_fd
+
+    def _write_vector(self, buffers: list[memoryview]) -> int:
+        return os.writev(self.write_fd, buffers)
+
+    def _close(self) -> None:
+        _close_quietly(lambda: os.close(self.write_fd))
+        _close_quietly(self.reader.close)
+
+
+class SocketConnection(Connection):
+    """A connection over a connected stream socket (Unix or TCP)."""
+
+    def __init__(self, sock: socket.socket, *, peer: str) -> None:
+        reader = cast("io.BufferedReader[Any]", sock.makefile("rb", buffering=READ_BUFFER_BYTES))
+        super().__init__(reader, local=sock.family == socket.AF_UNIX, peer=peer)
+        self.socket = sock
+
+    def _write_vector(self, buffers: list[memoryview]) -> int:
+        return self.socket.sendmsg(buffers)
+
+    def _close(self) -> None:
+        _close_quietly(lambda: self.socket.shutdown(socket.SHUT_RDWR))
+        _close_quietly(self.reader.close)
+        _close_quietly(self.socket.close)
+
+
+def _write_all(write: Callable[[list[memoryview]], int], chunks: Sequence[Any]) -> None:
+    views = [view for view in (memoryview(chunk).cast("B") for chunk in chunks) if len(view)]
+    start = 0
+    while start < len(views):
+        written = write(views[start : start + _IOV_MAX])
+        while written and start < len(views):
+            head = views[start]
+            if written >= len(head):
+                written -= len(head)
+                start += 1
+            else:
+                views[start] = head[written:]
+                written = 0
+
+
+def _close_quietly(close: Callable[[], object]) -> None:
+    with contextlib.suppress(OSError):
+        close()
