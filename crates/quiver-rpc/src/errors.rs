@@ -31,7 +31,7 @@ pub fn request_version(got: Option<&str>) -> ErrorReport {
 pub fn method_not_found(method: &str, protocol: &str) -> ErrorReport {
     ErrorReport::new(
         "MethodNotImplementedError",
-        format!("Protocol '{protocol}' has no method '{method}'."),
+        format!("Protocol '{protocol}' has no method '{method}' (not implemented)."),
     )
     .with_code(ErrorCode::Unimplemented)
     .with_kind("method_not_implemented")

@@ -1,0 +1,46 @@
+//! `quiver-allinone`: the example VGI worker every benchmark and demo uses.
+//!
+//! * `numbers(n BIGINT)` — table function, column `n` = 0..n-1, parallel across
+//!   connections through a shared counter, projection and filter pushdown,
+//!   batches of `--batch-rows` rows (default 4M rows = 32 MB).
+//! * `echo(TABLE)` — table-in-out function, every input batch passed through.
+//! * `upper_case(s VARCHAR) -> VARCHAR` — scalar, Unicode upper case.
+//!
+//! ```sh
+//! quiver-allinone                      # stdio, as ATTACH ... LOCATION '<cmd>' runs it
+//! quiver-allinone --unix /tmp/w.sock   # prints UNIX:/tmp/w.sock, many connections
+//! ```
+
+mod numbers;
+mod upper;
+
+use clap::Parser;
+use quiver_vgi::{Arg, LaunchArgs, TableInOutFunction, Worker};
+
+/// The all-in-one example worker.
+#[derive(Parser)]
+#[command(version, about = "VGI example worker: numbers, echo, upper_case")]
+struct Args {
+    #[command(flatten)]
+    launch: LaunchArgs,
+    /// Rows per numbers() batch unless the query names batch_rows.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(i64).range(1..=numbers::BATCH_ROWS_MAX))]
+    batch_rows: i64,
+    /// Most connections one numbers() scan may use.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_workers: u32,
+}
+
+fn main() {
+    let args = Args::parse();
+    let echo = TableInOutFunction::new("echo")
+        .doc("Returns its input table unchanged, batch for batch")
+        .arg(Arg::table("data").doc("The input table"))
+        .max_workers(1)
+        .map(|batch| Ok(batch.clone()));
+    Worker::new("allinone")
+        .function(numbers::numbers(args.batch_rows, args.max_workers))
+        .function(echo)
+        .function(upper::upper_case())
+        .run_with(&args.launch);
+}

@@ -1,0 +1,503 @@
+//! The catalog an engine discovers on ATTACH: one catalog, one schema (`main`),
+//! and the worker's functions, described as vgi-python describes them.
+//!
+//! Every answer is computed from the function definitions alone, and the attach
+//! token is self-contained, so any worker process can answer any catalog call:
+//! the engine's catalog connection and its function connections need not be
+//! the same process (on stdio they never are).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use quiver_rpc::{field, Method, Params, Service};
+use quiver_wire::ErrorReport;
+
+use crate::errors;
+use crate::filters::SEMANTIC_PROFILE;
+use crate::function::{Arg, Function, FunctionKind};
+use crate::ipc;
+use crate::limits::MAX_WORKERS_UNBOUNDED;
+use crate::row::RowBuilder;
+use crate::schemas::{self, enum_type, list_of};
+
+/// The one schema functions live in.
+pub const SCHEMA_NAME: &str = "main";
+/// The catalog never changes while a worker runs.
+const CATALOG_VERSION: i64 = 1;
+/// Attach tokens start with this, then the catalog name.
+const ATTACH_PREFIX: &[u8] = b"quiver-vgi:v1:";
+
+/// The functions a worker serves, by name.
+pub struct Catalog {
+    name: String,
+    functions: Vec<Arc<Function>>,
+}
+
+impl Catalog {
+    /// A catalog called `name` holding `functions` (names are unique).
+    pub fn new(name: &str, functions: Vec<Function>) -> Catalog {
+        let mut seen = std::collections::HashSet::new();
+        for function in &functions {
+            assert!(
+                seen.insert(function.name.clone()),
+                "function '{}' registered twice",
+                function.name
+            );
+        }
+        let mut functions: Vec<Arc<Function>> = functions.into_iter().map(Arc::new).collect();
+        functions.sort_by(|a, b| a.name.cmp(&b.name));
+        Catalog {
+            name: name.to_string(),
+            functions,
+        }
+    }
+
+    /// The function `name` in `schema_path` (`None`: any schema).
+    pub fn resolve(
+        &self,
+        name: &str,
+        schema_path: Option<&[String]>,
+    ) -> Result<&Arc<Function>, ErrorReport> {
+        let in_schema = schema_path.is_none_or(is_main);
+        let found = self
+            .functions
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name));
+        match found {
+            Some(function) if in_schema => Ok(function),
+            _ => {
+                let available: Vec<String> = self
+                    .functions
+                    .iter()
+                    .map(|f| format!("'{}'", f.name))
+                    .collect();
+                let schema = schema_path
+                    .map(|p| format!(" in schema {}", p.join(".")))
+                    .unwrap_or_default();
+                Err(errors::not_found(format!(
+                    "Unknown function: '{name}'{schema}\n  Available functions: [{}]",
+                    available.join(", ")
+                )))
+            }
+        }
+    }
+
+    fn attach_token(&self) -> Vec<u8> {
+        [ATTACH_PREFIX, self.name.as_bytes()].concat()
+    }
+
+    fn check_attach(&self, token: &[u8]) -> Result<(), ErrorReport> {
+        if token.starts_with(ATTACH_PREFIX) {
+            Ok(())
+        } else {
+            Err(errors::opaque_data_not_recognized("attach_opaque_data"))
+        }
+    }
+
+    fn count(&self, kind: FunctionKind) -> i64 {
+        self.functions.iter().filter(|f| f.kind == kind).count() as i64
+    }
+
+    fn schema_info(&self) -> RecordBatch {
+        let tables = self.count(FunctionKind::Table) + self.count(FunctionKind::TableInOut);
+        let counts = [
+            ("aggregate_function", 0),
+            ("index", 0),
+            ("macro", 0),
+            ("scalar_function", self.count(FunctionKind::Scalar)),
+            ("table", 0),
+            ("table_function", tables),
+            ("view", 0),
+        ];
+        let keys: Vec<&str> = counts.iter().map(|(k, _)| *k).collect();
+        let values: ArrayRef =
+            Arc::new(Int64Array::from_iter_values(counts.iter().map(|(_, v)| *v)));
+        RowBuilder::new(schemas::SCHEMA_INFO.clone())
+            .strs("path", &[SCHEMA_NAME])
+            .map("estimated_object_count", &keys, values)
+            .finish()
+    }
+
+    fn functions_of(&self, wanted: &str) -> Vec<&Arc<Function>> {
+        self.functions
+            .iter()
+            .filter(|f| match wanted {
+                "SCALAR_FUNCTION" => f.kind == FunctionKind::Scalar,
+                "TABLE_FUNCTION" => f.kind != FunctionKind::Scalar,
+                _ => false,
+            })
+            .collect()
+    }
+}
+
+fn is_main(path: &[String]) -> bool {
+    matches!(path, [schema] if schema.eq_ignore_ascii_case(SCHEMA_NAME))
+}
+
+/// The `arguments` schema of `FunctionInfo`: positional parameters in order,
+/// then named ones sorted by name, each documented in field metadata.
+pub fn arguments_schema(function: &Function) -> Schema {
+    let positional = function.args.iter().filter(|a| !a.named);
+    let fields: Vec<Field> = positional
+        .chain(function.named_args())
+        .map(argument_field)
+        .collect();
+    Schema::new(fields)
+}
+
+fn argument_field(arg: &Arg) -> Field {
+    let mut metadata = HashMap::new();
+    if !arg.doc.is_empty() {
+        metadata.insert("vgi_doc".to_string(), arg.doc.clone());
+    }
+    if arg.named {
+        metadata.insert("vgi_arg".to_string(), "named".to_string());
+    }
+    if arg.table {
+        metadata.insert("vgi_type".to_string(), "table".to_string());
+    }
+    if arg.constant {
+        metadata.insert("vgi_const".to_string(), "true".to_string());
+    }
+    if let Some(range) = arg.range_text() {
+        metadata.insert("vgi_range".to_string(), range);
+    }
+    if let Some(default) = arg.default.as_ref().and_then(default_json) {
+        metadata.insert("vgi_default".to_string(), default);
+    }
+    Field::new(&arg.name, arg.data_type.clone(), true).with_metadata(metadata)
+}
+
+fn default_json(value: &ArrayRef) -> Option<String> {
+    let text = arrow_cast::cast(value, &DataType::Utf8).ok()?;
+    let text = text.as_string::<i32>().value(0).to_string();
+    Some(match value.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 => serde_json::Value::String(text).to_string(),
+        _ => text,
+    })
+}
+
+/// `parameter_default_values`: one row whose columns are the defaulted parameters.
+fn default_values(function: &Function) -> Option<Vec<u8>> {
+    let defaulted: Vec<&Arg> = function
+        .named_args()
+        .into_iter()
+        .filter(|a| a.default.is_some())
+        .collect();
+    if defaulted.is_empty() {
+        return None;
+    }
+    let fields: Vec<Field> = defaulted
+        .iter()
+        .map(|a| Field::new(&a.name, a.data_type.clone(), true))
+        .collect();
+    let columns: Vec<ArrayRef> = defaulted
+        .iter()
+        .map(|a| a.default.clone().expect("filtered"))
+        .collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+        .expect("one value per default");
+    Some(ipc::encode_batch(&batch))
+}
+
+/// One `FunctionInfo` row.
+pub fn function_info(function: &Function) -> RecordBatch {
+    let scalar = function.kind == FunctionKind::Scalar;
+    let caps = function.caps;
+    let output = match &function.body {
+        crate::function::Body::Scalar { result_type, .. } => {
+            Schema::new(vec![Field::new("result", result_type.clone(), true)])
+        }
+        _ => Schema::empty(),
+    };
+    let max_workers = caps
+        .max_workers
+        .map_or(MAX_WORKERS_UNBOUNDED, i64::from)
+        .min(i32::MAX as i64);
+    let order = if caps.max_workers == Some(1) {
+        "PRESERVES_ORDER"
+    } else {
+        "NO_ORDER_GUARANTEE"
+    };
+    let table_flag = |value: bool| (!scalar).then_some(value);
+    let profiles: &[&str] = if caps.filter_pushdown {
+        &[SEMANTIC_PROFILE]
+    } else {
+        &[]
+    };
+    RowBuilder::new(schemas::FUNCTION_INFO.clone())
+        .str("name", Some(&function.name))
+        .strs("schema_path", &[SCHEMA_NAME])
+        .str("function_type", Some(function.kind.wire_name()))
+        .bytes(
+            "arguments",
+            Some(&ipc::encode_schema(&arguments_schema(function))),
+        )
+        .bytes("output_schema", Some(&ipc::encode_schema(&output)))
+        .bytes(
+            "parameter_default_values",
+            default_values(function).as_deref(),
+        )
+        .str("stability", scalar.then_some("CONSISTENT"))
+        .str("null_handling", scalar.then_some("DEFAULT"))
+        .str("description", Some(&function.description))
+        .bool("projection_pushdown", table_flag(caps.projection_pushdown))
+        .bool("filter_pushdown", table_flag(caps.filter_pushdown))
+        .bool("sampling_pushdown", table_flag(false))
+        .bool("late_materialization", table_flag(false))
+        .strs("filter_semantic_profiles", profiles)
+        .str("order_preservation", (!scalar).then_some(order))
+        .int("max_workers", (!scalar).then_some(max_workers))
+        .str("partition_kind", Some("NOT_PARTITIONED"))
+        .str("order_dependent", Some("NOT_ORDER_DEPENDENT"))
+        .str("distinct_dependent", Some("NOT_DISTINCT_DEPENDENT"))
+        .bool("has_finalize", Some(caps.has_finalize))
+        .finish()
+}
+
+fn result(bytes: Vec<u8>) -> Option<ArrayRef> {
+    Some(Arc::new(BinaryArray::from(vec![bytes.as_slice()])))
+}
+
+fn items(rows: &[RecordBatch]) -> Vec<u8> {
+    let items: Vec<Vec<u8>> = rows.iter().map(ipc::encode_batch).collect();
+    ipc::encode_batch(
+        &RowBuilder::new(schemas::ITEMS_RESPONSE.clone())
+            .bytes_list("items", &items)
+            .finish(),
+    )
+}
+
+/// `path: list<utf8>` of a request.
+fn path(params: &Params) -> Result<Vec<String>, ErrorReport> {
+    let list = params.column("path")?.as_list::<i32>().value(0);
+    let strings =
+        arrow_cast::cast(&list, &DataType::Utf8).map_err(|e| errors::malformed("path", e))?;
+    Ok(strings
+        .as_string::<i32>()
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect())
+}
+
+fn object_type(params: &Params) -> Result<String, ErrorReport> {
+    let column = arrow_cast::cast(params.column("type")?, &DataType::Utf8)
+        .map_err(|e| errors::malformed("type", e))?;
+    Ok(column.as_string::<i32>().value(0).to_string())
+}
+
+fn attach_param() -> Field {
+    field("attach_opaque_data", DataType::Binary, false)
+}
+
+fn tx_param() -> Field {
+    field("transaction_opaque_data", DataType::Binary, true)
+}
+
+fn path_param() -> Field {
+    field("path", list_of(DataType::Utf8), false)
+}
+
+fn result_field() -> Option<Field> {
+    Some(field("result", DataType::Binary, false))
+}
+
+/// Registers the catalog methods on `service`.
+pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
+    let c = catalog.clone();
+    service.add(Method::unary(
+        "catalog_catalogs",
+        vec![],
+        result_field(),
+        move |_, _| {
+            let info = RowBuilder::new(schemas::CATALOG_INFO.clone())
+                .str("name", Some(&c.name))
+                .finish();
+            Ok(result(items(&[info])))
+        },
+    ));
+
+    let c = catalog.clone();
+    let attach_params = vec![field("request", DataType::Binary, false)];
+    service.add(Method::unary(
+        "catalog_attach",
+        attach_params,
+        result_field(),
+        move |params, _| {
+            // Decoded to validate it; any catalog name attaches this worker's catalog.
+            ipc::decode_row(params.bytes("request")?, "CatalogAttachRequest")?;
+            let answer = RowBuilder::new(schemas::CATALOG_ATTACH_RESULT.clone())
+                .bytes("attach_opaque_data", Some(&c.attach_token()))
+                .bool("catalog_version_frozen", Some(true))
+                .int("catalog_version", Some(CATALOG_VERSION))
+                .str("default_schema", Some(SCHEMA_NAME))
+                .bool("supports_catalog_contents", Some(true))
+                .finish();
+            Ok(result(ipc::encode_batch(&answer)))
+        },
+    ));
+
+    let c = catalog.clone();
+    service.add(Method::unary(
+        "catalog_schemas",
+        vec![attach_param(), tx_param()],
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            Ok(result(items(&[c.schema_info()])))
+        },
+    ));
+
+    let c = catalog.clone();
+    let get_params = vec![attach_param(), path_param(), tx_param()];
+    service.add(Method::unary(
+        "catalog_schema_get",
+        get_params,
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            let found = if is_main(&path(params)?) {
+                vec![c.schema_info()]
+            } else {
+                vec![]
+            };
+            Ok(result(items(&found)))
+        },
+    ));
+
+    let c = catalog.clone();
+    let typed_params = vec![
+        attach_param(),
+        path_param(),
+        field("type", enum_type(), false),
+        tx_param(),
+    ];
+    service.add(Method::unary(
+        "catalog_schema_contents_functions",
+        typed_params.clone(),
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            let rows: Vec<RecordBatch> = if is_main(&path(params)?) {
+                c.functions_of(&object_type(params)?)
+                    .into_iter()
+                    .map(|f| function_info(f))
+                    .collect()
+            } else {
+                vec![]
+            };
+            Ok(result(items(&rows)))
+        },
+    ));
+
+    for kind in ["tables", "views", "indexes"] {
+        let c = catalog.clone();
+        let params = vec![attach_param(), path_param(), tx_param()];
+        let name = format!("catalog_schema_contents_{kind}");
+        service.add(Method::unary(
+            &name,
+            params,
+            result_field(),
+            move |params, _| {
+                c.check_attach(params.bytes("attach_opaque_data")?)?;
+                Ok(result(items(&[])))
+            },
+        ));
+    }
+    let c = catalog.clone();
+    service.add(Method::unary(
+        "catalog_schema_contents_macros",
+        typed_params,
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            Ok(result(items(&[])))
+        },
+    ));
+
+    let c = catalog.clone();
+    let contents_params = vec![attach_param(), field("if_none_match", DataType::Utf8, true)];
+    service.add(Method::unary(
+        "catalog_contents",
+        contents_params,
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            Ok(result(contents(&c, params.opt_str("if_none_match")?)))
+        },
+    ));
+
+    let c = catalog.clone();
+    service.add(Method::unary(
+        "catalog_version",
+        vec![attach_param(), tx_param()],
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            let answer = RowBuilder::new(schemas::CATALOG_VERSION_RESPONSE.clone())
+                .int("version", Some(CATALOG_VERSION));
+            Ok(result(ipc::encode_batch(&answer.finish())))
+        },
+    ));
+
+    let c = catalog.clone();
+    service.add(Method::unary(
+        "catalog_detach",
+        vec![attach_param()],
+        None,
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            Ok(None)
+        },
+    ));
+
+    // No COPY formats: an empty list, which the engine reads as "none".
+    service.add(Method::unary(
+        "catalog_copy_from_formats",
+        vec![attach_param(), tx_param()],
+        result_field(),
+        |_, _| Ok(result(items(&[]))),
+    ));
+
+    // Read-only catalog: a transaction is "no transaction".
+    let c = catalog;
+    service.add(Method::unary(
+        "catalog_transaction_begin",
+        vec![attach_param()],
+        result_field(),
+        move |params, _| {
+            c.check_attach(params.bytes("attach_opaque_data")?)?;
+            let answer = RowBuilder::new(schemas::TRANSACTION_BEGIN_RESPONSE.clone()).finish();
+            Ok(result(ipc::encode_batch(&answer)))
+        },
+    ));
+}
+
+/// `CatalogContentsResponse`: one stream per category, one row per item.
+fn contents(catalog: &Catalog, if_none_match: Option<&str>) -> Vec<u8> {
+    let etag = format!("quiver-vgi-{CATALOG_VERSION}-{}", catalog.functions.len());
+    let mut answer = RowBuilder::new(schemas::CATALOG_CONTENTS_RESPONSE.clone())
+        .int("catalog_version", Some(CATALOG_VERSION))
+        .str("etag", Some(&etag));
+    if if_none_match == Some(etag.as_str()) {
+        answer = answer.bool("not_modified", Some(true));
+        return ipc::encode_batch(&answer.finish());
+    }
+    let schema_stream = ipc::encode_batches(&schemas::SCHEMA_INFO, &[catalog.schema_info()]);
+    let rows: Vec<RecordBatch> = catalog.functions.iter().map(|f| function_info(f)).collect();
+    let function_schema: SchemaRef = schemas::FUNCTION_INFO.clone();
+    let functions = if rows.is_empty() {
+        None
+    } else {
+        let all = arrow_select::concat::concat_batches(&function_schema, &rows)
+            .expect("rows of one schema concatenate");
+        Some(ipc::encode_batches(&function_schema, &[all]))
+    };
+    answer = answer
+        .bytes("schemas", Some(&schema_stream))
+        .bytes("functions", functions.as_deref());
+    ipc::encode_batch(&answer.finish())
+}

@@ -1,0 +1,856 @@
+//! Filter pushdown: parsing VGI Filter Encoding v2 (`vgi.filters.v2`) against a
+//! function's unprojected output schema.
+//!
+//! The worker evaluates a subset exactly (column refs, literals, the eight
+//! comparisons, AND / OR / NOT, IS [NOT] NULL and IN over a literal list) and
+//! declines the rest: an `advisory` predicate it cannot evaluate is ignored (the
+//! engine keeps its own filter for those), a `required` one fails the init with
+//! a clear error, because the engine dropped its filter and skipping it would
+//! return wrong rows. Structural errors (unknown keys, a column name that does
+//! not match its index, limits exceeded) fail the init whatever the mode, as
+//! the spec's strict parser does.
+//!
+//! Evaluation lives in `filter_eval.rs`.
+
+use std::collections::HashSet;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, SchemaRef};
+use quiver_wire::ErrorReport;
+use serde_json::{Map, Value};
+
+use crate::errors;
+use crate::filter_eval::{common_type, is_comparable};
+use crate::ipc;
+use crate::limits::{
+    FILTER_DEPTH_MAX, FILTER_ID_BYTES_MAX, FILTER_IN_SET_VALUES_MAX, FILTER_JSON_BYTES_MAX,
+    FILTER_NODES_MAX, FILTER_PAYLOAD_BYTES_MAX, FILTER_PREDICATES_MAX,
+};
+
+/// The only encoding, semantics and evaluation context this worker accepts.
+const ENCODING: &str = "vgi.filters.v2";
+const SEMANTICS: &str = "vgi.duckdb.standard.v1";
+const NO_CONTEXT: &str = "vgi.none.v1";
+
+/// The semantic profile a function advertises when it accepts filters.
+pub const SEMANTIC_PROFILE: &str = SEMANTICS;
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    DistinctFrom,
+    NotDistinctFrom,
+}
+
+/// An expression the worker evaluates exactly.
+#[derive(Clone, Debug)]
+pub enum Expr {
+    /// A column of the unprojected output.
+    Column { index: usize, data_type: DataType },
+    /// One typed value (possibly NULL).
+    Literal(ArrayRef),
+    /// `left op right`, both sides cast to `common` first.
+    Compare {
+        op: CmpOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        common: DataType,
+    },
+    /// Three-valued AND of two or more children.
+    And(Vec<Expr>),
+    /// Three-valued OR of two or more children.
+    Or(Vec<Expr>),
+    /// Three-valued NOT.
+    Not(Box<Expr>),
+    /// `IS NULL` (or `IS NOT NULL` when negated); never NULL itself.
+    IsNull { expr: Box<Expr>, negated: bool },
+    /// `expr [NOT] IN (candidates)` with SQL semantics; both cast to `common`.
+    In {
+        expr: Box<Expr>,
+        candidates: ArrayRef,
+        negated: bool,
+        common: DataType,
+    },
+}
+
+impl Expr {
+    /// The Arrow type the expression evaluates to.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Expr::Column { data_type, .. } => data_type.clone(),
+            Expr::Literal(value) => value.data_type().clone(),
+            _ => DataType::Boolean,
+        }
+    }
+
+    fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Expr::Column { index, .. } => out.push(*index),
+            Expr::Literal(_) => {}
+            Expr::Compare { left, right, .. } => {
+                left.columns(out);
+                right.columns(out);
+            }
+            Expr::And(children) | Expr::Or(children) => {
+                children.iter().for_each(|c| c.columns(out))
+            }
+            Expr::Not(expr) | Expr::IsNull { expr, .. } | Expr::In { expr, .. } => {
+                expr.columns(out)
+            }
+        }
+    }
+}
+
+/// The predicates a scan applies to every batch it emits (ANDed).
+#[derive(Clone, Debug, Default)]
+pub struct Filters {
+    pub(crate) predicates: Vec<Expr>,
+    /// Ids of advisory predicates left to the engine, with why.
+    pub(crate) declined: Vec<(String, String)>,
+}
+
+impl Filters {
+    /// No filters.
+    pub fn none() -> Filters {
+        Filters::default()
+    }
+
+    /// Parses `InitRequest.pushdown_filters` against `output` (the unprojected
+    /// bind schema). With `accepted` false (the function did not opt in), every
+    /// predicate is declined.
+    pub fn parse(bytes: &[u8], output: &SchemaRef, accepted: bool) -> Result<Filters, ErrorReport> {
+        let (_, batches) = ipc::decode_batches(bytes, "pushdown_filters")?;
+        let [batch] = batches.as_slice() else {
+            return Err(errors::filter(
+                "the filter stream must hold exactly one batch",
+            ));
+        };
+        let document = container(batch)?;
+        let mut parser = Parser {
+            batch,
+            output,
+            nodes: 0,
+        };
+        let mut filters = Filters::none();
+        let predicates = snapshot_predicates(&document)?;
+        let mut ids = HashSet::new();
+        for (index, predicate) in predicates.iter().enumerate() {
+            let where_ = format!("predicates[{index}]");
+            let predicate = object(predicate, &where_)?;
+            keys(
+                predicate,
+                &["id", "revision", "mode", "source", "expression"],
+                &where_,
+            )?;
+            let id = string(&predicate["id"], "id")?;
+            if id.is_empty() || id.len() > FILTER_ID_BYTES_MAX {
+                return Err(errors::filter(format!(
+                    "{where_}.id must be 1 to {FILTER_ID_BYTES_MAX} bytes"
+                )));
+            }
+            if !ids.insert(id.to_string()) {
+                return Err(errors::filter(format!("duplicate predicate ID {id:?}")));
+            }
+            if predicate["revision"].as_u64() != Some(0) {
+                return Err(errors::filter("snapshot predicate revisions must be zero"));
+            }
+            let required = match string(&predicate["mode"], "mode")? {
+                "required" => true,
+                "advisory" => false,
+                other => return Err(errors::filter(format!("unknown mode {other:?}"))),
+            };
+            match string(&predicate["source"], "source")? {
+                "query" | "join" | "top_n" | "split_refinement" | "other" => {}
+                other => return Err(errors::filter(format!("unknown source {other:?}"))),
+            }
+            let parsed = parser.expression(object(&predicate["expression"], "expression")?, 1)?;
+            let parsed = parsed.and_then(|expr| match expr.data_type() {
+                DataType::Boolean => Ok(expr),
+                other => Err(format!("predicate resolves to {other}, not BOOLEAN")),
+            });
+            match (parsed, accepted) {
+                (Ok(expr), true) => filters.predicates.push(expr),
+                (Ok(_), false) => decline(
+                    &mut filters,
+                    id,
+                    required,
+                    "the function does not accept filter pushdown".into(),
+                )?,
+                (Err(reason), _) => decline(&mut filters, id, required, reason)?,
+            }
+        }
+        Ok(filters)
+    }
+
+    /// Whether nothing is evaluated.
+    pub fn is_empty(&self) -> bool {
+        self.predicates.is_empty()
+    }
+
+    /// Unprojected column indices the predicates read.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut columns = Vec::new();
+        self.predicates.iter().for_each(|p| p.columns(&mut columns));
+        columns.sort_unstable();
+        columns.dedup();
+        columns
+    }
+
+    /// Advisory predicates left to the engine: `(id, reason)`.
+    pub fn declined(&self) -> &[(String, String)] {
+        &self.declined
+    }
+
+    /// Keeps the rows of `batch` (unprojected) every predicate holds TRUE for.
+    pub fn apply(&self, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
+        if self.predicates.is_empty() || batch.num_rows() == 0 {
+            return Ok(batch);
+        }
+        let mask = crate::filter_eval::mask(&self.predicates, &batch)?;
+        if mask.true_count() == batch.num_rows() {
+            return Ok(batch);
+        }
+        arrow_select::filter::filter_record_batch(&batch, &mask)
+            .map_err(|e| errors::internal(format!("filtering a batch: {e}")))
+    }
+}
+
+fn decline(
+    filters: &mut Filters,
+    id: &str,
+    required: bool,
+    reason: String,
+) -> Result<(), ErrorReport> {
+    if required {
+        return Err(errors::filter(format!(
+            "required predicate {id:?} cannot be evaluated exactly by this worker: {reason}"
+        )));
+    }
+    filters.declined.push((id.to_string(), reason));
+    Ok(())
+}
+
+/// Checks the container batch (one row, `filter_spec` first, canonical payload
+/// names, the schema metadata) and returns the parsed JSON document.
+fn container(batch: &RecordBatch) -> Result<Map<String, Value>, ErrorReport> {
+    if batch.num_rows() != 1 {
+        return Err(errors::filter(
+            "filter RecordBatch must contain exactly one row",
+        ));
+    }
+    let schema = batch.schema_ref();
+    let first = schema
+        .fields()
+        .first()
+        .ok_or_else(|| errors::filter("no filter_spec field"))?;
+    if first.name() != "filter_spec"
+        || first.data_type() != &DataType::Utf8
+        || batch.column(0).is_null(0)
+    {
+        return Err(errors::filter(
+            "first field must be filter_spec: utf8 not null",
+        ));
+    }
+    let mut payload_bytes = 0;
+    for (field, column) in schema.fields().iter().zip(batch.columns()).skip(1) {
+        if !is_payload_name(field.name()) {
+            return Err(errors::filter(format!(
+                "noncanonical payload field name {:?}",
+                field.name()
+            )));
+        }
+        payload_bytes += column.get_array_memory_size();
+    }
+    if payload_bytes > FILTER_PAYLOAD_BYTES_MAX {
+        return Err(errors::filter("filter payload exceeds 16 MiB"));
+    }
+    let metadata = schema.metadata();
+    let meta = |key: &str| metadata.get(key).map(String::as_str);
+    if meta("vgi_filter_encoding") != Some(ENCODING) || meta("vgi_filter_version") != Some("2") {
+        return Err(errors::filter(
+            "schema metadata must name vgi.filters.v2 version 2",
+        ));
+    }
+    match meta("vgi_evaluation_context") {
+        Some(NO_CONTEXT) => {}
+        Some(other) => {
+            return Err(errors::filter(format!(
+                "evaluation context {other:?} was not advertised (this worker evaluates {NO_CONTEXT} only)"
+            )))
+        }
+        None => return Err(errors::filter("missing schema metadata 'vgi_evaluation_context'")),
+    }
+    let json = batch.column(0).as_string::<i32>().value(0);
+    if json.len() > FILTER_JSON_BYTES_MAX {
+        return Err(errors::filter("filter JSON exceeds 1 MiB"));
+    }
+    let value: Value = serde_json::from_str(json)
+        .map_err(|e| errors::filter(format!("invalid filter JSON: {e}")))?;
+    match value {
+        Value::Object(document) => Ok(document),
+        _ => Err(errors::filter("filter document must be a JSON object")),
+    }
+}
+
+fn snapshot_predicates(document: &Map<String, Value>) -> Result<&Vec<Value>, ErrorReport> {
+    keys(
+        document,
+        &["encoding", "semantics", "kind", "predicates"],
+        "filter document",
+    )?;
+    if document["encoding"] != ENCODING {
+        return Err(errors::filter("document encoding must be vgi.filters.v2"));
+    }
+    if document["semantics"] != SEMANTICS {
+        return Err(errors::filter(format!(
+            "unsupported filter semantics {}",
+            document["semantics"]
+        )));
+    }
+    if document["kind"] != "snapshot" {
+        return Err(errors::filter("expected a snapshot filter document"));
+    }
+    let Value::Array(predicates) = &document["predicates"] else {
+        return Err(errors::filter("predicates must be an array"));
+    };
+    if predicates.len() > FILTER_PREDICATES_MAX {
+        return Err(errors::filter("snapshot exceeds predicate limit"));
+    }
+    Ok(predicates)
+}
+
+/// `(value|type|artifact)_(0|[1-9][0-9]*)`.
+fn is_payload_name(name: &str) -> bool {
+    let Some((prefix, number)) = name.rsplit_once('_') else {
+        return false;
+    };
+    matches!(prefix, "value" | "type" | "artifact")
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && (number == "0" || !number.starts_with('0'))
+}
+
+/// Result of parsing one expression: an evaluable tree, or why it is declined.
+type Parsed = Result<Expr, String>;
+
+struct Parser<'a> {
+    batch: &'a RecordBatch,
+    output: &'a SchemaRef,
+    nodes: usize,
+}
+
+impl Parser<'_> {
+    fn expression(
+        &mut self,
+        node: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<Parsed, ErrorReport> {
+        if depth > FILTER_DEPTH_MAX {
+            return Err(errors::filter("expression exceeds nesting-depth limit"));
+        }
+        self.nodes += 1;
+        if self.nodes > FILTER_NODES_MAX {
+            return Err(errors::filter("document exceeds expression-node limit"));
+        }
+        let kind = node.get("node").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "column_ref" => self.column_ref(node).map(Ok),
+            "literal" => self.literal(node),
+            "comparison" => self.comparison(node, depth),
+            "and" | "or" => self.junction(node, kind, depth),
+            "not" => {
+                keys(node, &["node", "expression"], "not")?;
+                let child = self.child(&node["expression"], depth)?;
+                Ok(child
+                    .and_then(|c| boolean(c, "not"))
+                    .map(|c| Expr::Not(Box::new(c))))
+            }
+            "is_null" => {
+                keys(node, &["node", "expression", "negated"], "is_null")?;
+                let negated = node["negated"]
+                    .as_bool()
+                    .ok_or_else(|| errors::filter("is_null.negated must be a boolean"))?;
+                let child = self.child(&node["expression"], depth)?;
+                Ok(child.map(|c| Expr::IsNull {
+                    expr: Box::new(c),
+                    negated,
+                }))
+            }
+            "in" => self.in_list(node, depth),
+            "field_ref" | "cast" | "arithmetic" | "negate" | "call" | "runtime_filter" => Ok(Err(
+                format!("'{kind}' nodes are not evaluated by this worker"),
+            )),
+            other => Err(errors::filter(format!("unknown expression node {other:?}"))),
+        }
+    }
+
+    fn child(&mut self, value: &Value, depth: usize) -> Result<Parsed, ErrorReport> {
+        self.expression(object(value, "child expression")?, depth + 1)
+    }
+
+    fn column_ref(&self, node: &Map<String, Value>) -> Result<Expr, ErrorReport> {
+        keys(node, &["node", "column_index", "column_name"], "column_ref")?;
+        let index = node["column_index"]
+            .as_u64()
+            .ok_or_else(|| errors::filter("column_ref.column_index must be an unsigned integer"))?;
+        let name = string(&node["column_name"], "column_ref.column_name")?;
+        let field = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.output.fields().get(i))
+            .ok_or_else(|| errors::filter(format!("column_ref index {index} is out of range")))?;
+        if field.name() != name {
+            return Err(errors::filter(format!(
+                "column_ref name {name:?} does not match index {index} ({:?})",
+                field.name()
+            )));
+        }
+        Ok(Expr::Column {
+            index: index as usize,
+            data_type: field.data_type().clone(),
+        })
+    }
+
+    /// The payload column `value_<ref>` (one element), with its extension name.
+    fn payload(&self, reference: &Value) -> Result<(ArrayRef, Option<String>), ErrorReport> {
+        let index = reference
+            .as_u64()
+            .ok_or_else(|| errors::filter("value_ref must be an unsigned integer"))?;
+        let name = format!("value_{index}");
+        let position = self
+            .batch
+            .schema_ref()
+            .index_of(&name)
+            .map_err(|_| errors::filter(format!("missing payload field {name:?}")))?;
+        let field = self.batch.schema_ref().field(position);
+        let extension = field.metadata().get("ARROW:extension:name").cloned();
+        Ok((self.batch.column(position).slice(0, 1), extension))
+    }
+
+    fn literal(&self, node: &Map<String, Value>) -> Result<Parsed, ErrorReport> {
+        keys(node, &["node", "value_ref"], "literal")?;
+        let (value, extension) = self.payload(&node["value_ref"])?;
+        Ok(storage(value, extension.as_deref())?.map(Expr::Literal))
+    }
+
+    fn comparison(
+        &mut self,
+        node: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<Parsed, ErrorReport> {
+        keys(node, &["node", "op", "left", "right"], "comparison")?;
+        let op = match string(&node["op"], "comparison.op")? {
+            "eq" => CmpOp::Eq,
+            "ne" => CmpOp::Ne,
+            "lt" => CmpOp::Lt,
+            "le" => CmpOp::Le,
+            "gt" => CmpOp::Gt,
+            "ge" => CmpOp::Ge,
+            "distinct_from" => CmpOp::DistinctFrom,
+            "not_distinct_from" => CmpOp::NotDistinctFrom,
+            other => {
+                return Err(errors::filter(format!(
+                    "unknown comparison operator {other:?}"
+                )))
+            }
+        };
+        let left = self.child(&node["left"], depth)?;
+        let right = self.child(&node["right"], depth)?;
+        Ok(left.and_then(|left| {
+            let right = right?;
+            let common = comparable(&left.data_type(), &right.data_type())?;
+            Ok(Expr::Compare {
+                op,
+                left: Box::new(left),
+                right: Box::new(right),
+                common,
+            })
+        }))
+    }
+
+    fn junction(
+        &mut self,
+        node: &Map<String, Value>,
+        kind: &str,
+        depth: usize,
+    ) -> Result<Parsed, ErrorReport> {
+        keys(node, &["node", "children"], kind)?;
+        let Value::Array(children) = &node["children"] else {
+            return Err(errors::filter(format!("{kind}.children must be an array")));
+        };
+        if children.len() < 2 {
+            return Err(errors::filter(format!(
+                "{kind} requires at least two children"
+            )));
+        }
+        let mut parsed = Vec::with_capacity(children.len());
+        let mut declined = None;
+        for child in children {
+            match self.child(child, depth)?.and_then(|c| boolean(c, kind)) {
+                Ok(expr) => parsed.push(expr),
+                Err(reason) => declined = declined.or(Some(reason)),
+            }
+        }
+        if let Some(reason) = declined {
+            return Ok(Err(reason));
+        }
+        Ok(Ok(if kind == "and" {
+            Expr::And(parsed)
+        } else {
+            Expr::Or(parsed)
+        }))
+    }
+
+    fn in_list(&mut self, node: &Map<String, Value>, depth: usize) -> Result<Parsed, ErrorReport> {
+        keys(node, &["node", "expression", "set", "negated"], "in")?;
+        let negated = node["negated"]
+            .as_bool()
+            .ok_or_else(|| errors::filter("in.negated must be a boolean"))?;
+        let set = object(&node["set"], "in.set")?;
+        let tested = self.child(&node["expression"], depth)?;
+        match set.get("kind").and_then(Value::as_str) {
+            Some("literal") => keys(set, &["kind", "value_ref"], "in.set")?,
+            Some("external") => {
+                keys(
+                    set,
+                    &["kind", "batch_index", "column_index", "column_name"],
+                    "in.set",
+                )?;
+                return Ok(Err(
+                    "IN over join keys is not evaluated by this worker".into()
+                ));
+            }
+            _ => {
+                return Err(errors::filter(
+                    "in.set.kind must be 'literal' or 'external'",
+                ))
+            }
+        }
+        let (list, extension) = self.payload(&set["value_ref"])?;
+        if extension.is_some() {
+            return Ok(Err(
+                "IN over an extension-typed list is not evaluated by this worker".into(),
+            ));
+        }
+        if list.is_null(0) {
+            return Err(errors::filter("an IN set literal must not be NULL"));
+        }
+        let candidates = match list.data_type() {
+            DataType::List(_) => list.as_list::<i32>().value(0),
+            DataType::LargeList(_) => list.as_list::<i64>().value(0),
+            other => {
+                return Err(errors::filter(format!(
+                    "an IN set literal must be a list, got {other}"
+                )))
+            }
+        };
+        if candidates.len() > FILTER_IN_SET_VALUES_MAX {
+            return Ok(Err(format!(
+                "IN sets of more than {FILTER_IN_SET_VALUES_MAX} values are not evaluated"
+            )));
+        }
+        Ok(tested.and_then(|tested| {
+            let common = comparable(&tested.data_type(), candidates.data_type())?;
+            let candidates = arrow_cast::cast(&candidates, &common).map_err(|e| e.to_string())?;
+            Ok(Expr::In {
+                expr: Box::new(tested),
+                candidates,
+                negated,
+                common,
+            })
+        }))
+    }
+}
+
+/// The type two operands are compared in, or why they cannot be.
+fn comparable(left: &DataType, right: &DataType) -> Result<DataType, String> {
+    if !is_comparable(left) || !is_comparable(right) {
+        return Err(format!(
+            "comparing {left} with {right} is not evaluated by this worker"
+        ));
+    }
+    common_type(left, right)
+        .ok_or_else(|| format!("comparing {left} with {right} is not evaluated by this worker"))
+}
+
+fn boolean(expr: Expr, parent: &str) -> Parsed {
+    match expr.data_type() {
+        DataType::Boolean => Ok(expr),
+        other => Err(format!("{parent} input resolves to {other}, not BOOLEAN")),
+    }
+}
+
+/// A literal normalised to its storage type: `arrow.bool8` is a BOOLEAN stored
+/// as int8; other known extensions are declined, unknown ones are errors.
+fn storage(
+    value: ArrayRef,
+    extension: Option<&str>,
+) -> Result<Result<ArrayRef, String>, ErrorReport> {
+    match extension {
+        None => Ok(Ok(value)),
+        Some("arrow.bool8") => {
+            Ok(arrow_cast::cast(&value, &DataType::Boolean).map_err(|e| e.to_string()))
+        }
+        Some(known @ ("arrow.json" | "arrow.uuid")) => {
+            Ok(Err(format!("{known} literals are not evaluated")))
+        }
+        Some(geo) if geo.starts_with("geoarrow.") => {
+            Ok(Err(format!("{geo} literals are not evaluated")))
+        }
+        Some(other) => Err(errors::filter(format!(
+            "unknown Arrow extension type {other:?}"
+        ))),
+    }
+}
+
+fn object<'v>(value: &'v Value, where_: &str) -> Result<&'v Map<String, Value>, ErrorReport> {
+    value
+        .as_object()
+        .ok_or_else(|| errors::filter(format!("{where_} must be a JSON object")))
+}
+
+fn string<'v>(value: &'v Value, where_: &str) -> Result<&'v str, ErrorReport> {
+    value
+        .as_str()
+        .ok_or_else(|| errors::filter(format!("{where_} must be a string")))
+}
+
+/// Exactly `expected` keys: missing and unknown ones are both errors.
+fn keys(object: &Map<String, Value>, expected: &[&str], where_: &str) -> Result<(), ErrorReport> {
+    if let Some(missing) = expected.iter().find(|k| !object.contains_key(**k)) {
+        return Err(errors::filter(format!("{where_} is missing {missing:?}")));
+    }
+    if let Some(unknown) = object.keys().find(|k| !expected.contains(&k.as_str())) {
+        return Err(errors::filter(format!(
+            "{where_} has unknown property {unknown:?}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, ListArray, StringArray};
+    use arrow_schema::{Field, Schema};
+    use serde_json::json;
+
+    use super::*;
+
+    fn output() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, true),
+            Field::new("label", DataType::Utf8, true),
+        ]))
+    }
+
+    fn batch() -> RecordBatch {
+        let n: ArrayRef = Arc::new(Int64Array::from(vec![
+            Some(1),
+            Some(3),
+            Some(5),
+            None,
+            Some(9),
+        ]));
+        let label: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("a"),
+            Some("b"),
+            None,
+            Some("d"),
+            Some("e"),
+        ]));
+        RecordBatch::try_new(output(), vec![n, label]).unwrap()
+    }
+
+    fn container(predicates: serde_json::Value, values: Vec<(Field, ArrayRef)>) -> Vec<u8> {
+        let document = json!({
+            "encoding": "vgi.filters.v2", "semantics": "vgi.duckdb.standard.v1",
+            "kind": "snapshot", "predicates": predicates,
+        });
+        let mut fields = vec![Field::new("filter_spec", DataType::Utf8, false)];
+        let mut columns: Vec<ArrayRef> =
+            vec![Arc::new(StringArray::from(vec![document.to_string()]))];
+        for (field, column) in values {
+            fields.push(field);
+            columns.push(column);
+        }
+        let metadata = HashMap::from([
+            (
+                "vgi_filter_encoding".to_string(),
+                "vgi.filters.v2".to_string(),
+            ),
+            ("vgi_filter_version".to_string(), "2".to_string()),
+            (
+                "vgi_evaluation_context".to_string(),
+                "vgi.none.v1".to_string(),
+            ),
+        ]);
+        let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+        ipc::encode_batch(&RecordBatch::try_new(schema, columns).unwrap())
+    }
+
+    fn column(index: usize, name: &str) -> serde_json::Value {
+        json!({"node": "column_ref", "column_index": index, "column_name": name})
+    }
+
+    fn literal(index: usize) -> serde_json::Value {
+        json!({"node": "literal", "value_ref": index})
+    }
+
+    fn predicate(id: &str, mode: &str, expression: serde_json::Value) -> serde_json::Value {
+        json!({"id": id, "revision": 0, "mode": mode, "source": "query", "expression": expression})
+    }
+
+    fn int_value(index: usize, value: Option<i64>) -> (Field, ArrayRef) {
+        (
+            Field::new(format!("value_{index}"), DataType::Int64, true),
+            Arc::new(Int64Array::from(vec![value])),
+        )
+    }
+
+    fn kept(filters: &Filters) -> Vec<Option<i64>> {
+        let kept = filters.apply(batch()).unwrap();
+        kept.column(0)
+            .as_primitive::<arrow_array::types::Int64Type>()
+            .iter()
+            .collect()
+    }
+
+    #[test]
+    fn comparisons_and_or_not() {
+        let predicates = json!([
+            predicate(
+                "a",
+                "required",
+                json!({"node": "comparison", "op": "ge", "left": column(0, "n"), "right": literal(0)})
+            ),
+            predicate(
+                "b",
+                "required",
+                json!({"node": "or", "children": [
+                    json!({"node": "comparison", "op": "lt", "left": column(0, "n"), "right": literal(1)}),
+                    json!({"node": "not", "expression": json!({"node": "is_null", "expression": column(1, "label"), "negated": false})}),
+                ]})
+            ),
+        ]);
+        let bytes = container(
+            predicates,
+            vec![int_value(0, Some(3)), int_value(1, Some(6))],
+        );
+        let filters = Filters::parse(&bytes, &output(), true).unwrap();
+        assert_eq!(filters.columns(), [0, 1]);
+        // n >= 3 AND (n < 6 OR label IS NOT NULL): 3, 5, 9 (NULL n never passes).
+        assert_eq!(kept(&filters), [Some(3), Some(5), Some(9)]);
+    }
+
+    #[test]
+    fn in_lists_and_distinct_from() {
+        let list =
+            ListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>(vec![Some(
+                vec![Some(1), Some(9), Some(42)],
+            )]);
+        let list_field = Field::new("value_0", list.data_type().clone(), true);
+        let predicates = json!([
+            predicate(
+                "in",
+                "required",
+                json!({"node": "in", "expression": column(0, "n"),
+                "set": {"kind": "literal", "value_ref": 0}, "negated": false})
+            ),
+            predicate(
+                "d",
+                "required",
+                json!({"node": "comparison", "op": "distinct_from",
+                "left": column(0, "n"), "right": literal(1)})
+            ),
+        ]);
+        let bytes = container(
+            predicates,
+            vec![(list_field, Arc::new(list)), int_value(1, None)],
+        );
+        let filters = Filters::parse(&bytes, &output(), true).unwrap();
+        assert_eq!(kept(&filters), [Some(1), Some(9)]);
+    }
+
+    #[test]
+    fn unsupported_nodes_are_declined_or_refused_by_mode() {
+        let call = json!({"node": "call", "function": "starts_with", "arguments": [column(1, "label"), literal(0)]});
+        let advisory = container(
+            json!([predicate("x", "advisory", call.clone())]),
+            vec![int_value(0, Some(1))],
+        );
+        let filters = Filters::parse(&advisory, &output(), true).unwrap();
+        assert!(filters.is_empty());
+        assert_eq!(filters.declined()[0].0, "x");
+        let required = container(
+            json!([predicate("x", "required", call)]),
+            vec![int_value(0, Some(1))],
+        );
+        let error = Filters::parse(&required, &output(), true).unwrap_err();
+        assert!(
+            error.message.contains("cannot be evaluated exactly"),
+            "{error}"
+        );
+        // A function that did not opt in declines everything.
+        let plain = container(
+            json!([predicate(
+                "y",
+                "required",
+                json!({"node": "comparison", "op": "eq", "left": column(0, "n"), "right": literal(0)})
+            )]),
+            vec![int_value(0, Some(1))],
+        );
+        assert!(Filters::parse(&plain, &output(), false).is_err());
+    }
+
+    #[test]
+    fn structural_errors_are_refused() {
+        let wrong_name = json!([predicate(
+            "a",
+            "advisory",
+            json!({"node": "comparison", "op": "eq",
+            "left": column(0, "wrong"), "right": literal(0)})
+        )]);
+        let error = Filters::parse(
+            &container(wrong_name, vec![int_value(0, Some(1))]),
+            &output(),
+            true,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("column_ref name \"wrong\" does not match index 0"),
+            "{error}"
+        );
+        let unknown_key = json!([{"id": "a", "revision": 0, "mode": "required", "source": "query",
+            "expression": column(0, "n"), "extra": 1}]);
+        assert!(Filters::parse(&container(unknown_key, vec![]), &output(), true).is_err());
+        let missing_value = json!([predicate(
+            "a",
+            "required",
+            json!({"node": "comparison", "op": "eq",
+            "left": column(0, "n"), "right": literal(7)})
+        )]);
+        assert!(Filters::parse(&container(missing_value, vec![]), &output(), true).is_err());
+        let mut deep = column(0, "n");
+        for _ in 0..70 {
+            deep = json!({"node": "not", "expression": deep});
+        }
+        let error = Filters::parse(
+            &container(json!([predicate("a", "advisory", deep)]), vec![]),
+            &output(),
+            true,
+        )
+        .unwrap_err();
+        assert!(error.message.contains("nesting-depth"), "{error}");
+    }
+}

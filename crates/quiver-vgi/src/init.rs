@@ -1,0 +1,296 @@
+//! `init`: start, join or finalize an execution, and hand the stream to the
+//! right kind. The header (`GlobalInitResponse`) is built here; the server
+//! writes it before reading any input, and an error here becomes the error
+//! stream that takes the header's place.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::DataType;
+use quiver_rpc::{field, CallContext, Method, Params, Service, StreamSetup};
+use quiver_wire::{ErrorReport, LogLevel, LogRecord};
+
+use crate::bind::{bind_call, Bound};
+use crate::catalog::Catalog;
+use crate::errors;
+use crate::execution::{hex, mint_id, parse_id, ExecutionId, Executions};
+use crate::filters::Filters;
+use crate::function::{Body, FunctionKind};
+use crate::limits::MAX_WORKERS_UNBOUNDED;
+use crate::logging::{self, Level};
+use crate::projection::Projection;
+use crate::requests::InitRequest;
+use crate::row::RowBuilder;
+use crate::scalar::ScalarStream;
+use crate::schemas;
+use crate::table::{ScanInit, TableStream};
+use crate::table_in_out::{FinalizeStream, InOutInit, InputStream, StashTarget};
+
+/// What every init needs from the worker.
+pub struct InitContext {
+    /// The functions.
+    pub catalog: Arc<Catalog>,
+    /// Shared execution state of this process.
+    pub executions: Arc<Executions>,
+}
+
+/// Registers `init`.
+pub fn register(service: &mut Service, context: Arc<InitContext>) {
+    let params = vec![field("request", DataType::Binary, false)];
+    let header = Some(schemas::GLOBAL_INIT_RESPONSE.clone());
+    service.add(Method::stream(
+        "init",
+        params,
+        header,
+        move |params, ctx| init(&context, params, ctx),
+    ));
+}
+
+fn init(
+    context: &InitContext,
+    params: &Params,
+    ctx: &mut CallContext<'_>,
+) -> Result<StreamSetup, ErrorReport> {
+    let request = InitRequest::decode(params.bytes("request")?)?;
+    let bound = bind_call(&context.catalog, &request.bind_call)?;
+    check_output_schema(&bound, &request)?;
+    let name = bound.function.name.clone();
+    if logging::enabled(Level::Debug) {
+        let role = match &request.execution_id {
+            None => "primary".to_string(),
+            Some(id) => format!("secondary init of execution {}", hex(id)),
+        };
+        let phase = request.phase.as_deref().unwrap_or("-");
+        logging::log(Level::Debug, format!("init {name}() {role} phase={phase}"));
+    }
+    match (bound.function.kind, request.phase.as_deref()) {
+        (FunctionKind::Scalar, None) => scalar(bound, &request),
+        (FunctionKind::Table, None) => table(context, bound, &request, ctx),
+        (FunctionKind::TableInOut, Some("INPUT")) => input(context, bound, &request, ctx),
+        (FunctionKind::TableInOut, Some("FINALIZE")) => finalize(context, bound, &request),
+        (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
+            "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
+        ))),
+        (kind, Some(phase)) => Err(errors::invalid_argument(format!(
+            "init phase {phase} does not apply to {name}(), {}",
+            kind.describe()
+        ))),
+    }
+}
+
+/// The engine echoes the bind's output schema; projection ids index into it,
+/// so it must be the one this worker answered.
+fn check_output_schema(bound: &Bound, request: &InitRequest) -> Result<(), ErrorReport> {
+    let ours = bound.output_schema.fields();
+    let theirs = request.output_schema.fields();
+    let same = ours.len() == theirs.len()
+        && ours
+            .iter()
+            .zip(theirs)
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+    if same {
+        return Ok(());
+    }
+    Err(errors::invalid_argument(format!(
+        "{}(): InitRequest.output_schema does not match what bind answered",
+        bound.function.name
+    )))
+}
+
+fn header(execution: &ExecutionId, max_workers: i64) -> RecordBatch {
+    RowBuilder::new(schemas::GLOBAL_INIT_RESPONSE.clone())
+        .bytes("execution_id", Some(execution))
+        .int("max_workers", Some(max_workers))
+        .finish()
+}
+
+/// The execution id of a primary init (fresh) or a secondary one (echoed).
+fn execution_id(request: &InitRequest) -> Result<(ExecutionId, bool), ErrorReport> {
+    match &request.execution_id {
+        None => Ok((mint_id(), true)),
+        Some(bytes) => Ok((parse_id(bytes)?, false)),
+    }
+}
+
+fn projection(bound: &Bound, request: &InitRequest) -> Result<Projection, ErrorReport> {
+    if bound.function.caps.projection_pushdown {
+        Projection::new(&bound.output_schema, request.projection_ids.as_deref())
+    } else {
+        Ok(Projection::all(&bound.output_schema))
+    }
+}
+
+fn filters(
+    bound: &Bound,
+    request: &InitRequest,
+    ctx: &mut CallContext<'_>,
+) -> Result<Filters, ErrorReport> {
+    let Some(bytes) = &request.pushdown_filters else {
+        return Ok(Filters::none());
+    };
+    let filters = Filters::parse(
+        bytes,
+        &bound.output_schema,
+        bound.function.caps.filter_pushdown,
+    )?;
+    for (id, reason) in filters.declined() {
+        ctx.log(LogRecord::new(
+            LogLevel::Debug,
+            format!(
+                "{}(): advisory predicate {id:?} left to the engine: {reason}",
+                bound.function.name
+            ),
+        ));
+    }
+    Ok(filters)
+}
+
+fn scalar(bound: Bound, request: &InitRequest) -> Result<StreamSetup, ErrorReport> {
+    let (execution, _) = execution_id(request)?;
+    let max_workers = bound
+        .function
+        .caps
+        .max_workers
+        .map_or(MAX_WORKERS_UNBOUNDED, i64::from);
+    let input_schema = bound
+        .input_schema
+        .clone()
+        .expect("bind checked a scalar's input schema");
+    let output_schema = bound.output_schema.clone();
+    let stream = ScalarStream::new(&bound.function, bound.args, output_schema.clone());
+    Ok(StreamSetup::exchange(input_schema, output_schema, stream)
+        .with_header(header(&execution, max_workers)))
+}
+
+fn table(
+    context: &InitContext,
+    bound: Bound,
+    request: &InitRequest,
+    ctx: &mut CallContext<'_>,
+) -> Result<StreamSetup, ErrorReport> {
+    let Body::Table { work, scan, .. } = &bound.function.body else {
+        unreachable!("kind Table has a table body");
+    };
+    let projection = projection(&bound, request)?;
+    let filters = filters(&bound, request, ctx)?;
+    let (execution, is_primary) = execution_id(request)?;
+    if is_primary {
+        logging::log(
+            Level::Debug,
+            format!(
+                "{}(): execution {} started",
+                bound.function.name,
+                hex(&execution)
+            ),
+        );
+    }
+    let shared = match (work, is_primary) {
+        (None, _) => None,
+        (Some(work), true) => Some(context.executions.start(execution, work(&bound.args)?)?),
+        (Some(_), false) => Some(context.executions.join(execution)?),
+    };
+    let state = scan(&ScanInit {
+        args: &bound.args,
+        output_schema: &bound.output_schema,
+        is_primary,
+    })?;
+    let max_workers = i64::from(bound.function.caps.max_workers.unwrap_or(1));
+    let output_schema = projection.schema().clone();
+    let stream = TableStream::new(
+        &bound.function.name,
+        state,
+        bound.args,
+        bound.output_schema,
+        shared,
+        filters,
+        projection,
+    );
+    Ok(StreamSetup::producer(output_schema, stream).with_header(header(&execution, max_workers)))
+}
+
+/// Table-in-out parallelism: the function's limit, except that on stdio a
+/// function with a finalize stays on one connection, because the engine
+/// finalizes on the primary only and the other substreams' states would be in
+/// other processes.
+fn in_out_max_workers(context: &InitContext, bound: &Bound) -> i64 {
+    let caps = bound.function.caps;
+    if caps.has_finalize && context.executions.is_cross_process() {
+        return 1;
+    }
+    i64::from(caps.max_workers.unwrap_or(1))
+}
+
+fn input(
+    context: &InitContext,
+    bound: Bound,
+    request: &InitRequest,
+    ctx: &mut CallContext<'_>,
+) -> Result<StreamSetup, ErrorReport> {
+    let Body::TableInOut { state, .. } = &bound.function.body else {
+        unreachable!("kind TableInOut has a table-in-out body");
+    };
+    let projection = projection(&bound, request)?;
+    let filters = filters(&bound, request, ctx)?;
+    let (execution, _) = execution_id(request)?;
+    let input_schema = bound
+        .input_schema
+        .clone()
+        .expect("bind checked the input schema");
+    let state = state(&InOutInit {
+        args: &bound.args,
+        input_schema: &input_schema,
+        output_schema: &bound.output_schema,
+    })?;
+    let stash = bound.function.caps.has_finalize.then(|| StashTarget {
+        executions: context.executions.clone(),
+        execution,
+        substream: request.substream_id.clone().unwrap_or_default(),
+    });
+    let max_workers = in_out_max_workers(context, &bound);
+    let output_schema = projection.schema().clone();
+    let stream = InputStream::new(
+        &bound.function.name,
+        state,
+        bound.output_schema.clone(),
+        filters,
+        projection,
+        stash,
+    );
+    Ok(StreamSetup::exchange(input_schema, output_schema, stream)
+        .with_header(header(&execution, max_workers)))
+}
+
+fn finalize(
+    context: &InitContext,
+    bound: Bound,
+    request: &InitRequest,
+) -> Result<StreamSetup, ErrorReport> {
+    let name = &bound.function.name;
+    let Some(execution) = &request.execution_id else {
+        return Err(errors::invalid_argument(format!(
+            "{name}(): a FINALIZE init must carry the execution_id of its INPUT phase"
+        )));
+    };
+    let execution = parse_id(execution)?;
+    let substream = request.substream_id.clone().unwrap_or_default();
+    let states = if bound.function.caps.has_finalize {
+        let states = context.executions.take_stashed(&execution, &substream);
+        if states.is_empty() {
+            logging::log(
+                Level::Warn,
+                format!(
+                    "{name}(): FINALIZE of execution {} found no state",
+                    hex(&execution)
+                ),
+            );
+        }
+        states
+    } else {
+        Vec::new()
+    };
+    let projection = projection(&bound, request)?;
+    let max_workers = in_out_max_workers(context, &bound);
+    let output_schema = projection.schema().clone();
+    let stream = FinalizeStream::new(name, states, bound.output_schema.clone(), projection);
+    Ok(StreamSetup::producer(output_schema, stream).with_header(header(&execution, max_workers)))
+}

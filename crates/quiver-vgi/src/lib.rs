@@ -1,0 +1,92 @@
+//! Worker SDK for the VGI engine↔worker protocol (`vgi.v2`, protocol version
+//! 2.2.0, as spoken by vgi-python 0.47.0), on quiver's RPC spine.
+//!
+//! A worker exposes functions to SQL: scalar functions (columns in, one column
+//! out), table functions (`FROM f(...)`, parallel across connections through a
+//! shared work counter) and table-in-out functions (a table in, a table out,
+//! with an optional finalize). The SDK answers the engine's catalog discovery,
+//! binds and checks calls, runs the `init` streams, applies projection and the
+//! exact subset of pushed-down filters, and launches the process the way
+//! engines expect (stdio, or `--unix PATH` printing `UNIX:<path>`).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use arrow_array::{cast::AsArray, ArrayRef, Int64Array, RecordBatch};
+//! use arrow_schema::{DataType, Field, Schema};
+//! use quiver_vgi::{Arg, ScalarFunction, TableFunction, TableInOutFunction, Worker};
+//!
+//! let length = ScalarFunction::new("str_length", DataType::Int64)
+//!     .doc("Length of a string in bytes")
+//!     .arg(Arg::new("s", DataType::Utf8).doc("the string"))
+//!     .body(|input| {
+//!         let s = input.columns[0].as_string::<i32>();
+//!         Ok(Arc::new(s.iter().map(|v| v.map(|v| v.len() as i64)).collect::<Int64Array>()) as ArrayRef)
+//!     });
+//!
+//! let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false)]));
+//! let count = TableFunction::new("count_to")
+//!     .doc("0..n-1, scanned in parallel")
+//!     .arg(Arg::new("n", DataType::Int64).min(0))
+//!     .output(schema.clone())
+//!     .projection_pushdown()
+//!     .filter_pushdown()
+//!     .max_workers(4)
+//!     .shared_work(|args| Ok(args.i64("n")? as u64))
+//!     .scan(move |_| {
+//!         let schema = schema.clone();
+//!         Ok(move |scan: &mut quiver_vgi::Scan<'_>| {
+//!             let Some(rows) = scan.claim(65_536)? else { return Ok(None) };
+//!             let column = Int64Array::from_iter_values(rows.start as i64..rows.end as i64);
+//!             Ok(Some(RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap()))
+//!         })
+//!     });
+//!
+//! let echo = TableInOutFunction::new("echo")
+//!     .arg(Arg::table("data"))
+//!     .map(|batch| Ok(batch.clone()));
+//!
+//! Worker::new("example").function(length).function(count).function(echo).run();
+//! ```
+#![warn(missing_docs)]
+
+mod arguments;
+mod bind;
+mod builders;
+mod catalog;
+mod errors;
+mod execution;
+mod filter_eval;
+mod filters;
+mod function;
+mod init;
+pub mod ipc;
+pub mod limits;
+pub mod logging;
+mod projection;
+mod requests;
+mod row;
+mod scalar;
+pub mod schemas;
+mod table;
+mod table_in_out;
+mod work_file;
+mod worker;
+
+pub use arguments::{int64_value, utf8_value, Args, RawArguments};
+pub use builders::{ScalarFunction, TableFunction, TableInOutFunction};
+pub use execution::{ExecutionId, Sharing};
+pub use filters::Filters;
+pub use function::{
+    Arg, BindInput, Capabilities, Function, FunctionKind, InOutState, ScalarInput, TableScan,
+};
+pub use projection::Projection;
+pub use requests::{BindRequest, InitRequest};
+pub use row::{RowBuilder, RowReader};
+pub use table::{Scan, ScanInit};
+pub use table_in_out::{Emitter, InOutInit, CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
+pub use worker::{LaunchArgs, Worker};
+
+/// The protocol name requests carry in `vgi_rpc.protocol`.
+pub const PROTOCOL_NAME: &str = "vgi.v2";
+/// The protocol version this SDK speaks; requests must match major.minor.
+pub const PROTOCOL_VERSION: &str = "2.2.0";
