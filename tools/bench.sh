@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark suites; results land in bench/results/<suite>.md and .json.
 #   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
+#   ./tools/bench.sh python [--reps N] [--quick]                   (quiver's Python SDK vs vgi-rpc)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,5 +16,16 @@ case "$suite" in
         # A later --oracle-bin on the command line overrides this one.
         exec target/release/quiver-bench rpc --oracle-bin "$oracle" --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc" >&2; exit 2 ;;
+    python)
+        shift
+        # Both libraries in one interpreter: the oracle venv's (vgi-rpc needs Python >= 3.13);
+        # quiver is imported from python/. The Rust worker is the cross-language peer.
+        oracle="$ROOT/.venv-oracle/bin"
+        if [[ ! -x "$oracle/python" ]]; then
+            echo "bench: no vgi-rpc oracle at $oracle (run ./quiver setup)" >&2
+            exit 1
+        fi
+        exec "$oracle/python" bench/peers/python_bench.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python" >&2; exit 2 ;;
 esac

@@ -29,6 +29,7 @@ from ..shm.segment import Segment
 from ..transport.connection import Connection
 from ..wire import keys
 from ..wire.errors import ConnectionClosed, MalformedStream
+from ..wire.framing import END_OF_STREAM
 from ..wire.limits import DEFAULT_LIMITS, Limits
 from ..wire.log import ErrorReport, LogRecord
 from ..wire.metadata import Metadata
@@ -74,13 +75,13 @@ class Client(Generic[P]):
             config = replace(config, segment_size_bytes=shm_size)
         size = config.segment_to_create()
         self.route = ShmRoute(Segment.create(size), config) if size and connection.local else None
-        self.api: P = cast(P, _Proxy(self))
+        self.api: P = cast(P, MethodProxy(self))
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Calls a unary method and returns its decoded result."""
         spec = self._method(method, stream=False)
         self._send_request(spec, args, kwargs)
-        value = _unary_value(spec, self._read_whole())
+        value = unary_value(spec, self._read_whole())
         self._end_turn()  # a result read from shared memory is decoded: free its region now
         return value
 
@@ -250,7 +251,11 @@ class StreamCall:
         if self.spec.kind is not MethodKind.PRODUCER:
             raise TypeError(f"{self.spec.name}() is an exchange; use exchange()")
         self._check_open()
-        self._send(empty_batch(EMPTY_SCHEMA), metadata or {})
+        if not metadata and self._input is not None:
+            self._client._out.write(_TICK_MESSAGE)  # the same bytes every time: encoded once
+            self._client._flush()
+        else:
+            self._send(empty_batch(EMPTY_SCHEMA), metadata or {})
         return self._receive()
 
     def exchange(self, batch: pa.RecordBatch, metadata: Metadata | None = None) -> AnnotatedBatch:
@@ -302,7 +307,7 @@ class StreamCall:
 
     def _read_header(self) -> None:
         """Reads the header stream; on error completes the call and raises."""
-        error, batches = _split(self._client._read_whole())
+        error, batches = split_answers(self._client._read_whole())
         if error is not None or not batches:
             self.closed = True
             self._end_input(None)
@@ -350,7 +355,7 @@ class StreamCall:
         """Reads the output stream to its end, discarding data; logs still go to ``on_log``."""
         client = self._client
         if self._output is None:
-            error, _ = _split(client._read_whole())
+            error, _ = split_answers(client._read_whole())
         else:
             error = None
             while (item := client._next_item(self._output)) is not None:
@@ -360,14 +365,35 @@ class StreamCall:
             raise error
 
 
-def _split(answers: list[Item | RpcError]) -> tuple[RpcError | None, list[pa.RecordBatch]]:
+def _tick_message() -> bytes:
+    """The IPC message of a tick (a zero-row batch of the empty schema, no metadata)."""
+    schema_only = _empty_schema_stream(None)
+    with_tick = _empty_schema_stream(empty_batch(EMPTY_SCHEMA))
+    return with_tick[len(schema_only) - len(END_OF_STREAM) : -len(END_OF_STREAM)]
+
+
+def _empty_schema_stream(batch: pa.RecordBatch | None) -> bytes:
+    """An empty-schema IPC stream holding ``batch`` (or nothing)."""
+    sink = Gather()
+    writer = StreamWriter(sink, EMPTY_SCHEMA, expected_bytes=0)
+    if batch is not None:
+        writer.write(batch)
+    writer.close()
+    return b"".join(sink.take())
+
+
+_TICK_MESSAGE = _tick_message()
+
+
+def split_answers(answers: list[Item | RpcError]) -> tuple[RpcError | None, list[pa.RecordBatch]]:
     """The first error among a stream's answers, and its data batches."""
     errors = [answer for answer in answers if isinstance(answer, RpcError)]
     return (errors[0] if errors else None), [answer[0] for answer in answers if not isinstance(answer, RpcError)]
 
 
-def _unary_value(spec: MethodSpec, answers: list[Item | RpcError]) -> Any:
-    error, batches = _split(answers)
+def unary_value(spec: MethodSpec, answers: list[Item | RpcError]) -> Any:
+    """The decoded result of a unary call's answers; the first error among them is raised."""
+    error, batches = split_answers(answers)
     if error is not None:
         raise error
     if not batches:
@@ -383,10 +409,14 @@ def _unary_value(spec: MethodSpec, answers: list[Item | RpcError]) -> Any:
     return value
 
 
-class _Proxy:
-    """Attribute access to a protocol's methods through a :class:`Client`."""
+class MethodProxy:
+    """Attribute access to a protocol's methods through a client.
 
-    def __init__(self, client: Client[Any]) -> None:
+    The client is anything with ``protocol``, ``call`` and ``stream``: a :class:`Client`
+    or an HTTP client.
+    """
+
+    def __init__(self, client: Any) -> None:
         self._client = client
 
     def __getattr__(self, name: str) -> Callable[..., Any]:

@@ -12,8 +12,9 @@ from ..shm.config import ShmConfig
 from ..transport.connection import Connection
 from ..transport.pipes import pipe_pair
 from ..wire.limits import DEFAULT_LIMITS, Limits
+from .dispatch import BoundMethod, HostedProtocol
 from .methods import CONTEXT_PARAMETER, MethodSpec, protocol_spec
-from .session import BoundMethod, HostedProtocol, Session
+from .session import Session
 
 
 class Server:

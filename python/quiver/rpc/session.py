@@ -13,7 +13,7 @@ import contextlib
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,37 +33,24 @@ from ..wire.reader import Item, StreamReader, read_stream
 from ..wire.roles import Role, classify
 from ..wire.writer import Gather, StreamWriter, empty_batch
 from . import faults
-from .conform import conform_input, conform_output, decode_params
+from .conform import conform_input, decode_params
 from .context import CallContext
-from .methods import MethodKind, MethodSpec
+from .dispatch import (
+    TRANSPORT_OPTIONS,
+    BoundMethod,
+    HostedProtocol,
+    Rejected,
+    check_request_rows,
+    check_stream,
+    conformed_answers,
+    header_batch,
+    request_envelope,
+    route,
+    version_gate,
+)
+from .methods import MethodSpec
 from .shm_route import ShmRoute, debug
 from .stream import EMPTY_SCHEMA, AnnotatedBatch, Output, Stream
-from .types import dataclass_to_batch
-
-TRANSPORT_OPTIONS = "__transport_options__"
-
-
-@dataclass(frozen=True, slots=True)
-class BoundMethod:
-    """A protocol method and the implementation function that answers it."""
-
-    spec: MethodSpec
-    function: Callable[..., Any]
-    wants_ctx: bool
-
-    def __call__(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        if self.wants_ctx:
-            return self.function(*params.values(), ctx=ctx)
-        return self.function(*params.values())
-
-
-@dataclass(frozen=True, slots=True)
-class HostedProtocol:
-    """A protocol a server hosts: wire name, version (if gated) and bound methods."""
-
-    name: str
-    version: str | None
-    methods: dict[str, BoundMethod]
 
 
 @dataclass(slots=True)
@@ -72,14 +59,6 @@ class _Request:
     metadata: dict[str, str]
     batch: pa.RecordBatch | None
     """Taken (set to ``None``) once decoded, so a shared-memory request region is freed early."""
-
-
-class _Rejected(Exception):
-    """A request that was read whole but cannot be served."""
-
-    def __init__(self, report: ErrorReport) -> None:
-        super().__init__(report.message)
-        self.report = report
 
 
 class Session:
@@ -120,7 +99,7 @@ class Session:
         self.request_id = ""
         try:
             request = self._read_request()
-        except _Rejected as rejected:
+        except Rejected as rejected:
             self._write_error_stream(EMPTY_SCHEMA, rejected.report)
             self._flush()
             return True
@@ -142,22 +121,10 @@ class Session:
             stream = read_stream(self.connection.reader, self.limits)
         if stream is None:
             return None
-        if len(stream.batches) != 1:
-            count = len(stream.batches)
-            raise _Rejected(faults.protocol_error(f"request stream carries {count} batches; expected exactly one"))
-        batch, metadata = stream.batches[0]
-        method = metadata.get(keys.METHOD)
-        if method is None:
-            raise _Rejected(faults.missing_method())
-        version = metadata.get(keys.REQUEST_VERSION)
-        if version != keys.REQUEST_VERSION_VALUE:
-            raise _Rejected(faults.bad_request_version(version))
-        if not _is_utf8(method):
-            raise _Rejected(faults.protocol_error(f"Invalid 'vgi_rpc.method' {method!r}: not a UTF-8 method name."))
+        method, metadata, batch = request_envelope(stream)
         self._attach_shm(metadata)
         batch, metadata = self._resolve(batch, metadata)
-        if batch.num_columns and batch.num_rows != 1:
-            raise _Rejected(faults.protocol_error(f"Expected 1 row in request batch, got {batch.num_rows}."))
+        check_request_rows(batch)
         return _Request(method, metadata, batch)
 
     def _attach_shm(self, metadata: Metadata) -> None:
@@ -170,7 +137,7 @@ class Session:
         try:
             segment = Segment.attach(name)
         except ShmError as exc:
-            raise _Rejected(faults.protocol_error(f"cannot attach shared memory {name!r}: {exc}")) from exc
+            raise Rejected(faults.protocol_error(f"cannot attach shared memory {name!r}: {exc}")) from exc
         if self.shm.debug:
             debug(f"attached {segment.name} size={segment.size_bytes} data_size={segment.data_size_bytes}")
         self._close_shm()
@@ -193,11 +160,11 @@ class Session:
         if method == TRANSPORT_OPTIONS:
             return self._transport_options()
         try:
-            protocol, bound = self._route(method, metadata)
-        except _Rejected as rejected:
+            protocol, bound = route(self.protocols, method, metadata)
+        except Rejected as rejected:
             return self._write_error_stream(EMPTY_SCHEMA, rejected.report)
         spec = bound.spec
-        version_error = _version_gate(protocol, metadata)
+        version_error = version_gate(protocol, metadata)
         if version_error is not None:
             return self._reject_call(spec, version_error)
         try:
@@ -208,20 +175,6 @@ class Session:
         if spec.is_stream:
             return self._serve_stream(bound, params, metadata)
         return self._serve_unary(bound, params, metadata)
-
-    def _route(self, method: str, metadata: Metadata) -> tuple[HostedProtocol, BoundMethod]:
-        """Finds the protocol and method a request addresses."""
-        if method.startswith("__") and method.endswith("__") and len(method) > 4:
-            raise _Rejected(faults.reserved_method(method))
-        name = metadata.get(keys.PROTOCOL)
-        report = faults.check_protocol_name(name, list(self.protocols))
-        if report is not None:
-            raise _Rejected(report)
-        protocol = self.protocols[name or ""]
-        bound = protocol.methods.get(method)
-        if bound is None:
-            raise _Rejected(faults.unknown_method(protocol.name, method, list(protocol.methods)))
-        return protocol, bound
 
     def _reject_call(self, spec: MethodSpec, report: ErrorReport) -> None:
         """Answers a call that will not run; a stream's client still sends one input stream."""
@@ -266,8 +219,8 @@ class Session:
         ctx = self._context(spec.name, metadata)
         try:
             with self._processing():
-                stream = _check_stream(spec, bound(params, ctx))
-                header = _header_batch(spec, stream.header)
+                stream = check_stream(spec, bound(params, ctx))
+                header = header_batch(spec, stream.header)
         except Exception as exc:  # an init error replaces the header/output stream
             self._write_error_stream(EMPTY_SCHEMA, ErrorReport.from_exception(exc), ctx.take_logs())
             self._flush()
@@ -332,7 +285,7 @@ class Session:
             ctx = self._context(spec.name, metadata, records=out.items)
             with self._processing():
                 stream.state.process(AnnotatedBatch(batch, metadata), out, ctx)
-            answers = _conformed_answers(spec.kind, out)
+            answers = conformed_answers(spec.kind, out)
         except Exception as exc:  # a turn's error ends the stream with an EXCEPTION batch
             output.write_empty(self._stamp(ErrorReport.from_exception(exc).to_metadata()))
             return False
@@ -430,50 +383,3 @@ class Session:
             self._flush()
         self._close_shm()
         self.connection.close()
-
-
-def _is_utf8(text: str) -> bool:
-    """Whether ``text`` decoded from valid UTF-8 (undecodable bytes arrive as lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _version_gate(protocol: HostedProtocol, metadata: Metadata) -> ErrorReport | None:
-    if protocol.version is None:
-        return None
-    return faults.check_protocol_version(protocol.name, metadata.get(keys.PROTOCOL_VERSION), protocol.version)
-
-
-def _check_stream(spec: MethodSpec, value: Any) -> Stream[Any, Any]:
-    if not isinstance(value, Stream):
-        raise TypeError(f"{spec.name}() must return a Stream, got {type(value).__name__}")
-    if not isinstance(value.output_schema, pa.Schema) or not isinstance(value.input_schema, pa.Schema):
-        raise TypeError(f"{spec.name}() returned a Stream without pyarrow schemas")
-    if spec.kind is MethodKind.PRODUCER and len(value.input_schema):
-        raise TypeError(f"{spec.name}() is a producer; its input schema must be empty")
-    return value
-
-
-def _header_batch(spec: MethodSpec, header: Any) -> pa.RecordBatch | None:
-    if spec.header_type is None:
-        return None
-    if not isinstance(header, spec.header_type):
-        raise TypeError(f"{spec.name}() must return a {spec.header_type.__name__} header, got {type(header).__name__}")
-    return dataclass_to_batch(header)
-
-
-def _conformed_answers(kind: MethodKind, out: Output) -> list[LogRecord | AnnotatedBatch]:
-    """A turn's logs and data, checked against the turn rules, data conformed to the output schema."""
-    if kind is MethodKind.EXCHANGE and out.finished:
-        raise RuntimeError("an exchange cannot finish; the client ends it by closing its input")
-    if not out.finished and out.data_count == 0:
-        raise RuntimeError("No data batch was emitted")
-    return [
-        entry
-        if isinstance(entry, LogRecord)
-        else AnnotatedBatch(conform_output(out.schema, entry.batch), entry.metadata)
-        for entry in out.items
-    ]

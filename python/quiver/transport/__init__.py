@@ -3,6 +3,9 @@
 Nothing here knows about Arrow. Every transport yields a :class:`Connection`: a buffered
 reader plus a vectored :meth:`~Connection.send`, and a ``local`` flag that says whether
 shared memory can be used with the peer.
+
+:mod:`quiver.transport.http` (imported on its own) is the exception: HTTP carries one
+call or turn per request, so it maps RPC calls onto requests and imports :mod:`quiver.rpc`.
 """
 
 from .connection import Connection, FdConnection, SocketConnection

@@ -39,3 +39,8 @@ LOCATION = "vgi_rpc.location"
 
 TRANSPORT_SHM = "vgi_rpc.transport.shm"
 """Capability key on the ``__transport_options__`` reply."""
+
+STREAM_STATE = "vgi_rpc.stream_state#b64"
+"""HTTP only: the cursor token of a stream call, renewed on every turn (base64 text)."""
+CALL_STATE = "vgi_rpc.call_state#b64"
+"""HTTP only: the call token of a stream call, issued once by ``/init`` and echoed on every turn."""

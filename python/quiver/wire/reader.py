@@ -59,6 +59,34 @@ def read_stream(source: ByteSource, limits: Limits = DEFAULT_LIMITS) -> WholeStr
         raise MalformedStream(f"invalid IPC stream: {exc}", recoverable=True) from exc
 
 
+def read_buffered_stream(
+    buffer: pa.Buffer, offset: int = 0, limits: Limits = DEFAULT_LIMITS
+) -> tuple[WholeStream, int] | None:
+    """Decodes the stream that starts at ``offset`` of an in-memory body, all in C++.
+
+    For bodies that arrive whole (HTTP): no Python framing pass, no copy of the bodies.
+    Returns the stream and the offset just past its end marker (where a next stream
+    starts), or ``None`` when nothing is left at ``offset``. Malformed bytes raise
+    :class:`MalformedStream`; batches are validated as :func:`read_stream` does.
+    """
+    if offset >= buffer.size:
+        return None
+    source = pa.BufferReader(buffer)
+    source.seek(offset)
+    batches: list[Item] = []
+    try:
+        reader = pa.ipc.open_stream(source)
+        while True:
+            batch, raw = reader.read_next_batch_with_custom_metadata()
+            batches.append(_checked(batch, raw, limits))
+            if len(batches) >= limits.messages_per_stream_max:
+                raise MalformedStream("IPC stream has too many batches", recoverable=False)
+    except StopIteration:
+        return WholeStream(reader.schema, batches), source.tell()
+    except (pa.ArrowException, ValueError) as exc:
+        raise MalformedStream(f"invalid IPC stream: {exc}", recoverable=False) from exc
+
+
 class StreamReader:
     """Reads one IPC stream batch by batch, never consuming a byte past its end marker.
 
