@@ -51,5 +51,6 @@ DUCKDB_EXTENSION_API void quiver_impl_init(duckdb::ExtensionLoader &loader, cons
 	duckdb::quiver::CheckHost(host_base);
 	duckdb::quiver::RegisterVersionFunction(loader);
 	duckdb::quiver::RegisterNumbersFunction(loader);
+	duckdb::quiver::RegisterStorage(loader);
 }
 }

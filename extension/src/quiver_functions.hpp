@@ -1,16 +1,21 @@
 //===----------------------------------------------------------------------===//
 // quiver — DuckDB extension glue
 //
-// quiver_functions.hpp: the table functions the extension registers. Each is a thin
-// adapter: arguments in, a call into the Rust core (quiver_core.h), Arrow C data out,
-// converted by DuckDB's own Arrow scan.
+// quiver_functions.hpp: what the extension registers. Each function is a thin adapter:
+// arguments in, a call into the Rust core (quiver_core.h), Arrow C data out, converted by
+// DuckDB's own Arrow code. One file per function kind.
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "duckdb/common/common.hpp"
+
 namespace duckdb {
 class ExtensionLoader;
+struct CreateFunctionInfo;
 
 namespace quiver {
+
+struct WorkerFunction;
 
 //! quiver_version(): one row, column `version` = the Rust core's version string.
 void RegisterVersionFunction(ExtensionLoader &loader);
@@ -18,6 +23,18 @@ void RegisterVersionFunction(ExtensionLoader &loader);
 //! quiver_numbers(n BIGINT): rows 0..n-1 in column `n`, produced by the Rust core as an
 //! ArrowArrayStream and scanned by DuckDB's ArrowTableFunction (zero-copy for int64).
 void RegisterNumbersFunction(ExtensionLoader &loader);
+
+//! ATTACH '<location>' AS w (TYPE quiver): a worker's functions as catalog `w` (quiver_catalog.cpp).
+void RegisterStorage(ExtensionLoader &loader);
+
+//! A worker's table function (table_function.cpp): parallel scans, projection and filter pushdown.
+unique_ptr<CreateFunctionInfo> CreateWorkerTableFunction(shared_ptr<WorkerFunction> function);
+
+//! A worker's table-in-out function (table_in_out_function.cpp): `w.f((SELECT ...))`.
+unique_ptr<CreateFunctionInfo> CreateWorkerInOutFunction(shared_ptr<WorkerFunction> function);
+
+//! A worker's scalar function (scalar_function.cpp): `w.f(x)`.
+unique_ptr<CreateFunctionInfo> CreateWorkerScalarFunction(shared_ptr<WorkerFunction> function);
 
 } // namespace quiver
 } // namespace duckdb

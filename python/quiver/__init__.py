@@ -3,8 +3,14 @@
 The most used names are re-exported here; the layers live in :mod:`quiver.wire`
 (IPC streams with per-batch metadata), :mod:`quiver.shm` (shared-memory segments),
 :mod:`quiver.transport` (pipes, subprocesses, sockets) and :mod:`quiver.rpc` (client,
-server, typed protocols).
+server, typed protocols). :mod:`quiver.sql` opens DuckDB with quiver's extension loaded.
+
+``quiver.connect()`` answers both: with no arguments, a database path or keywords only, it is
+:func:`quiver.sql.connect` (DuckDB, workers attached as catalogs); with a protocol class first,
+it is :func:`quiver.rpc.connect` (an RPC client on a connection).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .rpc import (
     AnnotatedBatch,
@@ -19,13 +25,28 @@ from .rpc import (
     Stream,
     StreamCall,
     StreamState,
-    connect,
     serve_stdio,
     serve_tcp,
     serve_unix,
 )
 from .transport import connect_tcp, connect_unix, pipe_pair, spawn
+from .rpc import connect as _rpc_connect
 from .wire import Level, Limits, LogRecord
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def connect(*args: Any, **kwargs: Any) -> "Client[Any] | duckdb.DuckDBPyConnection":
+    """``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
+    extension loaded (:func:`quiver.sql.connect`). ``connect(Protocol, connection, **options)``: an
+    RPC client (:func:`quiver.rpc.connect`)."""
+    if args and isinstance(args[0], type):
+        return _rpc_connect(*args, **kwargs)
+    from .sql import connect as sql_connect
+
+    return sql_connect(*args, **kwargs)
+
 
 __version__ = "0.1.0"
 

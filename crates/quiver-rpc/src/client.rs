@@ -491,6 +491,61 @@ impl StreamCall<'_> {
     }
 }
 
+/// A stream call set aside without its client: what an engine keeps between
+/// calls when the client and the call must live in one owner (a scan's state
+/// across FFI calls). Resume it with the same client it was started on.
+///
+/// Dropping a suspended stream does nothing on the wire; the connection is then
+/// mid-call and should be closed, or the stream resumed and closed or cancelled.
+#[derive(Default)]
+pub struct SuspendedStream {
+    header: Option<RecordBatch>,
+    input: Option<StreamWriter>,
+    output: Option<StreamReader>,
+    input_ended: bool,
+    done: bool,
+}
+
+impl SuspendedStream {
+    /// Whether the server ended the stream.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The header batch, for methods that send one.
+    pub fn header(&self) -> Option<&RecordBatch> {
+        self.header.as_ref()
+    }
+
+    /// Continues the call on `client`, which must be the client that started it.
+    pub fn resume(self, client: &mut Client) -> StreamCall<'_> {
+        StreamCall {
+            client,
+            header: self.header,
+            input: self.input,
+            output: self.output,
+            input_ended: self.input_ended,
+            done: self.done,
+        }
+    }
+}
+
+impl StreamCall<'_> {
+    /// Sets the call aside, releasing the borrow of its client; nothing is sent.
+    pub fn suspend(mut self) -> SuspendedStream {
+        let suspended = SuspendedStream {
+            header: self.header.take(),
+            input: self.input.take(),
+            output: self.output.take(),
+            input_ended: self.input_ended,
+            done: self.done,
+        };
+        // Drop must not finish a call that only changes hands.
+        self.done = true;
+        suspended
+    }
+}
+
 impl Drop for StreamCall<'_> {
     fn drop(&mut self) {
         if !self.done {

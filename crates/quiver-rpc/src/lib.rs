@@ -37,7 +37,7 @@ mod service;
 mod shm_route;
 mod stats;
 
-pub use client::{Client, ClientError, StreamCall};
+pub use client::{Client, ClientError, StreamCall, SuspendedStream};
 pub use context::CallContext;
 pub use method::{
     field, Body, Method, StreamBody, StreamOutput, StreamSetup, StreamState, UnaryBody,

@@ -1,0 +1,370 @@
+//! `quiver_worker`: an attached worker as the glue sees it — opened on ATTACH (process started,
+//! catalog discovered), asked for its functions, detached on DETACH, freed with the catalog.
+//!
+//! The handle is an `Arc`: binds and streams keep the worker alive after the glue lets go.
+
+use std::ffi::{c_char, CString};
+use std::sync::Arc;
+
+use arrow_array::ffi::FFI_ArrowSchema;
+
+use crate::catalog::{self, Discovered, FunctionDesc};
+use crate::ffi::{
+    guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
+};
+use crate::worker::Worker;
+
+/// An attached worker and what it offers.
+pub struct Attached {
+    /// The worker's processes and connections.
+    pub worker: Arc<Worker>,
+    /// What discovery found.
+    pub found: Discovered,
+    strings: Vec<[CString; 3]>,
+    parameters: Vec<Vec<Parameter>>,
+    default_schema: CString,
+}
+
+/// One parameter of a function, with the strings the C view points into.
+struct Parameter {
+    name: CString,
+    default_json: Option<CString>,
+    flags: [bool; 5],
+}
+
+impl Parameter {
+    fn new(field: &arrow_schema::Field) -> Parameter {
+        let meta = |key: &str| field.metadata().get(key).map(String::as_str);
+        Parameter {
+            name: cstring(field.name()),
+            default_json: meta("vgi_default").map(cstring),
+            flags: [
+                meta("vgi_arg") == Some("named"),
+                meta("vgi_type") == Some("table"),
+                meta("vgi_type") == Some("any"),
+                meta("vgi_const") == Some("true"),
+                meta("vgi_varargs") == Some("true"),
+            ],
+        }
+    }
+}
+
+/// One parameter, as `quiver_parameter` in C. Strings belong to the worker handle.
+#[repr(C)]
+pub struct ParameterC {
+    /// Its name.
+    pub name: *const c_char,
+    /// The worker's rendering of its default as JSON (`vgi_default`), or null.
+    pub default_json: *const c_char,
+    /// Passed by name (`name := value`).
+    pub named: i32,
+    /// The TABLE input of a table-in-out function.
+    pub table: i32,
+    /// Accepts any type.
+    pub any: i32,
+    /// Scalar: a constant, sent once at bind.
+    pub constant: i32,
+    /// Collects the remaining positional arguments.
+    pub varargs: i32,
+}
+
+/// One function, as `quiver_function_info` in C. Strings belong to the worker handle.
+#[repr(C)]
+pub struct FunctionInfoC {
+    /// SQL name.
+    pub name: *const c_char,
+    /// The schema it lives in (path components joined with '.').
+    pub schema: *const c_char,
+    /// Documentation.
+    pub description: *const c_char,
+    /// `QUIVER_KIND_SCALAR`, `_TABLE` or `_TABLE_IN_OUT`.
+    pub kind: i32,
+    /// Honours projections.
+    pub projection_pushdown: i32,
+    /// Accepts filters.
+    pub filter_pushdown: i32,
+    /// Applies pushed filters exactly.
+    pub filters_exactly_applied: i32,
+    /// Table-in-out with a FINALIZE phase.
+    pub has_finalize: i32,
+    /// Most connections per call the catalog allows; 0 when not given.
+    pub max_workers: i64,
+    /// 0 consistent, 1 volatile, 2 consistent within a query.
+    pub stability: i32,
+    /// Non-zero: the function handles NULL inputs itself.
+    pub special_null_handling: i32,
+}
+
+fn cstring(text: &str) -> CString {
+    CString::new(text.replace('\0', " ")).expect("NULs replaced")
+}
+
+impl Attached {
+    fn new(worker: Arc<Worker>, found: Discovered) -> Attached {
+        let strings = found
+            .functions
+            .iter()
+            .map(|f| {
+                [
+                    cstring(&f.name),
+                    cstring(&f.schema_path.join(".")),
+                    cstring(&f.description),
+                ]
+            })
+            .collect();
+        let parameters = found
+            .functions
+            .iter()
+            .map(|f| {
+                f.arguments
+                    .fields()
+                    .iter()
+                    .map(|a| Parameter::new(a))
+                    .collect()
+            })
+            .collect();
+        let default_schema = cstring(&found.default_schema);
+        Attached {
+            worker,
+            found,
+            strings,
+            parameters,
+            default_schema,
+        }
+    }
+
+    /// The function at `index`.
+    pub fn function(&self, index: usize) -> Outcome<&FunctionDesc> {
+        self.found.functions.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "function index {index} out of range ({} functions)",
+                self.found.functions.len()
+            ))
+        })
+    }
+}
+
+/// Opens the worker at `location` (named `alias` in errors) and discovers its catalog
+/// `catalog_name` (`None`: see [`catalog::discover`]).
+pub fn open(location: &str, alias: &str, catalog_name: Option<&str>) -> Outcome<Arc<Attached>> {
+    let worker = Worker::open(alias, location)?;
+    let found = catalog::discover(&worker, catalog_name)?;
+    Ok(Arc::new(Attached::new(worker, found)))
+}
+
+/// Starts (or connects to) the worker at `location` and discovers its catalog `catalog_name`;
+/// `alias` is how errors name it.
+///
+/// # Safety
+/// Strings NUL-terminated; `out` valid for one write; `err` as in every call.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_open(
+    location: *const c_char,
+    alias: *const c_char,
+    catalog_name: *const c_char,
+    interrupt: Interrupt,
+    out: *mut *const Attached,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard_interruptible(interrupt, err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let (location, alias, name) = unsafe {
+            (
+                str_arg(location, "location")?,
+                str_arg(alias, "alias")?,
+                if catalog_name.is_null() {
+                    None
+                } else {
+                    Some(str_arg(catalog_name, "catalog_name")?)
+                },
+            )
+        };
+        let attached = open(location, alias, name)?;
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, Arc::into_raw(attached), "out") }
+    })
+}
+
+/// Releases the glue's reference; the worker shuts down when no bind or stream uses it either.
+///
+/// # Safety
+/// `worker` is null or a handle from [`quiver_worker_open`] not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_free(worker: *const Attached) {
+    if !worker.is_null() {
+        // SAFETY: by this function's contract, this is the glue's one reference.
+        drop(unsafe { Arc::from_raw(worker) });
+    }
+}
+
+/// DETACH: tells the worker (`catalog_detach`, best effort) and shuts it down now — idle
+/// connections closed, processes we started ended and reaped. Calls still running fail.
+///
+/// # Safety
+/// `worker` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_detach(
+    worker: *const Attached,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        let told = crate::io::with_deadline(crate::stream::CANCEL_DEADLINE, || {
+            catalog::detach(&attached.worker, &attached.found.attach_opaque_data)
+        });
+        attached.worker.shutdown();
+        told
+    })
+}
+
+/// The schema unqualified names resolve in (static until the handle is freed).
+///
+/// # Safety
+/// `worker` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_default_schema(worker: *const Attached) -> *const c_char {
+    // SAFETY: by this function's contract.
+    match unsafe { worker.as_ref() } {
+        Some(attached) => attached.default_schema.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// How many functions the worker offers.
+///
+/// # Safety
+/// `worker` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_function_count(worker: *const Attached) -> usize {
+    // SAFETY: by this function's contract.
+    unsafe { worker.as_ref() }.map_or(0, |a| a.found.functions.len())
+}
+
+/// Describes function `index`.
+///
+/// # Safety
+/// `worker` a live handle, `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_function(
+    worker: *const Attached,
+    index: usize,
+    out: *mut FunctionInfoC,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        let f = attached.function(index)?;
+        let [name, schema, description] = &attached.strings[index];
+        let info = FunctionInfoC {
+            name: name.as_ptr(),
+            schema: schema.as_ptr(),
+            description: description.as_ptr(),
+            kind: f.kind as i32,
+            projection_pushdown: f.projection_pushdown.into(),
+            filter_pushdown: f.filter_pushdown.into(),
+            filters_exactly_applied: f.filters_exactly_applied.into(),
+            has_finalize: f.has_finalize.into(),
+            max_workers: f.max_workers.unwrap_or(0).max(0),
+            stability: match f.stability.as_deref() {
+                Some("VOLATILE") => 1,
+                Some("CONSISTENT_WITHIN_QUERY") => 2,
+                _ => 0,
+            },
+            special_null_handling: (f.null_handling.as_deref() == Some("SPECIAL")).into(),
+        };
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, info, "out") }
+    })
+}
+
+/// The parameters of function `index` as a schema: one field per parameter, positional first,
+/// with the worker's field metadata (`vgi_arg`, `vgi_type`, `vgi_const`...).
+///
+/// # Safety
+/// `worker` a live handle, `out` valid for one write; the caller releases it.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_function_arguments(
+    worker: *const Attached,
+    index: usize,
+    out: *mut FFI_ArrowSchema,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        let schema = FFI_ArrowSchema::try_from(attached.function(index)?.arguments.as_ref())?;
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, schema, "out") }
+    })
+}
+
+/// A scalar function's result as a one-field schema (`result: T`).
+///
+/// # Safety
+/// As [`quiver_worker_function_arguments`].
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_function_result(
+    worker: *const Attached,
+    index: usize,
+    out: *mut FFI_ArrowSchema,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        let function = attached.function(index)?;
+        let result = function.result.as_ref().ok_or_else(|| {
+            Failure::invalid(format!("{} is not a scalar function", function.name))
+        })?;
+        let schema = FFI_ArrowSchema::try_from(result.as_ref())?;
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, schema, "out") }
+    })
+}
+
+/// Describes parameter `parameter` of function `index` (the fields of its arguments schema).
+///
+/// # Safety
+/// `worker` a live handle, `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_parameter(
+    worker: *const Attached,
+    index: usize,
+    parameter: usize,
+    out: *mut ParameterC,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        attached.function(index)?;
+        let p = attached.parameters[index].get(parameter).ok_or_else(|| {
+            Failure::invalid(format!(
+                "parameter {parameter} of function {index} out of range"
+            ))
+        })?;
+        let [named, table, any, constant, varargs] = p.flags.map(i32::from);
+        let view = ParameterC {
+            name: p.name.as_ptr(),
+            default_json: p
+                .default_json
+                .as_ref()
+                .map_or(std::ptr::null(), |d| d.as_ptr()),
+            named,
+            table,
+            any,
+            constant,
+            varargs,
+        };
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, view, "out") }
+    })
+}

@@ -1,0 +1,384 @@
+//! Discovery: `catalog_attach`, then the worker's functions from one `catalog_contents` call (or,
+//! for workers without it, `catalog_schemas` + `catalog_schema_contents_functions`), decoded into
+//! what DuckDB needs to register them. `catalog_detach` on DETACH.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use quiver_rpc::{Client, ClientError};
+use quiver_vgi::schemas::{self, enum_type, list_of};
+use quiver_vgi::{ipc, RowBuilder, RowReader};
+use quiver_wire::ErrorReport;
+
+use crate::ffi::{Failure, Outcome, QUIVER_ERR_WORKER};
+use crate::worker::Worker;
+
+/// Most functions one worker may register.
+pub const FUNCTIONS_MAX: usize = 4096;
+
+/// What kind of SQL function a worker function becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Kind {
+    /// Columns in, one column out (`w.f(x)`).
+    Scalar = 1,
+    /// A table source (`FROM w.f(...)`).
+    Table = 2,
+    /// A table in, a table out (`FROM w.f((SELECT ...))`).
+    TableInOut = 3,
+}
+
+/// One function as the worker describes it.
+#[derive(Debug, Clone)]
+pub struct FunctionDesc {
+    /// SQL name.
+    pub name: String,
+    /// The schema path it lives in (`["main"]`).
+    pub schema_path: Vec<String>,
+    /// Its kind.
+    pub kind: Kind,
+    /// One field per parameter: positional first, then named (field metadata `vgi_arg`,
+    /// `vgi_type`, `vgi_const`...).
+    pub arguments: SchemaRef,
+    /// Scalar functions: the schema `result: T`.
+    pub result: Option<SchemaRef>,
+    /// Long documentation.
+    pub description: String,
+    /// Honours `projection_ids`.
+    pub projection_pushdown: bool,
+    /// Accepts pushed-down filters.
+    pub filter_pushdown: bool,
+    /// Applies every pushed filter exactly (the engine may drop its own).
+    pub filters_exactly_applied: bool,
+    /// Table-in-out: has a FINALIZE phase.
+    pub has_finalize: bool,
+    /// Most connections one call may use (catalog hint), if given.
+    pub max_workers: Option<i64>,
+    /// `CONSISTENT`, `VOLATILE` or `CONSISTENT_WITHIN_QUERY` (scalars).
+    pub stability: Option<String>,
+    /// `DEFAULT` or `SPECIAL` (scalars).
+    pub null_handling: Option<String>,
+}
+
+/// What `catalog_attach` answered, plus the functions found.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// The token every later catalog call and bind carries.
+    pub attach_opaque_data: Vec<u8>,
+    /// The schema unqualified names resolve in.
+    pub default_schema: String,
+    /// The functions DuckDB can call.
+    pub functions: Vec<FunctionDesc>,
+    /// Functions of kinds DuckDB cannot call yet (aggregates, table-buffering), by name.
+    pub skipped: Vec<String>,
+}
+
+fn request(bytes: &[u8]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "request",
+        DataType::Binary,
+        false,
+    )]));
+    let column: ArrayRef = Arc::new(BinaryArray::from(vec![bytes]));
+    RecordBatch::try_new(schema, vec![column]).expect("one binary column")
+}
+
+fn attach_params(attach: &[u8]) -> RowBuilder {
+    RowBuilder::new(Arc::new(Schema::new(vec![Field::new(
+        "attach_opaque_data",
+        DataType::Binary,
+        false,
+    )])))
+    .bytes("attach_opaque_data", Some(attach))
+}
+
+/// The `result: binary` of a unary reply.
+pub fn result_bytes(reply: Option<RecordBatch>, method: &str) -> Result<Vec<u8>, ErrorReport> {
+    let batch = reply.ok_or_else(|| malformed(method, "no result"))?;
+    let column = batch
+        .column_by_name("result")
+        .ok_or_else(|| malformed(method, "no 'result' column"))?;
+    match column.data_type() {
+        DataType::Binary if batch.num_rows() == 1 && column.is_valid(0) => {
+            Ok(column.as_binary::<i32>().value(0).to_vec())
+        }
+        _ => Err(malformed(method, "'result' is not one binary value")),
+    }
+}
+
+fn malformed(what: &str, why: &str) -> ErrorReport {
+    ErrorReport::new("ProtocolError", format!("{what}: {why}"))
+}
+
+/// Why discovery stopped: the connection failed, or a reply could not be read.
+enum Step {
+    Client(ClientError),
+    Decode(ErrorReport),
+}
+
+impl From<ClientError> for Step {
+    fn from(error: ClientError) -> Step {
+        Step::Client(error)
+    }
+}
+
+impl From<ErrorReport> for Step {
+    fn from(report: ErrorReport) -> Step {
+        Step::Decode(report)
+    }
+}
+
+/// Attaches the worker's catalog `name` and lists its functions. Without a name: the worker's
+/// only catalog, or the one called like the alias the engine attaches it as.
+pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
+    let name = match name {
+        Some(name) => name.to_string(),
+        None => choose_catalog(worker)?,
+    };
+    let mut unreadable = None;
+    let found = worker.with_conn("catalog_attach", |client| {
+        match discover_on(client, &name) {
+            Ok(found) => Ok(Some(found)),
+            Err(Step::Client(error)) => Err(error),
+            Err(Step::Decode(report)) => {
+                unreadable = Some(report);
+                Ok(None)
+            }
+        }
+    })?;
+    found.ok_or_else(|| {
+        let report = unreadable.expect("set when nothing was found");
+        Failure::new(
+            QUIVER_ERR_WORKER,
+            format!("{}: unreadable catalog: {}", worker.label(), report.message),
+        )
+    })
+}
+
+/// The catalog to attach when the engine names none (`catalog_catalogs`).
+fn choose_catalog(worker: &Worker) -> Outcome<String> {
+    let params = RecordBatch::new_empty(Arc::new(Schema::empty()));
+    let reply = worker.with_conn("catalog_catalogs", |client| {
+        client.call("catalog_catalogs", &params)
+    })?;
+    let unreadable = |why: String| {
+        Failure::new(
+            QUIVER_ERR_WORKER,
+            format!(
+                "{}: unreadable answer to catalog_catalogs: {why}",
+                worker.label()
+            ),
+        )
+    };
+    let bytes = result_bytes(reply, "catalog_catalogs").map_err(|e| unreadable(e.message))?;
+    let mut names = Vec::new();
+    for item in items(&bytes).map_err(|e| unreadable(e.message))? {
+        let info = ipc::decode_row(&item, "CatalogInfo").map_err(|e| unreadable(e.message))?;
+        let row = RowReader::new(&info, "CatalogInfo");
+        names.push(
+            row.str("name")
+                .map_err(|e| unreadable(e.message))?
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(same) = names.iter().find(|n| n.eq_ignore_ascii_case(&worker.alias)) {
+        return Ok(same.clone());
+    }
+    match names.as_slice() {
+        [only] => Ok(only.clone()),
+        _ => Err(Failure::invalid(format!(
+            "{} serves the catalogs [{}]: name one with ATTACH ... (TYPE quiver, CATALOG '<name>')",
+            worker.label(),
+            names.join(", ")
+        ))),
+    }
+}
+
+/// Attach + contents on one connection.
+fn discover_on(client: &mut Client, name: &str) -> Result<Discovered, Step> {
+    let attach_request = RowBuilder::new(schemas::CATALOG_ATTACH_REQUEST.clone())
+        .str("name", Some(name))
+        .finish();
+    let reply = client.call(
+        "catalog_attach",
+        &request(&ipc::encode_batch(&attach_request)),
+    )?;
+    let attach = ipc::decode_row(
+        &result_bytes(reply, "catalog_attach")?,
+        "CatalogAttachResult",
+    )?;
+    let row = RowReader::new(&attach, "CatalogAttachResult");
+    let attach_opaque_data = row
+        .bytes("attach_opaque_data")?
+        .ok_or_else(|| row.missing("attach_opaque_data"))?
+        .to_vec();
+    let default_schema = row.str("default_schema")?.unwrap_or_else(|| "main".into());
+    let rows = if row.bool("supports_catalog_contents")?.unwrap_or(false) {
+        contents(client, &attach_opaque_data)?
+    } else {
+        per_schema(client, &attach_opaque_data)?
+    };
+    let mut functions = Vec::new();
+    let mut skipped = Vec::new();
+    for row in rows {
+        match function_desc(&row)? {
+            Some(desc) => functions.push(desc),
+            None => skipped.push(
+                RowReader::new(&row, "FunctionInfo")
+                    .str("name")?
+                    .unwrap_or_default(),
+            ),
+        }
+        if functions.len() > FUNCTIONS_MAX {
+            return Err(
+                malformed("catalog", &format!("more than {FUNCTIONS_MAX} functions")).into(),
+            );
+        }
+    }
+    Ok(Discovered {
+        attach_opaque_data,
+        default_schema,
+        functions,
+        skipped,
+    })
+}
+
+/// Every `FunctionInfo` row of a `catalog_contents` answer.
+fn contents(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step> {
+    let params = RowBuilder::new(Arc::new(Schema::new(vec![
+        Field::new("attach_opaque_data", DataType::Binary, false),
+        Field::new("if_none_match", DataType::Utf8, true),
+    ])))
+    .bytes("attach_opaque_data", Some(attach))
+    .finish();
+    let reply = client.call("catalog_contents", &params)?;
+    let answer = ipc::decode_row(
+        &result_bytes(reply, "catalog_contents")?,
+        "CatalogContentsResponse",
+    )?;
+    let row = RowReader::new(&answer, "CatalogContentsResponse");
+    match row.bytes("functions")? {
+        Some(bytes) if !bytes.is_empty() => Ok(rows_of(bytes, "functions")?),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The fallback: every schema, then its scalar and table functions.
+fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step> {
+    let params = RowBuilder::new(Arc::new(Schema::new(vec![
+        Field::new("attach_opaque_data", DataType::Binary, false),
+        Field::new("transaction_opaque_data", DataType::Binary, true),
+    ])))
+    .bytes("attach_opaque_data", Some(attach))
+    .finish();
+    let reply = client.call("catalog_schemas", &params)?;
+    let mut rows = Vec::new();
+    for item in items(&result_bytes(reply, "catalog_schemas")?)? {
+        let schema = ipc::decode_row(&item, "SchemaInfo")?;
+        let path = RowReader::new(&schema, "SchemaInfo")
+            .strs("path")?
+            .unwrap_or_default();
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        for object_type in ["SCALAR_FUNCTION", "TABLE_FUNCTION"] {
+            let params = RowBuilder::new(Arc::new(Schema::new(vec![
+                Field::new("attach_opaque_data", DataType::Binary, false),
+                Field::new("path", list_of(DataType::Utf8), false),
+                Field::new("type", enum_type(), false),
+                Field::new("transaction_opaque_data", DataType::Binary, true),
+            ])))
+            .bytes("attach_opaque_data", Some(attach))
+            .strs("path", &path)
+            .str("type", Some(object_type))
+            .finish();
+            let reply = client.call("catalog_schema_contents_functions", &params)?;
+            for item in items(&result_bytes(reply, "catalog_schema_contents_functions")?)? {
+                rows.push(ipc::decode_row(&item, "FunctionInfo")?);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ErrorReport> {
+    let answer = ipc::decode_row(bytes, "ItemsResponse")?;
+    Ok(RowReader::new(&answer, "ItemsResponse")
+        .bytes_list("items")?
+        .unwrap_or_default())
+}
+
+/// Each row of a nested stream, as a one-row batch.
+fn rows_of(bytes: &[u8], what: &str) -> Result<Vec<RecordBatch>, ErrorReport> {
+    let (_, batches) = ipc::decode_batches(bytes, what)?;
+    Ok(batches
+        .iter()
+        .flat_map(|batch| (0..batch.num_rows()).map(|i| batch.slice(i, 1)))
+        .collect())
+}
+
+/// A `FunctionInfo` row as a [`FunctionDesc`]; `None` for kinds DuckDB cannot call here.
+fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport> {
+    let info = RowReader::new(row, "FunctionInfo");
+    let name = info.str("name")?.ok_or_else(|| info.missing("name"))?;
+    let arguments = match info.bytes("arguments")? {
+        Some(bytes) if !bytes.is_empty() => ipc::decode_schema(bytes, "FunctionInfo.arguments")?,
+        _ => Arc::new(Schema::empty()),
+    };
+    let function_type = info
+        .str("function_type")?
+        .ok_or_else(|| info.missing("function_type"))?
+        .to_ascii_uppercase();
+    let has_table_arg = arguments
+        .fields()
+        .iter()
+        .any(|f| f.metadata().get("vgi_type").map(String::as_str) == Some("table"));
+    let kind = match function_type.as_str() {
+        "SCALAR" => Kind::Scalar,
+        "TABLE" if has_table_arg => Kind::TableInOut,
+        "TABLE" => Kind::Table,
+        _ => return Ok(None),
+    };
+    let result = match (kind, info.bytes("output_schema")?) {
+        (Kind::Scalar, Some(bytes)) if !bytes.is_empty() => {
+            let schema = ipc::decode_schema(bytes, "FunctionInfo.output_schema")?;
+            if schema.fields().len() != 1 {
+                return Err(malformed(
+                    &name,
+                    "a scalar function's output schema must have one field",
+                ));
+            }
+            Some(schema)
+        }
+        (Kind::Scalar, _) => {
+            return Err(malformed(&name, "a scalar function needs an output schema"))
+        }
+        _ => None,
+    };
+    Ok(Some(FunctionDesc {
+        schema_path: info
+            .strs("schema_path")?
+            .unwrap_or_else(|| vec!["main".into()]),
+        kind,
+        arguments,
+        result,
+        description: info.str("description")?.unwrap_or_default(),
+        projection_pushdown: info.bool("projection_pushdown")?.unwrap_or(false),
+        filter_pushdown: info.bool("filter_pushdown")?.unwrap_or(false),
+        filters_exactly_applied: info.bool("filters_exactly_applied")?.unwrap_or(false),
+        has_finalize: info.bool("has_finalize")?.unwrap_or(false),
+        max_workers: info.int("max_workers")?,
+        stability: info.str("stability")?,
+        null_handling: info.str("null_handling")?,
+        name,
+    }))
+}
+
+/// `catalog_detach`, best effort (the worker may already be gone).
+pub fn detach(worker: &Worker, attach: &[u8]) -> Outcome<()> {
+    worker.with_conn("catalog_detach", |client| {
+        client
+            .call("catalog_detach", &attach_params(attach).finish())
+            .map(|_| ())
+    })
+}

@@ -1,0 +1,155 @@
+//! Table functions: the primary `init` (header: execution id, max_workers), then one secondary
+//! `init` per further DuckDB thread joining the same execution; every stream is a producer ticked
+//! for batches. Projection (`projection_ids`) and filters (`pushdown_filters`) go into every init.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+
+use crate::arrow_c;
+use crate::bind::Bound;
+use crate::calls::StreamHandle;
+use crate::ffi::{guard, guard_interruptible, handle, str_arg, write_out, Interrupt, Outcome};
+use crate::stream::Stream;
+use crate::worker::Worker;
+
+/// A running table-function execution, which further threads join.
+pub struct TableExecution {
+    worker: Arc<Worker>,
+    secondary_request: Vec<u8>,
+    during: String,
+    /// Connections the worker allows for this execution (at least 1).
+    pub max_workers: i64,
+}
+
+impl TableExecution {
+    /// A secondary stream of this execution.
+    pub fn join(&self) -> Outcome<Stream> {
+        Stream::open(&self.worker, &self.secondary_request, self.during.clone())
+    }
+}
+
+/// The primary init of a table call: `projection` (indices into the unprojected output; `None`
+/// for all columns) and `filters` (an encoded filter batch) are sent where the function accepts
+/// them.
+pub fn start(
+    bound: &Bound,
+    projection: Option<Vec<i64>>,
+    filters: Option<Vec<u8>>,
+) -> Outcome<(TableExecution, Stream)> {
+    let desc = bound.desc();
+    let mut init = bound.init_request();
+    if desc.projection_pushdown {
+        init.projection_ids = projection;
+    }
+    if desc.filter_pushdown {
+        init.pushdown_filters = filters;
+    }
+    let during = format!("the scan of {}", bound.call_name());
+    let worker = bound.attached.worker.clone();
+    let primary = Stream::open(&worker, &init.encode(), during.clone())?;
+    init.execution_id = Some(primary.header.execution_id.clone());
+    init.init_opaque_data = primary.header.opaque_data.clone();
+    let execution = TableExecution {
+        worker,
+        secondary_request: init.encode(),
+        during,
+        max_workers: primary.header.max_workers.max(1),
+    };
+    Ok((execution, primary))
+}
+
+/// Starts a table call. `projection_ids` (null: all columns) are indices into the unprojected
+/// output, in output order. `filter_spec` (null: no filters) is a vgi.filters.v2 document whose
+/// literals are the columns `value_<N>` of the one-row batch `filter_values` (taken; may be null
+/// when there are none). Returns the execution (for secondary streams), the primary stream and the
+/// number of streams the worker allows.
+///
+/// # Safety
+/// Pointers valid as described; out-pointers valid for one write each.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn quiver_table_start(
+    bound: *const Bound,
+    projection_ids: *const i64,
+    projection_count: usize,
+    filter_spec: *const c_char,
+    filter_values_schema: *const FFI_ArrowSchema,
+    filter_values: *mut FFI_ArrowArray,
+    interrupt: Interrupt,
+    execution: *mut *mut TableExecution,
+    primary: *mut *mut StreamHandle,
+    max_workers: *mut i64,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard_interruptible(interrupt, err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let bound = unsafe { handle(bound, "bind")? };
+        let projection = (!projection_ids.is_null()).then(|| {
+            // SAFETY: `projection_count` readable values by this function's contract.
+            unsafe { std::slice::from_raw_parts(projection_ids, projection_count) }.to_vec()
+        });
+        let filters = if filter_spec.is_null() {
+            None
+        } else {
+            // SAFETY: by this function's contract.
+            let spec = unsafe { str_arg(filter_spec, "filter_spec")? };
+            let values = match (filter_values.is_null(), unsafe {
+                filter_values_schema.as_ref()
+            }) {
+                (false, Some(schema)) => {
+                    // SAFETY: by this function's contract.
+                    Some(unsafe { arrow_c::import_batch(filter_values, schema, "filter values")? })
+                }
+                _ => None,
+            };
+            Some(crate::filters::encode(spec, values)?)
+        };
+        let (started, stream) = start(bound, projection, filters)?;
+        let allowed = started.max_workers;
+        // SAFETY: by this function's contract.
+        unsafe {
+            write_out(max_workers, allowed, "max_workers")?;
+            write_out(primary, StreamHandle::boxed(stream, None), "primary")?;
+            write_out(execution, Box::into_raw(Box::new(started)), "execution")
+        }
+    })
+}
+
+/// Opens a secondary stream of `execution` (another thread of the same scan).
+///
+/// # Safety
+/// `execution` a live handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_execution_join(
+    execution: *const TableExecution,
+    interrupt: Interrupt,
+    out: *mut *mut StreamHandle,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard_interruptible(interrupt, err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let execution = unsafe { handle(execution, "execution")? };
+        let stream = execution.join()?;
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, StreamHandle::boxed(stream, None), "out") }
+    })
+}
+
+/// Frees an execution (its streams live on independently).
+///
+/// # Safety
+/// `execution` null or a handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_execution_free(execution: *mut TableExecution) {
+    let _ = guard(std::ptr::null_mut(), 0, || {
+        if !execution.is_null() {
+            // SAFETY: by this function's contract.
+            drop(unsafe { Box::from_raw(execution) });
+        }
+        Ok(())
+    });
+}

@@ -1,0 +1,573 @@
+//! One attached worker: where it lives, the processes we started for it, and a pool of idle
+//! connections to it.
+//!
+//! Three kinds of location, as `ATTACH '<location>'` spells them:
+//!
+//! * `<command>` — stdio: every connection is its own process (`command` with its stdin and
+//!   stdout as the pipe). Parallel scans open several; idle ones are pooled.
+//! * `launch:<command>` — one shared process, started with `--unix <path> --idle-timeout <secs>`
+//!   appended; it prints `UNIX:<path>` and every connection is a socket to it. Restarted on the
+//!   next call if it died.
+//! * `unix://<path>` — a worker someone else runs, listening on that socket.
+//!
+//! Every failure on a connection becomes one message naming the worker, what it was doing, how
+//! the process ended and the tail of its stderr (see [`Worker::failure`]).
+
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quiver_rpc::{Client, ClientError};
+use quiver_shm::ShmConfig;
+use quiver_transport::{grow_pipe, Connection, TransportKind};
+use quiver_wire::WireError;
+
+use crate::ffi::{Failure, Outcome, QUIVER_ERR_INTERRUPTED, QUIVER_ERR_REMOTE, QUIVER_ERR_WORKER};
+use crate::io::{self, FdReader, FdWriter, Stopped};
+use crate::process::{split_command, Process};
+
+/// Idle connections kept per worker; more are closed when returned.
+pub const IDLE_CONNECTIONS_MAX: usize = 64;
+/// How long a `launch:` worker gets to print `UNIX:<path>`.
+pub const LAUNCH_ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The `--idle-timeout` a `launch:` worker gets: it outlives us by this much if we are killed.
+pub const LAUNCH_IDLE_TIMEOUT_SECS: u32 = 60;
+/// How long we wait for a failing worker to exit and flush stderr before describing it.
+const SETTLE: Duration = Duration::from_millis(300);
+/// How long a stdio worker whose connection broke gets between SIGTERM and SIGKILL.
+const BROKEN_GRACE: Duration = Duration::from_millis(100);
+
+/// Where a worker lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A command run per connection, speaking on its stdin/stdout.
+    Stdio(Vec<String>),
+    /// A command run once with `--unix`, shared by every connection.
+    Launch(Vec<String>),
+    /// A socket someone else listens on.
+    Unix(PathBuf),
+}
+
+impl Location {
+    /// Parses an ATTACH location.
+    pub fn parse(text: &str) -> Outcome<Location> {
+        let text = text.trim();
+        if let Some(path) = text.strip_prefix("unix://") {
+            if path.is_empty() {
+                return Err(Failure::invalid("unix:// needs a socket path"));
+            }
+            return Ok(Location::Unix(PathBuf::from(path)));
+        }
+        let (launch, command) = match text.strip_prefix("launch:") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let argv = split_command(command).map_err(|e| {
+            Failure::invalid(format!("cannot parse worker command '{command}': {e}"))
+        })?;
+        if argv.is_empty() {
+            return Err(Failure::invalid("the worker location is empty"));
+        }
+        Ok(if launch {
+            Location::Launch(argv)
+        } else {
+            Location::Stdio(argv)
+        })
+    }
+
+    fn program(&self) -> String {
+        match self {
+            Location::Stdio(argv) | Location::Launch(argv) => {
+                let program = Path::new(&argv[0]);
+                program
+                    .file_name()
+                    .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned())
+            }
+            Location::Unix(path) => format!("unix://{}", path.display()),
+        }
+    }
+}
+
+/// An open connection to the worker, with the process behind it when it is its own (stdio).
+pub struct Conn {
+    /// The RPC client (vgi.v2, with a shm segment when configured). Dropped first: closing our
+    /// ends of the pipes is what tells a stdio worker to exit.
+    pub client: Client,
+    process: Option<Process>,
+}
+
+/// The shared `launch:` process and the private directory holding its socket.
+struct Launched {
+    process: Process,
+    socket: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        self.process.terminate(crate::process::EXIT_GRACE);
+        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// An attached worker.
+pub struct Worker {
+    /// The name DuckDB attached it as, for messages.
+    pub alias: String,
+    location: Location,
+    shm: ShmConfig,
+    launched: Mutex<Option<Launched>>,
+    idle: Mutex<Vec<Conn>>,
+    closed: AtomicBool,
+    connections_opened: AtomicU64,
+}
+
+impl Worker {
+    /// Prepares the worker at `location` (starting it, for `launch:`); `alias` names it in errors.
+    pub fn open(alias: &str, location: &str) -> Outcome<Arc<Worker>> {
+        let location = Location::parse(location)?;
+        let shm = ShmConfig::from_env().map_err(|e| Failure::invalid(e.to_string()))?;
+        let worker = Arc::new(Worker {
+            alias: alias.to_string(),
+            location,
+            shm,
+            launched: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            connections_opened: AtomicU64::new(0),
+        });
+        if let Location::Launch(_) = worker.location {
+            worker.ensure_launched()?;
+        }
+        Ok(worker)
+    }
+
+    /// "worker 'w' (quiver-allinone)".
+    pub fn label(&self) -> String {
+        format!("worker '{}' ({})", self.alias, self.location.program())
+    }
+
+    /// Connections opened so far (for tests and diagnostics).
+    pub fn connections_opened(&self) -> u64 {
+        self.connections_opened.load(Ordering::Relaxed)
+    }
+
+    /// Pids of the processes we started that are alive (stdio pool and `launch:`), for tests.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self
+            .idle
+            .lock()
+            .expect("pool lock")
+            .iter()
+            .filter_map(|c| c.process.as_ref().map(Process::pid))
+            .collect();
+        if let Some(launched) = self.launched.lock().expect("launch lock").as_ref() {
+            pids.push(launched.process.pid());
+        }
+        pids
+    }
+
+    /// An idle connection, or a new one.
+    pub fn checkout(&self) -> Outcome<Conn> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Failure::new(
+                QUIVER_ERR_WORKER,
+                format!("{} was detached", self.label()),
+            ));
+        }
+        if let Some(conn) = self.idle.lock().expect("pool lock").pop() {
+            return Ok(conn);
+        }
+        self.connect()
+    }
+
+    /// Returns a connection that is between calls; it is closed instead when the pool is full or
+    /// the worker detached.
+    pub fn checkin(&self, conn: Conn) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let mut idle = self.idle.lock().expect("pool lock");
+        if idle.len() < IDLE_CONNECTIONS_MAX {
+            idle.push(conn);
+        }
+    }
+
+    /// Runs one exchange of calls on a pooled connection; a failure is described (and the
+    /// connection closed unless the worker merely raised an error).
+    pub fn with_conn<T>(
+        &self,
+        during: &str,
+        body: impl FnOnce(&mut Client) -> Result<T, ClientError>,
+    ) -> Outcome<T> {
+        let mut conn = self.checkout()?;
+        match body(&mut conn.client) {
+            Ok(value) => {
+                self.checkin(conn);
+                Ok(value)
+            }
+            Err(error) => Err(self.failure(conn, &error, during)),
+        }
+    }
+
+    /// Describes `error` on `conn` during `during`; keeps the connection when it is still in step
+    /// (the worker raised an error and the call completed), closes it otherwise.
+    pub fn failure(&self, conn: Conn, error: &ClientError, during: &str) -> Failure {
+        if let ClientError::Remote(report) = error {
+            self.checkin(conn);
+            return Failure::new(
+                QUIVER_ERR_REMOTE,
+                format!("{during}: {}: {}", report.error_type, report.message),
+            );
+        }
+        self.broken(conn, error, during)
+    }
+
+    /// Describes a failure after which `conn` is out of step; closes it (a stdio worker process is
+    /// ended at once: it is hung, dead, or mid-answer to a question nobody will read).
+    pub fn broken(&self, mut conn: Conn, error: &ClientError, during: &str) -> Failure {
+        if let Some(stop) = stopped(error) {
+            let process = conn.process.take();
+            drop(conn);
+            if let Some(mut process) = process {
+                process.terminate(BROKEN_GRACE);
+            }
+            return Failure::new(
+                QUIVER_ERR_INTERRUPTED,
+                format!("{during}: {stop} while waiting for {}", self.label()),
+            );
+        }
+        let what = match error {
+            ClientError::Wire(e) if e.is_disconnect() => "closed the connection".to_string(),
+            other => format!("failed: {other}"),
+        };
+        let mut message = format!("{} {what} during {during}", self.label());
+        let process_words = match conn.process.as_mut() {
+            Some(process) => Some(describe(process)),
+            None => self
+                .launched
+                .lock()
+                .expect("launch lock")
+                .as_mut()
+                .map(|l| describe(&mut l.process)),
+        };
+        if let Some(words) = process_words {
+            message.push_str(&words);
+        }
+        let process = conn.process.take();
+        drop(conn);
+        if let Some(mut process) = process {
+            process.terminate(BROKEN_GRACE);
+        }
+        Failure::new(QUIVER_ERR_WORKER, message)
+    }
+
+    /// Detaches: closes every idle connection and ends the processes we started.
+    pub fn shutdown(&self) {
+        self.closed.store(true, Ordering::Release);
+        let idle = std::mem::take(&mut *self.idle.lock().expect("pool lock"));
+        for mut conn in idle {
+            let process = conn.process.take();
+            drop(conn);
+            if let Some(mut process) = process {
+                process.finish(crate::process::EXIT_GRACE);
+            }
+        }
+        drop(self.launched.lock().expect("launch lock").take());
+    }
+
+    fn connect(&self) -> Outcome<Conn> {
+        let (connection, process) = match &self.location {
+            Location::Stdio(argv) => self.spawn_stdio(argv)?,
+            Location::Launch(_) => {
+                let socket = self.ensure_launched()?;
+                (self.connect_unix(&socket)?, None)
+            }
+            Location::Unix(path) => (self.connect_unix(path)?, None),
+        };
+        let client = Client::new(connection)
+            .with_protocol(quiver_vgi::PROTOCOL_NAME, quiver_vgi::PROTOCOL_VERSION)
+            .with_shm_from_config(&self.shm)
+            .map_err(|e| Failure::new(QUIVER_ERR_WORKER, format!("{}: {e}", self.label())))?;
+        self.connections_opened.fetch_add(1, Ordering::Relaxed);
+        Ok(Conn { client, process })
+    }
+
+    fn spawn_stdio(&self, argv: &[String]) -> Outcome<(Connection, Option<Process>)> {
+        let mut process = Process::spawn(argv, Stdio::piped(), Stdio::piped())
+            .map_err(|e| self.spawn_failure(argv, e))?;
+        let child = process.child_mut();
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        grow_pipe(&stdin);
+        grow_pipe(&stdout);
+        let reader = FdReader::new(OwnedFd::from(stdout)).map_err(|e| self.io_failure(e))?;
+        let writer = FdWriter::new(OwnedFd::from(stdin)).map_err(|e| self.io_failure(e))?;
+        let peer = format!("{} pid {}", self.label(), process.pid());
+        let connection = Connection::new(
+            Box::new(reader),
+            Box::new(writer),
+            TransportKind::Stdio,
+            peer,
+        );
+        Ok((connection, Some(process)))
+    }
+
+    fn connect_unix(&self, path: &Path) -> Outcome<Connection> {
+        let stream = UnixStream::connect(path).map_err(|e| {
+            Failure::new(
+                QUIVER_ERR_WORKER,
+                format!(
+                    "{}: cannot connect to {}: {e}",
+                    self.label(),
+                    path.display()
+                ),
+            )
+        })?;
+        let reader = stream.try_clone().map_err(|e| self.io_failure(e))?;
+        let reader = FdReader::new(OwnedFd::from(reader)).map_err(|e| self.io_failure(e))?;
+        let writer = FdWriter::new(OwnedFd::from(stream)).map_err(|e| self.io_failure(e))?;
+        Ok(Connection::new(
+            Box::new(reader),
+            Box::new(writer),
+            TransportKind::Unix,
+            format!("{} at {}", self.label(), path.display()),
+        ))
+    }
+
+    /// The socket of the running `launch:` process, starting (or restarting) it as needed.
+    fn ensure_launched(&self) -> Outcome<PathBuf> {
+        let Location::Launch(argv) = &self.location else {
+            unreachable!("only launch: locations launch");
+        };
+        let mut launched = self.launched.lock().expect("launch lock");
+        if let Some(current) = launched.as_mut() {
+            if !current.process.exited() {
+                return Ok(current.socket.clone());
+            }
+        }
+        *launched = None;
+        let fresh = self.launch(argv)?;
+        let socket = fresh.socket.clone();
+        *launched = Some(fresh);
+        Ok(socket)
+    }
+
+    fn launch(&self, argv: &[String]) -> Outcome<Launched> {
+        let dir = private_dir().map_err(|e| self.io_failure(e))?;
+        let socket = dir.join("worker.sock");
+        let mut full = argv.to_vec();
+        full.extend([
+            "--unix".to_string(),
+            socket.display().to_string(),
+            "--idle-timeout".to_string(),
+            LAUNCH_IDLE_TIMEOUT_SECS.to_string(),
+        ]);
+        let process = Process::spawn(&full, Stdio::null(), Stdio::piped()).map_err(|e| {
+            let _ = std::fs::remove_dir(&dir);
+            self.spawn_failure(argv, e)
+        })?;
+        let mut launched = Launched {
+            process,
+            socket,
+            dir,
+        };
+        let stdout = launched
+            .process
+            .child_mut()
+            .stdout
+            .take()
+            .expect("stdout was piped");
+        let announced = io::with_deadline(LAUNCH_ANNOUNCE_TIMEOUT, || {
+            read_announcement(stdout, &launched.socket)
+        });
+        match announced {
+            Ok(()) => Ok(launched),
+            Err(reason) => {
+                let words = describe(&mut launched.process);
+                Err(Failure::new(
+                    QUIVER_ERR_WORKER,
+                    format!("{} did not start: {reason}{words}", self.label()),
+                ))
+            }
+        }
+    }
+
+    fn spawn_failure(&self, argv: &[String], error: std::io::Error) -> Failure {
+        Failure::new(
+            QUIVER_ERR_WORKER,
+            format!(
+                "{}: cannot start '{}': {error}",
+                self.label(),
+                argv.join(" ")
+            ),
+        )
+    }
+
+    fn io_failure(&self, error: std::io::Error) -> Failure {
+        Failure::new(QUIVER_ERR_WORKER, format!("{}: {error}", self.label()))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// ", pid 123 was killed by signal 9 (SIGKILL); its stderr ended with:\n..." for a failing process.
+fn describe(process: &mut Process) -> String {
+    let state = process.describe_state(SETTLE);
+    let settle = if process.exited() {
+        SETTLE
+    } else {
+        Duration::ZERO
+    };
+    let tail = process.stderr_tail(settle);
+    let mut words = format!("; the process (pid {}) {state}", process.pid());
+    if tail.is_empty() {
+        words.push_str(" and wrote nothing to stderr");
+    } else {
+        words.push_str("; its stderr ended with:\n");
+        words.push_str(&tail);
+    }
+    words
+}
+
+/// Whether a client error is a wait we stopped (interrupt or deadline).
+pub fn stopped(error: &ClientError) -> Option<Stopped> {
+    match error {
+        ClientError::Wire(WireError::Io(e)) => io::stopped(e),
+        _ => None,
+    }
+}
+
+/// Reads the worker's stdout until `UNIX:<socket>`; other lines before it are skipped. The rest of
+/// stdout is drained in the background so a chatty worker never blocks on a full pipe.
+fn read_announcement(stdout: std::process::ChildStdout, socket: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut reader = FdReader::new(OwnedFd::from(stdout)).map_err(|e| e.to_string())?;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match reader.read(&mut byte) {
+            Ok(0) => return Err("it exited before printing UNIX:<path>".into()),
+            Ok(_) if byte[0] == b'\n' => {
+                let text = String::from_utf8_lossy(&line).trim().to_string();
+                line.clear();
+                if let Some(path) = text.strip_prefix("UNIX:") {
+                    if Path::new(path) != socket {
+                        return Err(format!("it announced {path}, not {}", socket.display()));
+                    }
+                    std::thread::Builder::new()
+                        .name("quiver-worker-stdout".into())
+                        .spawn(move || {
+                            let mut sink = [0u8; 4096];
+                            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                        })
+                        .map_err(|e| e.to_string())?;
+                    return Ok(());
+                }
+            }
+            Ok(_) if line.len() < 64 * 1024 => line.push(byte[0]),
+            Ok(_) => return Err("its stdout is not a UNIX:<path> line".into()),
+            Err(e) => match io::stopped(&e) {
+                Some(Stopped::TimedOut) => {
+                    return Err(format!(
+                        "no UNIX:<path> line within {} s",
+                        LAUNCH_ANNOUNCE_TIMEOUT.as_secs()
+                    ))
+                }
+                _ => return Err(e.to_string()),
+            },
+        }
+    }
+}
+
+/// A fresh directory only we can enter, for a launched worker's socket.
+fn private_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    for _ in 0..64 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = base.join(format!("quiver-{}-{n}-{nanos:x}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(
+        "cannot create a private socket directory",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse() {
+        assert_eq!(
+            Location::parse("/bin/w --x 'a b'").unwrap(),
+            Location::Stdio(vec!["/bin/w".into(), "--x".into(), "a b".into()])
+        );
+        assert_eq!(
+            Location::parse("launch:/bin/w").unwrap(),
+            Location::Launch(vec!["/bin/w".into()])
+        );
+        assert_eq!(
+            Location::parse("unix:///tmp/w.sock").unwrap(),
+            Location::Unix("/tmp/w.sock".into())
+        );
+        assert!(Location::parse("  ").is_err());
+        assert!(Location::parse("launch:").is_err());
+        assert!(Location::parse("unix://").is_err());
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_is_named() {
+        let error = match Worker::open("w", "launch:/nonexistent/worker") {
+            Err(e) => e,
+            Ok(_) => panic!("started a missing program"),
+        };
+        assert_eq!(error.code, QUIVER_ERR_WORKER);
+        assert!(
+            error.message.contains("worker 'w' (worker)"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("/nonexistent/worker"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_launch_worker_that_dies_before_announcing_is_described() {
+        let error = match Worker::open("w", "launch:sh -c 'echo broken config >&2; exit 7'") {
+            Err(e) => e,
+            Ok(_) => panic!("no announcement"),
+        };
+        assert!(error.message.contains("did not start"), "{}", error.message);
+        assert!(
+            error.message.contains("exited with status 7"),
+            "{}",
+            error.message
+        );
+        assert!(error.message.contains("broken config"), "{}", error.message);
+    }
+}
