@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The demo: an RPC round trip through the conformance worker over every transport.
+# The demo: SQL in DuckDB calling the allinone worker's functions, shm off then on,
+# then the RPC spine's own tour (quiver-demo).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+.venv/bin/python examples/sql_demo.py
+echo
 exec target/release/quiver-demo "$@"
