@@ -8,6 +8,8 @@ the error it raised; nothing here decides pass or fail.
 usage: drive_allinone.py CONFIG_JSON
   CONFIG_JSON: {"worker": "/path/quiver-allinone", "unix_socket": "/path/or/null",
                 "launch_state_dir": "/tmp/dir"}
+  "worker_argv": [...] (optional) replaces "worker" by a whole command line,
+  e.g. [python, "-m", "quiver.vgi.allinone"].
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def launch(worker: list[str], state_dir: str) -> dict[str, Any]:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    worker = [config["worker"]]
+    worker = list(config.get("worker_argv") or [config["worker"]])
     results: dict[str, Any] = {}
     scenarios: dict[str, Callable[[], Any]] = {
         "catalog": lambda: catalog(worker),
