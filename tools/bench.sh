@@ -2,6 +2,7 @@
 # Benchmark suites; results land in bench/results/<suite>.md and .json.
 #   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
 #   ./tools/bench.sh python [--reps N] [--quick]                   (quiver's Python SDK vs vgi-rpc)
+#   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (seed 000: the allinone worker under DuckDB)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -27,5 +28,16 @@ case "$suite" in
         fi
         exec "$oracle/python" bench/peers/python_bench.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python" >&2; exit 2 ;;
+    vgi)
+        shift
+        # The extension in DuckDB 2.0.0 (quiver's own venv) against the allinone worker, shm off then
+        # on, beside the in-process ceiling of the same run.
+        py="$ROOT/.venv/bin/python"
+        if [[ ! -x "$py" ]]; then
+            echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
+            exit 1
+        fi
+        exec "$py" bench/peers/vgi_bench.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi" >&2; exit 2 ;;
 esac
