@@ -35,6 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = Path(os.environ.get("QUIVER_EXTENSION", ROOT / "target" / "extension" / "quiver.duckdb_extension"))
 WORKER = ROOT / "target" / "release" / "quiver-allinone"
+# The Python SDK's allinone (quiver.vgi.allinone), attached the same way; run at 1/10 of the sizes.
+PYTHON_WORKER = f"{sys.executable} -m quiver.vgi.allinone"
+PYTHON_SCALE = 10
 SHM_BYTES = 256 << 20
 THREADS = 2
 
@@ -105,7 +108,7 @@ def workloads(n: int, m: int, k: int) -> list[dict[str, Any]]:
     ]
 
 
-def connect(shm: bool, attach: bool):
+def connect(shm: bool, attach: bool, worker: str | None = None):
     import duckdb
 
     if shm:
@@ -116,7 +119,7 @@ def connect(shm: bool, attach: bool):
     con.execute(f"LOAD '{EXTENSION}'")
     con.execute(f"SET threads = {THREADS}")
     if attach:
-        con.execute(f"ATTACH 'launch:{WORKER}' AS w (TYPE quiver)")
+        con.execute(f"ATTACH 'launch:{worker or WORKER}' AS w (TYPE quiver)")
     return con
 
 
@@ -278,6 +281,7 @@ def run(args: argparse.Namespace) -> None:
             recs.append(record(w, variant, sql, times, result, note))
             log(f"{w['workload']:<7} {variant:<10} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
     con.close()
+    python_recs = python_worker_runs(n // PYTHON_SCALE, m // PYTHON_SCALE, k // PYTHON_SCALE, args)
     os.environ.pop("VGI_RPC_SHM_SIZE_BYTES", None)
     log("debug pass (VGI_RPC_SHM_DEBUG=1, shm, one run each at 1/4 size)")
     debug = debug_pass(n // 4, m // 4, k // 4)
@@ -287,11 +291,53 @@ def run(args: argparse.Namespace) -> None:
                 sizes={"scan": n, "echo": m, "scalar": k}, quick=args.quick)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    saved = {"info": info, "targets": TARGETS, "records": recs, "debug": debug}
+    saved = {"info": info, "targets": TARGETS, "records": recs, "debug": debug, "python_worker": python_recs}
     (out / "vgi.json").write_text(json.dumps(saved, indent=2) + "\n")
     write_md(out / "vgi.md", saved)
     write_svg(out / "vgi.svg", recs)
     log(f"done in {info['wall_s']:.0f} s; results in {out}/vgi.{{md,json,svg}}")
+
+
+def python_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The same three queries against the Python SDK's allinone, shm off then on."""
+    recs: list[dict[str, Any]] = []
+    for shm in (False, True):
+        variant = "python shm" if shm else "python inline"
+        con = connect(shm, attach=True, worker=PYTHON_WORKER)
+        for w in workloads(n, m, k):
+            times, result = measure(con, w["worker_sql"], args.warmup, args.measured)
+            recs.append(record(w, variant, w["worker_sql"], times, result))
+            log(f"{w['workload']:<7} {variant:<14} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
+        con.execute("DETACH w")
+        con.close()
+    return recs
+
+
+def python_worker_section(saved: dict[str, Any]) -> list[str]:
+    """The md section for the Python worker's rows, beside the Rust worker's at full size."""
+    recs = saved.get("python_worker") or []
+    if not recs:
+        return []
+    rust = {(r["workload"], r["variant"]): r for r in saved["records"]}
+    lines = [
+        "",
+        "## The Python worker (`quiver.vgi.allinone`, pure Python + pyarrow)",
+        "",
+        f"The same queries at 1/{PYTHON_SCALE} of the sizes above, against the Python SDK's allinone attached "
+        f"with `ATTACH 'launch:python -m quiver.vgi.allinone' AS w (TYPE quiver)`; the Rust worker's rows "
+        "(full size) for comparison.",
+        "",
+        "| workload | variant | rows | median [min–max] | Mrows/s | MB/s | Rust worker Mrows/s (same variant) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in recs:
+        same = rust.get((r["workload"], r["variant"].split()[-1]))
+        rust_rate = f"{same['rows_per_s'] / 1e6:,.1f}" if same else "—"
+        lines.append(
+            f"| {r['workload']} | {r['variant']} | {r['rows']:,} | {fmt_s(r)} | {r['rows_per_s'] / 1e6:,.1f} "
+            f"| {r['mb_per_s']:,.0f} | {rust_rate} |"
+        )
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,6 +441,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
              "In-process columns use the same byte count (the data the worker path moves), so MB/s is comparable across a row.")
     L.append("")
     L.extend(where_time_goes(saved))
+    L.extend(python_worker_section(saved))
     path.write_text("\n".join(L) + "\n")
 
 
