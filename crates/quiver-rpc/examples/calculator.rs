@@ -14,10 +14,16 @@ use quiver_rpc::{field, reply, Client, Method, Server, ServerConfig, Service};
 use quiver_transport::pipe_pair;
 
 fn main() {
-    let calls: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    let calls: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000);
     let service = Service::new("Calculator", "1.0.0").with(Method::unary(
         "add",
-        vec![field("a", DataType::Float64, false), field("b", DataType::Float64, false)],
+        vec![
+            field("a", DataType::Float64, false),
+            field("b", DataType::Float64, false),
+        ],
         Some(field("result", DataType::Float64, false)),
         |params, _| Ok(reply::f64(params.f64("a")? + params.f64("b")?)),
     ));
@@ -32,7 +38,10 @@ fn main() {
     ]));
     let params = RecordBatch::try_new(
         schema,
-        vec![Arc::new(Float64Array::from(vec![1.5])), Arc::new(Float64Array::from(vec![2.0]))],
+        vec![
+            Arc::new(Float64Array::from(vec![1.5])),
+            Arc::new(Float64Array::from(vec![2.0])),
+        ],
     )
     .expect("params");
     let mut latencies = Vec::with_capacity(calls);
@@ -42,5 +51,9 @@ fn main() {
         latencies.push(started.elapsed());
     }
     latencies.sort();
-    println!("add: {calls} calls, p50 {:?}, p99 {:?}", latencies[calls / 2], latencies[calls * 99 / 100]);
+    println!(
+        "add: {calls} calls, p50 {:?}, p99 {:?}",
+        latencies[calls / 2],
+        latencies[calls * 99 / 100]
+    );
 }

@@ -35,8 +35,10 @@ pub fn serve_unix(
     let activity = Activity::new(idle_timeout);
     activity.watch(listener.path().to_path_buf());
     loop {
-        let connection = listener.accept()?;
-        spawn_session(&server, connection, &activity);
+        match listener.accept() {
+            Ok(connection) => spawn_session(&server, connection, &activity),
+            Err(error) => backoff_after_accept_error(&error),
+        }
     }
 }
 
@@ -52,9 +54,18 @@ pub fn serve_tcp(
     let activity = Activity::new(idle_timeout);
     activity.watch(std::path::PathBuf::new());
     loop {
-        let connection = listener.accept()?;
-        spawn_session(&server, connection, &activity);
+        match listener.accept() {
+            Ok(connection) => spawn_session(&server, connection, &activity),
+            Err(error) => backoff_after_accept_error(&error),
+        }
     }
+}
+
+/// A failed accept (out of descriptors, an aborted handshake) must not end a
+/// worker that other clients are using: log it, pause briefly, keep listening.
+fn backoff_after_accept_error(error: &std::io::Error) {
+    eprintln!("quiver: accept failed: {error}");
+    std::thread::sleep(Duration::from_millis(10));
 }
 
 fn spawn_session(server: &Arc<Server>, connection: Connection, activity: &Activity) {

@@ -295,7 +295,10 @@ impl<'s> Session<'s> {
         self.requests_served += 1;
         self.request_id = match request.metadata.get(keys::REQUEST_ID) {
             Some(id) => id.to_string(),
-            None => format!("{}{:08x}", self.server.request_id_prefix, self.requests_served),
+            None => format!(
+                "{}{:08x}",
+                self.server.request_id_prefix, self.requests_served
+            ),
         };
         let service = Arc::clone(&self.server.service);
         if let Some(report) = self.check_protocol(&service, &request) {
@@ -475,29 +478,27 @@ impl<'s> Session<'s> {
                     ctx.take_logs().into_iter().map(OutputItem::Log).collect();
                 outcome?;
                 errors::check_step(&step, setup.is_producer())?;
-                items.append(&mut step.items);
+                // Conform every output before writing any: a turn that fails sends
+                // only its error, never part of its output.
+                for item in step.items {
+                    items.push(match item {
+                        OutputItem::Batch(batch, metadata) => OutputItem::Batch(
+                            errors::conform_output(&output_schema, batch)?,
+                            metadata,
+                        ),
+                        log => log,
+                    });
+                }
                 Ok((items, step.finished))
             });
             match step {
                 Ok((items, finished)) => {
                     for item in items {
                         match item {
-                            OutputItem::Log(record) => {
-                                self.write_record(&mut output, &record)?;
-                            }
+                            OutputItem::Log(record) => self.write_record(&mut output, &record)?,
                             OutputItem::Batch(batch, metadata) => {
-                                let batch = errors::conform_output(&output_schema, batch);
-                                match batch {
-                                    Ok(batch) => {
-                                        let (batch, metadata) =
-                                            self.route_output(batch, metadata)?;
-                                        output.write(&batch, &metadata, &mut self.out)?;
-                                    }
-                                    Err(report) => {
-                                        self.write_record(&mut output, &report.to_record())?;
-                                        break;
-                                    }
-                                }
+                                let (batch, metadata) = self.route_output(batch, metadata)?;
+                                output.write(&batch, &metadata, &mut self.out)?;
                             }
                         }
                     }
@@ -569,7 +570,11 @@ impl<'s> Session<'s> {
     }
 
     /// Writes a log or error record as a zero-row batch of the stream's schema.
-    fn write_record(&mut self, writer: &mut StreamWriter, record: &LogRecord) -> Result<(), WireError> {
+    fn write_record(
+        &mut self,
+        writer: &mut StreamWriter,
+        record: &LogRecord,
+    ) -> Result<(), WireError> {
         let metadata = self.stamp(record.to_metadata());
         let empty = RecordBatch::new_empty(writer.schema().clone());
         writer.write(&empty, &metadata, &mut self.out)

@@ -46,6 +46,10 @@ fn service() -> Service {
             ))
         },
     ));
+    service.add(Method::stream("wrong_output", vec![], None, |_, _| {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+        Ok(StreamSetup::exchange(schema.clone(), schema, WrongOutput))
+    }));
     service.add(Method::stream("double", vec![], None, |_, _| {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
         Ok(StreamSetup::exchange(schema.clone(), schema, Doubler))
@@ -78,6 +82,27 @@ impl StreamState for Counter {
         .unwrap();
         self.next += 1;
         out.emit(batch);
+        Ok(())
+    }
+}
+
+/// Emits a batch whose columns are not the declared output's.
+struct WrongOutput;
+
+impl StreamState for WrongOutput {
+    fn process(
+        &mut self,
+        _: &RecordBatch,
+        _: &BatchMetadata,
+        out: &mut StreamOutput,
+        _: &mut CallContext<'_>,
+    ) -> Result<(), ErrorReport> {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "other",
+            DataType::Int64,
+            false,
+        )]));
+        out.emit(RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap());
         Ok(())
     }
 }
@@ -225,4 +250,31 @@ fn exchange_and_mid_stream_error() {
     );
     drop(stream);
     assert!(client.call("add", &add_params(1.0, 1.0)).unwrap().is_some());
+}
+
+#[test]
+fn an_output_that_does_not_fit_its_schema_ends_the_stream_with_one_error() {
+    let (mut client, _server) = start();
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+    let batch =
+        RecordBatch::try_new(schema, vec![Arc::new(Float64Array::from(vec![1.0]))]).unwrap();
+    let mut stream = client
+        .stream("wrong_output", &empty_params(), false)
+        .unwrap();
+    let error = stream.exchange(&batch).unwrap_err();
+    assert!(
+        error
+            .remote()
+            .unwrap()
+            .message
+            .contains("missing field 'x'"),
+        "{error}"
+    );
+    assert!(
+        stream.is_done(),
+        "the server ended the stream after the error"
+    );
+    drop(stream);
+    let reply = client.call("add", &add_params(1.0, 2.0)).unwrap().unwrap();
+    assert_eq!(reply.column(0).as_primitive::<Float64Type>().value(0), 3.0);
 }
