@@ -7,7 +7,9 @@ use std::sync::Arc;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use quiver_vgi::{ipc, schemas, BindRequest, InitRequest, RawArguments, RowBuilder, RowReader};
+use quiver_vgi_contract::{
+    ipc, schemas, BindRequest, InitRequest, RawArguments, RowBuilder, RowReader,
+};
 
 use crate::arrow_c;
 use crate::attached::Attached;

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use quiver_vgi::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
+use quiver_vgi_contract::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
 use quiver_wire::BatchMetadata;
 
 use crate::arrow_c;

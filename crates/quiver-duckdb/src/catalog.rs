@@ -8,8 +8,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
-use quiver_vgi::schemas::{self, enum_type, list_of};
-use quiver_vgi::{ipc, RowBuilder, RowReader};
+use quiver_vgi_contract::schemas::{self, enum_type, list_of};
+use quiver_vgi_contract::{ipc, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
 use crate::ffi::{Failure, Outcome, QUIVER_ERR_WORKER};

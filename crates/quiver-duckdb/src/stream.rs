@@ -11,7 +11,7 @@ use std::time::Duration;
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_rpc::{ClientError, StreamCall, SuspendedStream};
-use quiver_vgi::RowReader;
+use quiver_vgi_contract::GlobalInitResponse;
 use quiver_wire::BatchMetadata;
 
 use crate::ffi::{Failure, Outcome, QUIVER_ERR_WORKER};
@@ -21,24 +21,13 @@ use crate::worker::{Conn, Worker};
 /// How long dropping an unfinished stream waits for the worker to acknowledge a cancel.
 pub const CANCEL_DEADLINE: Duration = Duration::from_secs(2);
 
-/// The `GlobalInitResponse` every init stream starts with.
-#[derive(Debug, Clone, Default)]
-pub struct Header {
-    /// The execution this stream belongs to (minted by the primary init).
-    pub execution_id: Vec<u8>,
-    /// Echoed on secondary and FINALIZE inits.
-    pub opaque_data: Option<Vec<u8>>,
-    /// Most connections the execution may use.
-    pub max_workers: i64,
-}
-
 /// An open `init` stream.
 pub struct Stream {
     worker: Arc<Worker>,
     conn: Option<Conn>,
     call: SuspendedStream,
     /// The header the worker sent.
-    pub header: Header,
+    pub header: GlobalInitResponse,
     /// "numbers() scan", for messages.
     pub during: String,
     ended: bool,
@@ -77,11 +66,11 @@ impl Stream {
             Ok(call) => call,
             Err(error) => return Err(worker.failure(conn, &error, &during)),
         };
-        let header = match call.header().map(parse_header) {
+        let header = match call.header().map(GlobalInitResponse::parse) {
             Some(Ok(header)) => header,
             other => {
                 let why = match other {
-                    Some(Err(why)) => why,
+                    Some(Err(why)) => why.message,
                     _ => "no header".to_string(),
                 };
                 drop(conn);
@@ -218,27 +207,4 @@ impl Drop for Stream {
             self.worker.checkin(conn);
         }
     }
-}
-
-/// Reads a `GlobalInitResponse` header batch.
-fn parse_header(batch: &RecordBatch) -> Result<Header, String> {
-    if batch.num_rows() != 1 {
-        return Err(format!("{} rows", batch.num_rows()));
-    }
-    let row = RowReader::new(batch, "GlobalInitResponse");
-    Ok(Header {
-        execution_id: row
-            .bytes("execution_id")
-            .map_err(|e| e.message)?
-            .unwrap_or_default()
-            .to_vec(),
-        opaque_data: row
-            .bytes("opaque_data")
-            .map_err(|e| e.message)?
-            .map(<[u8]>::to_vec),
-        max_workers: row
-            .int("max_workers")
-            .map_err(|e| e.message)?
-            .unwrap_or(quiver_vgi::limits::MAX_WORKERS_UNBOUNDED),
-    })
 }

@@ -291,7 +291,10 @@ impl Worker {
             Location::Unix(path) => (self.connect_unix(path)?, None),
         };
         let client = Client::new(connection)
-            .with_protocol(quiver_vgi::PROTOCOL_NAME, quiver_vgi::PROTOCOL_VERSION)
+            .with_protocol(
+                quiver_vgi_contract::PROTOCOL_NAME,
+                quiver_vgi_contract::PROTOCOL_VERSION,
+            )
             .with_shm_from_config(&self.shm)
             .map_err(|e| Failure::new(QUIVER_ERR_WORKER, format!("{}: {e}", self.label())))?;
         self.connections_opened.fetch_add(1, Ordering::Relaxed);

@@ -17,7 +17,7 @@ use quiver_duckdb::bind::{bind, Bound};
 use quiver_duckdb::{
     catalog, scalar, scan, table_in_out, worker::Worker, QUIVER_ERR_REMOTE, QUIVER_ERR_WORKER,
 };
-use quiver_vgi::RawArguments;
+use quiver_vgi_contract::RawArguments;
 
 fn allinone() -> String {
     let exe = std::env::current_exe().expect("test binary path");

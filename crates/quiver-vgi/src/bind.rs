@@ -11,16 +11,18 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Service};
 use quiver_wire::ErrorReport;
 
-use crate::arguments::{bind_args, sql_type, Args};
+use crate::arg_binding::{bind_args, sql_type};
+use crate::args::Args;
 use crate::catalog::Catalog;
-use crate::errors;
-use crate::function::{Body, Function, FunctionKind};
-use crate::ipc;
+use crate::declarations::FunctionKind;
+use crate::function::BindInput;
+use crate::function::{Body, Function};
 use crate::limits::SCHEMA_FIELDS_MAX;
-use crate::requests::BindRequest;
-use crate::row::RowBuilder;
-use crate::schemas;
-use crate::BindInput;
+use quiver_vgi_contract::errors;
+use quiver_vgi_contract::ipc;
+use quiver_vgi_contract::requests::BindRequest;
+use quiver_vgi_contract::row::RowBuilder;
+use quiver_vgi_contract::schemas;
 
 /// A checked call: the function, its bound arguments, its schemas.
 pub struct Bound {
@@ -174,7 +176,10 @@ pub fn register_cardinality(service: &mut Service, catalog: Arc<Catalog>) {
         move |params, _| {
             let request =
                 ipc::decode_row(params.bytes("request")?, "TableFunctionCardinalityRequest")?;
-            let row = crate::row::RowReader::new(&request, "TableFunctionCardinalityRequest");
+            let row = quiver_vgi_contract::row::RowReader::new(
+                &request,
+                "TableFunctionCardinalityRequest",
+            );
             let bind_call = row
                 .bytes("bind_call")?
                 .ok_or_else(|| row.missing("bind_call"))?;

@@ -8,13 +8,14 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use quiver_wire::ErrorReport;
 
-use crate::arguments::Args;
+use crate::args::Args;
+use crate::declarations::{Arg, Capabilities, FunctionKind};
 use crate::function::{
-    Arg, BindBody, BindInput, Body, Capabilities, CardinalityBody, Function, FunctionKind,
-    InOutFactory, InOutState, ScalarInput, ScanFactory, TableScan, WorkBody,
+    BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
+    WorkBody,
 };
-use crate::table::ScanInit;
-use crate::table_in_out::{Emitter, InOutInit};
+use crate::in_out_state::{Emitter, InOutInit, InOutState};
+use crate::scan::{ScanInit, TableScan};
 
 /// A scalar function under construction.
 ///
@@ -374,7 +375,7 @@ impl InOutState for MapState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::Scan;
+    use crate::scan::Scan;
 
     #[test]
     #[should_panic(expected = "needs shared_work")]

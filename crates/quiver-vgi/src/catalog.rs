@@ -15,13 +15,14 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Params, Service};
 use quiver_wire::ErrorReport;
 
-use crate::errors;
-use crate::filters::SEMANTIC_PROFILE;
-use crate::function::{Arg, Function, FunctionKind};
-use crate::ipc;
+use crate::declarations::{Arg, FunctionKind};
+use crate::function::Function;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
-use crate::row::RowBuilder;
-use crate::schemas::{self, enum_type, list_of};
+use quiver_vgi_contract::errors;
+use quiver_vgi_contract::filter_container::SEMANTICS as SEMANTIC_PROFILE;
+use quiver_vgi_contract::ipc;
+use quiver_vgi_contract::row::RowBuilder;
+use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 
 /// The one schema functions live in.
 pub const SCHEMA_NAME: &str = "main";

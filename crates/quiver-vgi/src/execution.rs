@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 
 use quiver_wire::ErrorReport;
 
-use crate::errors;
-use crate::function::InOutState;
+use crate::in_out_state::InOutState;
 use crate::limits::{EXECUTIONS_LIVE_MAX, FINALIZE_STATES_MAX};
 use crate::logging::{self, Level};
 use crate::work_file::WorkFile;
+use quiver_vgi_contract::errors;
 
 /// An execution id: 16 random bytes minted by the primary init.
 pub type ExecutionId = [u8; 16];

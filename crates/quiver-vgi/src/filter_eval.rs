@@ -13,8 +13,8 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 use quiver_wire::ErrorReport;
 
-use crate::errors;
-use crate::filters::{CmpOp, Expr};
+use crate::filter_expr::{CmpOp, Expr};
+use quiver_vgi_contract::errors;
 
 /// IN sets up to this size compare candidate by candidate; larger ones hash.
 const IN_LINEAR_CANDIDATES_MAX: usize = 8;
@@ -262,68 +262,6 @@ pub(crate) fn not(a: &BooleanArray) -> BooleanArray {
     BooleanArray::new(!a.values(), a.nulls().cloned())
 }
 
-/// Types the comparison kernels handle.
-pub fn is_comparable(data_type: &DataType) -> bool {
-    use DataType::*;
-    matches!(
-        data_type,
-        Null | Boolean
-            | Int8
-            | Int16
-            | Int32
-            | Int64
-            | UInt8
-            | UInt16
-            | UInt32
-            | UInt64
-            | Float16
-            | Float32
-            | Float64
-            | Utf8
-            | LargeUtf8
-            | Utf8View
-            | Binary
-            | LargeBinary
-            | BinaryView
-            | Date32
-            | Date64
-            | Time32(_)
-            | Time64(_)
-            | Timestamp(_, _)
-            | Duration(_)
-            | Decimal128(_, _)
-            | Decimal256(_, _)
-    )
-}
-
-/// The type two comparable types are compared in: the same type, or the one
-/// both widen to (integers to INT64, numbers with a float to DOUBLE, string and
-/// binary flavours to their plain form); `None` if there is none.
-pub fn common_type(left: &DataType, right: &DataType) -> Option<DataType> {
-    use DataType::*;
-    if left == right {
-        return Some(left.clone());
-    }
-    let string = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
-    let binary = |t: &DataType| matches!(t, Binary | LargeBinary | BinaryView);
-    match (left, right) {
-        (Null, other) | (other, Null) => Some(other.clone()),
-        (l, r) if l.is_integer() && r.is_integer() => match (l, r) {
-            (UInt64, r) if r.is_unsigned_integer() => Some(UInt64),
-            (l, UInt64) if l.is_unsigned_integer() => Some(UInt64),
-            (UInt64, _) | (_, UInt64) => None,
-            _ => Some(Int64),
-        },
-        (l, r) if l.is_numeric() && r.is_numeric() && (l.is_floating() || r.is_floating()) => {
-            let decimal = |t: &DataType| matches!(t, Decimal128(_, _) | Decimal256(_, _));
-            (!decimal(l) && !decimal(r)).then_some(Float64)
-        }
-        (l, r) if string(l) && string(r) => Some(Utf8),
-        (l, r) if binary(l) && binary(r) => Some(Binary),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,23 +309,5 @@ mod tests {
         ]));
         let got: Vec<Option<bool>> = in_list(&probe, &many).unwrap().iter().collect();
         assert_eq!(got, [Some(true), None, None]);
-    }
-
-    #[test]
-    fn common_types() {
-        assert_eq!(
-            common_type(&DataType::Int32, &DataType::Int64),
-            Some(DataType::Int64)
-        );
-        assert_eq!(
-            common_type(&DataType::Int64, &DataType::Float32),
-            Some(DataType::Float64)
-        );
-        assert_eq!(
-            common_type(&DataType::LargeUtf8, &DataType::Utf8),
-            Some(DataType::Utf8)
-        );
-        assert_eq!(common_type(&DataType::UInt64, &DataType::Int64), None);
-        assert_eq!(common_type(&DataType::Utf8, &DataType::Int64), None);
     }
 }

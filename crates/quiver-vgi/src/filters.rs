@@ -10,103 +10,25 @@
 //! not match its index, limits exceeded) fail the init whatever the mode, as
 //! the spec's strict parser does.
 //!
-//! Evaluation lives in `filter_eval.rs`.
+//! The container (the batch around the document) is the contract crate's; the trees built
+//! here are `filter_expr.rs`'s; evaluation lives in `filter_eval.rs`.
 
 use std::collections::HashSet;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
+use quiver_vgi_contract::errors;
+use quiver_vgi_contract::filter_container::{FilterContainer, ENCODING, SEMANTICS};
 use quiver_wire::ErrorReport;
 use serde_json::{Map, Value};
 
-use crate::errors;
-use crate::filter_eval::{common_type, is_comparable};
-use crate::ipc;
+use crate::filter_eval;
+use crate::filter_expr::{common_type, is_comparable, CmpOp, Expr};
 use crate::limits::{
-    FILTER_DEPTH_MAX, FILTER_ID_BYTES_MAX, FILTER_IN_SET_VALUES_MAX, FILTER_JSON_BYTES_MAX,
-    FILTER_NODES_MAX, FILTER_PAYLOAD_BYTES_MAX, FILTER_PREDICATES_MAX,
+    FILTER_DEPTH_MAX, FILTER_ID_BYTES_MAX, FILTER_IN_SET_VALUES_MAX, FILTER_NODES_MAX,
+    FILTER_PREDICATES_MAX,
 };
-
-/// The only encoding, semantics and evaluation context this worker accepts.
-const ENCODING: &str = "vgi.filters.v2";
-const SEMANTICS: &str = "vgi.duckdb.standard.v1";
-const NO_CONTEXT: &str = "vgi.none.v1";
-
-/// The semantic profile a function advertises when it accepts filters.
-pub const SEMANTIC_PROFILE: &str = SEMANTICS;
-
-/// A comparison operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    DistinctFrom,
-    NotDistinctFrom,
-}
-
-/// An expression the worker evaluates exactly.
-#[derive(Clone, Debug)]
-pub enum Expr {
-    /// A column of the unprojected output.
-    Column { index: usize, data_type: DataType },
-    /// One typed value (possibly NULL).
-    Literal(ArrayRef),
-    /// `left op right`, both sides cast to `common` first.
-    Compare {
-        op: CmpOp,
-        left: Box<Expr>,
-        right: Box<Expr>,
-        common: DataType,
-    },
-    /// Three-valued AND of two or more children.
-    And(Vec<Expr>),
-    /// Three-valued OR of two or more children.
-    Or(Vec<Expr>),
-    /// Three-valued NOT.
-    Not(Box<Expr>),
-    /// `IS NULL` (or `IS NOT NULL` when negated); never NULL itself.
-    IsNull { expr: Box<Expr>, negated: bool },
-    /// `expr [NOT] IN (candidates)` with SQL semantics; both cast to `common`.
-    In {
-        expr: Box<Expr>,
-        candidates: ArrayRef,
-        negated: bool,
-        common: DataType,
-    },
-}
-
-impl Expr {
-    /// The Arrow type the expression evaluates to.
-    pub fn data_type(&self) -> DataType {
-        match self {
-            Expr::Column { data_type, .. } => data_type.clone(),
-            Expr::Literal(value) => value.data_type().clone(),
-            _ => DataType::Boolean,
-        }
-    }
-
-    fn columns(&self, out: &mut Vec<usize>) {
-        match self {
-            Expr::Column { index, .. } => out.push(*index),
-            Expr::Literal(_) => {}
-            Expr::Compare { left, right, .. } => {
-                left.columns(out);
-                right.columns(out);
-            }
-            Expr::And(children) | Expr::Or(children) => {
-                children.iter().for_each(|c| c.columns(out))
-            }
-            Expr::Not(expr) | Expr::IsNull { expr, .. } | Expr::In { expr, .. } => {
-                expr.columns(out)
-            }
-        }
-    }
-}
 
 /// The predicates a scan applies to every batch it emits (ANDed).
 #[derive(Clone, Debug, Default)]
@@ -126,15 +48,9 @@ impl Filters {
     /// bind schema). With `accepted` false (the function did not opt in), every
     /// predicate is declined.
     pub fn parse(bytes: &[u8], output: &SchemaRef, accepted: bool) -> Result<Filters, ErrorReport> {
-        let (_, batches) = ipc::decode_batches(bytes, "pushdown_filters")?;
-        let [batch] = batches.as_slice() else {
-            return Err(errors::filter(
-                "the filter stream must hold exactly one batch",
-            ));
-        };
-        let document = container(batch)?;
+        let FilterContainer { document, batch } = FilterContainer::parse(bytes)?;
         let mut parser = Parser {
-            batch,
+            batch: &batch,
             output,
             nodes: 0,
         };
@@ -213,7 +129,7 @@ impl Filters {
         if self.predicates.is_empty() || batch.num_rows() == 0 {
             return Ok(batch);
         }
-        let mask = crate::filter_eval::mask(&self.predicates, &batch)?;
+        let mask = filter_eval::mask(&self.predicates, &batch)?;
         if mask.true_count() == batch.num_rows() {
             return Ok(batch);
         }
@@ -235,68 +151,6 @@ fn decline(
     }
     filters.declined.push((id.to_string(), reason));
     Ok(())
-}
-
-/// Checks the container batch (one row, `filter_spec` first, canonical payload
-/// names, the schema metadata) and returns the parsed JSON document.
-fn container(batch: &RecordBatch) -> Result<Map<String, Value>, ErrorReport> {
-    if batch.num_rows() != 1 {
-        return Err(errors::filter(
-            "filter RecordBatch must contain exactly one row",
-        ));
-    }
-    let schema = batch.schema_ref();
-    let first = schema
-        .fields()
-        .first()
-        .ok_or_else(|| errors::filter("no filter_spec field"))?;
-    if first.name() != "filter_spec"
-        || first.data_type() != &DataType::Utf8
-        || batch.column(0).is_null(0)
-    {
-        return Err(errors::filter(
-            "first field must be filter_spec: utf8 not null",
-        ));
-    }
-    let mut payload_bytes = 0;
-    for (field, column) in schema.fields().iter().zip(batch.columns()).skip(1) {
-        if !is_payload_name(field.name()) {
-            return Err(errors::filter(format!(
-                "noncanonical payload field name {:?}",
-                field.name()
-            )));
-        }
-        payload_bytes += column.get_array_memory_size();
-    }
-    if payload_bytes > FILTER_PAYLOAD_BYTES_MAX {
-        return Err(errors::filter("filter payload exceeds 16 MiB"));
-    }
-    let metadata = schema.metadata();
-    let meta = |key: &str| metadata.get(key).map(String::as_str);
-    if meta("vgi_filter_encoding") != Some(ENCODING) || meta("vgi_filter_version") != Some("2") {
-        return Err(errors::filter(
-            "schema metadata must name vgi.filters.v2 version 2",
-        ));
-    }
-    match meta("vgi_evaluation_context") {
-        Some(NO_CONTEXT) => {}
-        Some(other) => {
-            return Err(errors::filter(format!(
-                "evaluation context {other:?} was not advertised (this worker evaluates {NO_CONTEXT} only)"
-            )))
-        }
-        None => return Err(errors::filter("missing schema metadata 'vgi_evaluation_context'")),
-    }
-    let json = batch.column(0).as_string::<i32>().value(0);
-    if json.len() > FILTER_JSON_BYTES_MAX {
-        return Err(errors::filter("filter JSON exceeds 1 MiB"));
-    }
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| errors::filter(format!("invalid filter JSON: {e}")))?;
-    match value {
-        Value::Object(document) => Ok(document),
-        _ => Err(errors::filter("filter document must be a JSON object")),
-    }
 }
 
 fn snapshot_predicates(document: &Map<String, Value>) -> Result<&Vec<Value>, ErrorReport> {
@@ -324,17 +178,6 @@ fn snapshot_predicates(document: &Map<String, Value>) -> Result<&Vec<Value>, Err
         return Err(errors::filter("snapshot exceeds predicate limit"));
     }
     Ok(predicates)
-}
-
-/// `(value|type|artifact)_(0|[1-9][0-9]*)`.
-fn is_payload_name(name: &str) -> bool {
-    let Some((prefix, number)) = name.rsplit_once('_') else {
-        return false;
-    };
-    matches!(prefix, "value" | "type" | "artifact")
-        && !number.is_empty()
-        && number.bytes().all(|b| b.is_ascii_digit())
-        && (number == "0" || !number.starts_with('0'))
 }
 
 /// Result of parsing one expression: an evaluable tree, or why it is declined.
@@ -636,11 +479,11 @@ fn keys(object: &Map<String, Value>, expected: &[&str], where_: &str) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::Arc;
 
     use arrow_array::{ArrayRef, Int64Array, ListArray, StringArray};
     use arrow_schema::{Field, Schema};
+    use quiver_vgi_contract::filter_container;
     use serde_json::json;
 
     use super::*;
@@ -675,26 +518,10 @@ mod tests {
             "encoding": "vgi.filters.v2", "semantics": "vgi.duckdb.standard.v1",
             "kind": "snapshot", "predicates": predicates,
         });
-        let mut fields = vec![Field::new("filter_spec", DataType::Utf8, false)];
-        let mut columns: Vec<ArrayRef> =
-            vec![Arc::new(StringArray::from(vec![document.to_string()]))];
-        for (field, column) in values {
-            fields.push(field);
-            columns.push(column);
-        }
-        let metadata = HashMap::from([
-            (
-                "vgi_filter_encoding".to_string(),
-                "vgi.filters.v2".to_string(),
-            ),
-            ("vgi_filter_version".to_string(), "2".to_string()),
-            (
-                "vgi_evaluation_context".to_string(),
-                "vgi.none.v1".to_string(),
-            ),
-        ]);
-        let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
-        ipc::encode_batch(&RecordBatch::try_new(schema, columns).unwrap())
+        let (fields, columns): (Vec<Field>, Vec<ArrayRef>) = values.into_iter().unzip();
+        let values = (!fields.is_empty())
+            .then(|| RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap());
+        filter_container::encode(&document.to_string(), values.as_ref()).unwrap()
     }
 
     fn column(index: usize, name: &str) -> serde_json::Value {

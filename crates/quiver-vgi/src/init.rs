@@ -12,19 +12,21 @@ use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::bind::{bind_call, Bound};
 use crate::catalog::Catalog;
-use crate::errors;
+use crate::declarations::FunctionKind;
 use crate::execution::{hex, mint_id, parse_id, ExecutionId, Executions};
 use crate::filters::Filters;
-use crate::function::{Body, FunctionKind};
+use crate::function::Body;
+use crate::in_out_state::InOutInit;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
 use crate::logging::{self, Level};
 use crate::projection::Projection;
-use crate::requests::InitRequest;
-use crate::row::RowBuilder;
 use crate::scalar::ScalarStream;
-use crate::schemas;
-use crate::table::{ScanInit, TableStream};
-use crate::table_in_out::{FinalizeStream, InOutInit, InputStream, StashTarget};
+use crate::scan::ScanInit;
+use crate::table::TableStream;
+use crate::table_in_out::{FinalizeStream, InputStream, StashTarget};
+use quiver_vgi_contract::errors;
+use quiver_vgi_contract::schemas;
+use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
 
 /// What every init needs from the worker.
 pub struct InitContext {
@@ -98,10 +100,12 @@ fn check_output_schema(bound: &Bound, request: &InitRequest) -> Result<(), Error
 }
 
 fn header(execution: &ExecutionId, max_workers: i64) -> RecordBatch {
-    RowBuilder::new(schemas::GLOBAL_INIT_RESPONSE.clone())
-        .bytes("execution_id", Some(execution))
-        .int("max_workers", Some(max_workers))
-        .finish()
+    GlobalInitResponse {
+        execution_id: execution.to_vec(),
+        opaque_data: None,
+        max_workers,
+    }
+    .encode()
 }
 
 /// The execution id of a primary init (fresh) or a secondary one (echoed).

@@ -49,44 +49,44 @@
 //! ```
 #![warn(missing_docs)]
 
-mod arguments;
+mod arg_binding;
+mod args;
 mod bind;
 mod builders;
 mod catalog;
-mod errors;
+mod declarations;
 mod execution;
 mod filter_eval;
+mod filter_expr;
 mod filters;
 mod function;
+mod in_out_state;
 mod init;
-pub mod ipc;
 pub mod limits;
 pub mod logging;
 mod projection;
-mod requests;
-mod row;
 mod scalar;
-pub mod schemas;
+mod scan;
 mod table;
 mod table_in_out;
 mod work_file;
 mod worker;
 
-pub use arguments::{int64_value, utf8_value, Args, RawArguments};
+pub use args::Args;
 pub use builders::{ScalarFunction, TableFunction, TableInOutFunction};
+pub use declarations::{Arg, Capabilities, FunctionKind};
 pub use execution::{ExecutionId, Sharing};
 pub use filters::Filters;
-pub use function::{
-    Arg, BindInput, Capabilities, Function, FunctionKind, InOutState, ScalarInput, TableScan,
-};
+pub use function::{BindInput, Function, ScalarInput};
+pub use in_out_state::{Emitter, InOutInit, InOutState};
 pub use projection::Projection;
-pub use requests::{BindRequest, InitRequest};
-pub use row::{RowBuilder, RowReader};
-pub use table::{Scan, ScanInit};
-pub use table_in_out::{Emitter, InOutInit, CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
+pub use scan::{Scan, ScanInit, TableScan};
 pub use worker::{LaunchArgs, Worker};
 
-/// The protocol name requests carry in `vgi_rpc.protocol`.
-pub const PROTOCOL_NAME: &str = "vgi.v2";
-/// The protocol version this SDK speaks; requests must match major.minor.
-pub const PROTOCOL_VERSION: &str = "2.2.0";
+// What both sides of vgi.v2 agree on lives in the contract crate; a worker author reaches it
+// through this crate.
+pub use quiver_vgi_contract::{
+    errors, int64_value, ipc, schemas, utf8_value, BindRequest, GlobalInitResponse, InitRequest,
+    RawArguments, RowBuilder, RowReader, CONTINUE, HAVE_MORE_OUTPUT, PROTOCOL_NAME,
+    PROTOCOL_VERSION, STATUS_KEY,
+};

@@ -1,36 +1,8 @@
-//! Bounds on everything a peer (or a long-lived worker) can make grow.
-//!
-//! Each limit is checked where the value enters: a request that exceeds one is
-//! answered with a clear error, never by allocating first.
+//! Bounds on what a long-lived worker keeps: executions, stashed states, buffered output.
+//! The bounds on what a peer can send are the contract's and are re-exported here, so
+//! `quiver_vgi::limits` names every limit a worker runs under.
 
-/// Largest nested IPC stream (a dataclass, the arguments, a filter batch) decoded
-/// from inside a request. The biggest legitimate one is a filter document with
-/// its payload (16 MiB by the filter spec) plus framing.
-pub const NESTED_IPC_BYTES_MAX: usize = 24 << 20;
-
-/// Largest serialized schema message (`input_schema`, `output_schema`).
-pub const SCHEMA_MESSAGE_BYTES_MAX: usize = 1 << 20;
-
-/// Most fields in a schema a function binds to or produces.
-pub const SCHEMA_FIELDS_MAX: usize = 4096;
-
-/// Most arguments (positional plus named) in one call.
-pub const ARGUMENTS_MAX: usize = 256;
-
-/// Filter v2 document: UTF-8 JSON bytes.
-pub const FILTER_JSON_BYTES_MAX: usize = 1 << 20;
-/// Filter v2 document: nesting depth of expressions.
-pub const FILTER_DEPTH_MAX: usize = 64;
-/// Filter v2 document: expression nodes across all predicates.
-pub const FILTER_NODES_MAX: usize = 10_000;
-/// Filter v2 document: predicates in one snapshot.
-pub const FILTER_PREDICATES_MAX: usize = 1024;
-/// Filter v2 document: bytes in a predicate id.
-pub const FILTER_ID_BYTES_MAX: usize = 128;
-/// Filter v2 `in` node: candidate values in one literal set.
-pub const FILTER_IN_SET_VALUES_MAX: usize = 1 << 16;
-/// Filter v2 container: bytes of the literal payload columns.
-pub const FILTER_PAYLOAD_BYTES_MAX: usize = 16 << 20;
+pub use quiver_vgi_contract::limits::*;
 
 /// Executions whose shared work counter is live at once in one process (unix
 /// socket mode). A primary init beyond this is refused, not queued.
@@ -48,9 +20,6 @@ pub const OUTPUT_BATCHES_PER_INPUT_MAX: usize = 65_536;
 /// Connections a table or table-in-out execution may fan out to: the runtime
 /// `max_workers` a function can advertise.
 pub const MAX_WORKERS_MAX: u32 = 1024;
-
-/// What `max_workers` means when a function sets no limit (vgi-python's value).
-pub const MAX_WORKERS_UNBOUNDED: i64 = 99_999;
 
 /// Stale cross-process work files removed per primary init (stdio mode), so a
 /// sweep never turns into a long pause.

@@ -12,7 +12,7 @@ use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Schema, SchemaRef};
 use quiver_wire::ErrorReport;
 
-use crate::errors;
+use quiver_vgi_contract::errors;
 
 /// Which output columns to keep, and in what order.
 #[derive(Clone, Debug)]

@@ -8,9 +8,9 @@ use arrow_schema::{DataType, SchemaRef};
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
-use crate::arguments::Args;
-use crate::errors;
+use crate::args::Args;
 use crate::function::{Body, Function, ScalarBody, ScalarInput};
+use quiver_vgi_contract::errors;
 
 /// One connection's scalar stream.
 pub struct ScalarStream {

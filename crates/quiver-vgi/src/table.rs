@@ -2,71 +2,22 @@
 //! next batch of the unprojected schema; the SDK filters it, projects it, and
 //! emits it, or ends the stream when the scan is done.
 
-use std::ops::Range;
-
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
-use crate::arguments::Args;
-use crate::errors;
+use crate::args::Args;
 use crate::execution::SharedWork;
 use crate::filters::Filters;
-use crate::function::TableScan;
 use crate::logging::{self, Level};
 use crate::projection::Projection;
+use crate::scan::{Scan, TableScan};
+use quiver_vgi_contract::errors;
 
 /// Batches a filter may empty in one tick before the tick answers with an
 /// empty batch anyway, so one tick's work stays bounded.
 const EMPTY_BATCHES_PER_TICK_MAX: usize = 256;
-
-/// What a scan factory sees when a connection starts.
-pub struct ScanInit<'a> {
-    /// The bound arguments.
-    pub args: &'a Args,
-    /// The unprojected output schema.
-    pub output_schema: &'a SchemaRef,
-    /// Whether this is the primary connection of the execution.
-    pub is_primary: bool,
-}
-
-/// What a scan sees on each tick.
-pub struct Scan<'a> {
-    args: &'a Args,
-    output_schema: &'a SchemaRef,
-    needed: &'a [bool],
-    work: Option<&'a mut SharedWork>,
-}
-
-impl Scan<'_> {
-    /// The bound arguments.
-    pub fn args(&self) -> &Args {
-        self.args
-    }
-
-    /// The unprojected output schema batches must have.
-    pub fn output_schema(&self) -> &SchemaRef {
-        self.output_schema
-    }
-
-    /// Whether column `index` is read by the projection or a filter; a scan may
-    /// fill unneeded columns with nulls.
-    pub fn needs_column(&self, index: usize) -> bool {
-        self.needed.get(index).copied().unwrap_or(false)
-    }
-
-    /// Claims up to `units_max` units of the execution's shared work; `None`
-    /// once every unit has been claimed by some connection.
-    pub fn claim(&mut self, units_max: u64) -> Result<Option<Range<u64>>, ErrorReport> {
-        match self.work.as_deref_mut() {
-            Some(work) => work.claim(units_max),
-            None => Err(errors::internal(
-                "claim() needs the function to declare shared_work()",
-            )),
-        }
-    }
-}
 
 /// One connection's table stream.
 pub struct TableStream {

@@ -13,59 +13,16 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
+use quiver_vgi_contract::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
-use crate::arguments::Args;
-use crate::errors;
 use crate::execution::{ExecutionId, Executions};
 use crate::filters::Filters;
-use crate::function::InOutState;
+use crate::in_out_state::{Emitter, InOutState};
 use crate::limits::OUTPUT_BATCHES_PER_INPUT_MAX;
 use crate::projection::Projection;
 use crate::table::conform;
-
-/// Batch metadata key of the table-in-out handshake.
-pub const STATUS_KEY: &str = "vgi.status";
-/// Output: more batches follow for the same input.
-pub const HAVE_MORE_OUTPUT: &str = "HAVE_MORE_OUTPUT";
-/// Input: a zero-row tick asking for the next pending output batch.
-pub const CONTINUE: &str = "CONTINUE";
-
-/// What a state factory sees when a substream starts.
-pub struct InOutInit<'a> {
-    /// The bound (non-TABLE) arguments.
-    pub args: &'a Args,
-    /// The input table's schema.
-    pub input_schema: &'a SchemaRef,
-    /// The unprojected output schema batches must have.
-    pub output_schema: &'a SchemaRef,
-}
-
-/// Collects the batches a table-in-out function emits for one input (or for its
-/// finalize).
-pub struct Emitter {
-    batches: Vec<RecordBatch>,
-    overflowed: bool,
-}
-
-impl Emitter {
-    fn new() -> Emitter {
-        Emitter {
-            batches: Vec::new(),
-            overflowed: false,
-        }
-    }
-
-    /// Emits one batch of the (unprojected) output schema. Beyond
-    /// `OUTPUT_BATCHES_PER_INPUT_MAX` batches for one input the call fails.
-    pub fn emit(&mut self, batch: RecordBatch) {
-        if self.batches.len() < OUTPUT_BATCHES_PER_INPUT_MAX {
-            self.batches.push(batch);
-        } else {
-            self.overflowed = true;
-        }
-    }
-}
+use quiver_vgi_contract::errors;
 
 /// Output batches waiting to be sent, already filtered and projected.
 struct Pending {

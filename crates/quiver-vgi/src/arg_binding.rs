@@ -1,179 +1,19 @@
-//! SQL arguments: decoding vgi.v2's `Arguments` value and binding it to a
-//! function's declared arguments (arity, names, types, ranges, defaults).
-//!
-//! `Arguments` is an IPC stream with one row and one column `args: struct<...>`
-//! whose children are `positional_<i>` and `named_<name>`. Which declared
-//! arguments they fill depends on the kind: every argument of a table function,
+//! Binding the engine's raw `Arguments` (decoded by the contract crate) to a function's
+//! declared arguments: arity, names, types, ranges, defaults. Which declared arguments they
+//! fill depends on the kind: every argument of a table function,
 //! the non-TABLE ones of a table-in-out function, and only the constant ones of a
 //! scalar function (its other arguments are input columns).
 
-use std::sync::Arc;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{new_null_array, Array, ArrayRef, Int64Array, StringArray, StructArray};
+use arrow_array::{new_null_array, Array, ArrayRef};
 use arrow_schema::DataType;
+use quiver_vgi_contract::{errors, RawArguments};
 use quiver_wire::ErrorReport;
 
-use crate::errors;
-use crate::function::{Arg, Function, FunctionKind};
-use crate::ipc;
-use crate::limits::ARGUMENTS_MAX;
-
-/// Arguments as the engine sent them, before binding.
-#[derive(Debug, Default)]
-pub struct RawArguments {
-    /// `positional_<i>` values, by position (one element each).
-    pub positional: Vec<ArrayRef>,
-    /// `named_<name>` values (one element each).
-    pub named: Vec<(String, ArrayRef)>,
-}
-
-impl RawArguments {
-    /// Decodes an `Arguments` IPC stream.
-    pub fn decode(bytes: &[u8]) -> Result<RawArguments, ErrorReport> {
-        let batch = ipc::decode_row(bytes, "Arguments")?;
-        let Some(args) = batch.column_by_name("args") else {
-            return Err(errors::malformed("Arguments", "no 'args' column"));
-        };
-        let DataType::Struct(fields) = args.data_type() else {
-            return Err(errors::malformed("Arguments", "'args' is not a struct"));
-        };
-        if fields.len() > ARGUMENTS_MAX {
-            return Err(errors::argument_validation(format!(
-                "{} arguments exceed the limit of {ARGUMENTS_MAX}",
-                fields.len()
-            )));
-        }
-        let args: &StructArray = args.as_struct();
-        let mut positional: Vec<Option<ArrayRef>> = Vec::new();
-        let mut named = Vec::new();
-        for (field, column) in fields.iter().zip(args.columns()) {
-            let value = column.slice(0, 1);
-            if let Some(index) = field.name().strip_prefix("positional_") {
-                let index: usize = index
-                    .parse()
-                    .ok()
-                    .filter(|i| *i < ARGUMENTS_MAX)
-                    .ok_or_else(|| {
-                        errors::malformed("Arguments", format!("bad field '{}'", field.name()))
-                    })?;
-                if positional.len() <= index {
-                    positional.resize(index + 1, None);
-                }
-                positional[index] = Some(value);
-            } else if let Some(name) = field.name().strip_prefix("named_") {
-                named.push((name.to_string(), value));
-            } else {
-                return Err(errors::malformed(
-                    "Arguments",
-                    format!("unknown field '{}'", field.name()),
-                ));
-            }
-        }
-        let positional = positional
-            .into_iter()
-            .enumerate()
-            .map(|(i, value)| {
-                value.ok_or_else(|| {
-                    errors::malformed("Arguments", format!("positional argument {i} is missing"))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(RawArguments { positional, named })
-    }
-
-    /// Encodes as an `Arguments` IPC stream (the engine's side; used by tests and
-    /// tools that drive a worker).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut fields = Vec::new();
-        let mut columns = Vec::new();
-        let items = self
-            .positional
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("positional_{i}"), v))
-            .chain(self.named.iter().map(|(n, v)| (format!("named_{n}"), v)));
-        for (name, value) in items {
-            fields.push(arrow_schema::Field::new(
-                name,
-                value.data_type().clone(),
-                true,
-            ));
-            columns.push(value.clone());
-        }
-        let args = if fields.is_empty() {
-            StructArray::new_empty_fields(1, None)
-        } else {
-            StructArray::new(fields.into(), columns, None)
-        };
-        let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
-            "args",
-            args.data_type().clone(),
-            true,
-        )]));
-        let batch = arrow_array::RecordBatch::try_new(schema, vec![Arc::new(args)])
-            .expect("one struct row");
-        ipc::encode_batch(&batch)
-    }
-}
-
-/// Bound arguments: every declared argument the kind receives at bind, by name,
-/// coerced to its declared type (defaults filled in).
-#[derive(Clone, Debug, Default)]
-pub struct Args {
-    entries: Vec<(String, ArrayRef)>,
-}
-
-impl Args {
-    /// The value of `name` (one element), if the function declares it.
-    pub fn value(&self, name: &str) -> Option<&ArrayRef> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| v)
-    }
-
-    fn require(&self, name: &str) -> Result<&ArrayRef, ErrorReport> {
-        self.value(name)
-            .ok_or_else(|| errors::internal(format!("no argument '{name}' was declared")))
-    }
-
-    /// Whether `name` is SQL NULL.
-    pub fn is_null(&self, name: &str) -> Result<bool, ErrorReport> {
-        Ok(self.require(name)?.is_null(0))
-    }
-
-    /// An integer argument (declared with an integer type).
-    pub fn i64(&self, name: &str) -> Result<i64, ErrorReport> {
-        self.opt_i64(name)?
-            .ok_or_else(|| errors::argument_validation(format!("argument '{name}' is NULL")))
-    }
-
-    /// A nullable integer argument.
-    pub fn opt_i64(&self, name: &str) -> Result<Option<i64>, ErrorReport> {
-        let value = self.require(name)?;
-        if value.is_null(0) {
-            return Ok(None);
-        }
-        let value = arrow_cast::cast(value, &DataType::Int64)
-            .map_err(|_| errors::internal(format!("argument '{name}' is not an integer")))?;
-        Ok(Some(value.as_primitive::<Int64Type>().value(0)))
-    }
-
-    /// A string argument (declared `Utf8`).
-    pub fn str(&self, name: &str) -> Result<&str, ErrorReport> {
-        let value = self.require(name)?;
-        if value.is_null(0) {
-            return Err(errors::argument_validation(format!(
-                "argument '{name}' is NULL"
-            )));
-        }
-        match value.as_any().downcast_ref::<StringArray>() {
-            Some(strings) => Ok(strings.value(0)),
-            None => Err(errors::internal(format!(
-                "argument '{name}' is not a string"
-            ))),
-        }
-    }
-}
+use crate::args::Args;
+use crate::declarations::{Arg, FunctionKind};
+use crate::function::Function;
 
 /// Binds `raw` to the arguments `function` receives at bind.
 pub fn bind_args(function: &Function, raw: &RawArguments) -> Result<Args, ErrorReport> {
@@ -230,7 +70,7 @@ pub fn bind_args(function: &Function, raw: &RawArguments) -> Result<Args, ErrorR
         };
         entries.push((arg.name.clone(), value));
     }
-    Ok(Args { entries })
+    Ok(Args::from_entries(entries))
 }
 
 /// Coerces one value to the argument's type: same family casts (wider or
@@ -338,21 +178,15 @@ fn signature_hint(function: &Function) -> String {
     format!("\n  Signature: {}({})", function.name, parts.join(", "))
 }
 
-/// One integer value, for building [`RawArguments`].
-pub fn int64_value(value: i64) -> ArrayRef {
-    Arc::new(Int64Array::from(vec![value]))
-}
-
-/// One string value, for building [`RawArguments`].
-pub fn utf8_value(value: &str) -> ArrayRef {
-    Arc::new(StringArray::from(vec![value]))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use quiver_vgi_contract::{int64_value, utf8_value};
+
     use super::*;
     use crate::builders::TableFunction;
-    use crate::table::Scan;
+    use crate::scan::Scan;
 
     fn numbers() -> Function {
         TableFunction::new("numbers")
@@ -448,11 +282,5 @@ mod tests {
         })
         .unwrap_err();
         assert!(null.message.contains("must not be NULL"), "{null}");
-    }
-
-    #[test]
-    fn empty_arguments_decode() {
-        let raw = RawArguments::decode(&RawArguments::default().encode()).unwrap();
-        assert!(raw.positional.is_empty() && raw.named.is_empty());
     }
 }

@@ -1,0 +1,37 @@
+//! The vgi.v2 contract (protocol version 2.2.0, as spoken by vgi-python 0.47.0): everything the
+//! engine (`quiver-duckdb`) and a worker (`quiver-vgi`) must agree on, stated once.
+//!
+//! - [`schemas`]: the Arrow schema of every dataclass, field for field.
+//! - [`row`]: one-row batches, the way every dataclass travels.
+//! - [`ipc`]: Arrow nested inside a `binary` value (a whole stream, or a bare schema message).
+//! - [`requests`]: `BindRequest` and `InitRequest`; [`arguments`]: the raw `Arguments` value.
+//! - [`global_init`]: `GlobalInitResponse`, the header of every `init` stream.
+//! - [`filter_container`]: the `vgi.filters.v2` container (engine encodes, worker parses).
+//! - [`status`]: the table-in-out `vgi.status` handshake keys.
+//! - [`errors`]: the error types a peer reads, named as vgi-python names them.
+//! - [`limits`]: bounds on what a peer may send.
+//!
+//! Nothing here knows about processes, transports or function bodies.
+#![warn(missing_docs)]
+
+pub mod arguments;
+pub mod errors;
+pub mod filter_container;
+pub mod global_init;
+pub mod ipc;
+pub mod limits;
+pub mod requests;
+pub mod row;
+pub mod schemas;
+pub mod status;
+
+pub use arguments::{int64_value, utf8_value, RawArguments};
+pub use global_init::GlobalInitResponse;
+pub use requests::{BindRequest, InitRequest};
+pub use row::{RowBuilder, RowReader};
+pub use status::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
+
+/// The protocol name requests carry in `vgi_rpc.protocol`.
+pub const PROTOCOL_NAME: &str = "vgi.v2";
+/// The protocol version both sides speak; requests must match major.minor.
+pub const PROTOCOL_VERSION: &str = "2.2.0";

@@ -1,0 +1,75 @@
+//! What a table function's scan body sees: the connection's start ([`ScanInit`]), each
+//! tick ([`Scan`]), and the trait its per-connection state implements ([`TableScan`]).
+
+use std::ops::Range;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use quiver_vgi_contract::errors;
+use quiver_wire::ErrorReport;
+
+use crate::args::Args;
+use crate::execution::SharedWork;
+
+/// What a scan factory sees when a connection starts.
+pub struct ScanInit<'a> {
+    /// The bound arguments.
+    pub args: &'a Args,
+    /// The unprojected output schema.
+    pub output_schema: &'a SchemaRef,
+    /// Whether this is the primary connection of the execution.
+    pub is_primary: bool,
+}
+
+/// What a scan sees on each tick.
+pub struct Scan<'a> {
+    pub(crate) args: &'a Args,
+    pub(crate) output_schema: &'a SchemaRef,
+    pub(crate) needed: &'a [bool],
+    pub(crate) work: Option<&'a mut SharedWork>,
+}
+
+impl Scan<'_> {
+    /// The bound arguments.
+    pub fn args(&self) -> &Args {
+        self.args
+    }
+
+    /// The unprojected output schema batches must have.
+    pub fn output_schema(&self) -> &SchemaRef {
+        self.output_schema
+    }
+
+    /// Whether column `index` is read by the projection or a filter; a scan may
+    /// fill unneeded columns with nulls.
+    pub fn needs_column(&self, index: usize) -> bool {
+        self.needed.get(index).copied().unwrap_or(false)
+    }
+
+    /// Claims up to `units_max` units of the execution's shared work; `None`
+    /// once every unit has been claimed by some connection.
+    pub fn claim(&mut self, units_max: u64) -> Result<Option<Range<u64>>, ErrorReport> {
+        match self.work.as_deref_mut() {
+            Some(work) => work.claim(units_max),
+            None => Err(errors::internal(
+                "claim() needs the function to declare shared_work()",
+            )),
+        }
+    }
+}
+
+/// The per-connection state of a table function scan.
+pub trait TableScan: Send {
+    /// The next batch of the unprojected output schema, or `None` at the end.
+    /// Columns that [`Scan::needs_column`] reports unneeded may be all-null.
+    fn next_batch(&mut self, scan: &mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport>;
+}
+
+impl<F> TableScan for F
+where
+    F: FnMut(&mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport> + Send,
+{
+    fn next_batch(&mut self, scan: &mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport> {
+        self(scan)
+    }
+}
