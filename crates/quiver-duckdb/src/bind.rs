@@ -15,7 +15,7 @@ use crate::arrow_c;
 use crate::attached::Attached;
 use crate::catalog::{result_bytes, FunctionDesc, Kind};
 use crate::ffi::{
-    guard, guard_interruptible, handle, write_out, Failure, Interrupt, Outcome, QUIVER_ERR_WORKER,
+    guard, guard_interruptible, handle, write_out, Failure, FailureCode, Interrupt, Outcome,
 };
 use crate::stream::request_batch;
 
@@ -145,7 +145,7 @@ pub fn bind(
         .with_conn(&during, |client| client.call("bind", &request))?;
     let unreadable = |why: String| {
         Failure::new(
-            QUIVER_ERR_WORKER,
+            FailureCode::Worker,
             format!(
                 "{}: unreadable answer to {during}: {why}",
                 attached.worker.label()
@@ -190,7 +190,7 @@ pub fn cardinality(bound: &Bound) -> Outcome<(Option<i64>, Option<i64>)> {
     }) {
         Ok(reply) => reply,
         // Optional method: any worker-raised error reads as "unknown".
-        Err(failure) if failure.code == crate::ffi::QUIVER_ERR_REMOTE => return Ok((None, None)),
+        Err(failure) if failure.code == FailureCode::Remote => return Ok((None, None)),
         Err(failure) => return Err(failure),
     };
     let Ok(bytes) = result_bytes(reply, "table_function_cardinality") else {

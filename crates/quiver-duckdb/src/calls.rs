@@ -11,8 +11,7 @@ use quiver_wire::BatchMetadata;
 
 use crate::arrow_c;
 use crate::ffi::{
-    guard, guard_interruptible, handle_mut, write_out, Failure, Interrupt, Outcome,
-    QUIVER_ERR_WORKER,
+    guard, guard_interruptible, handle_mut, write_out, Failure, FailureCode, Interrupt, Outcome,
 };
 use crate::stream::Stream;
 
@@ -90,7 +89,7 @@ impl StreamHandle {
         let stream = self.stream()?;
         let Some((output, metadata)) = stream.exchange(&batch, metadata)? else {
             return Err(Failure::new(
-                QUIVER_ERR_WORKER,
+                FailureCode::Worker,
                 format!(
                     "{} ended {} before answering an input batch",
                     stream.worker().label(),
@@ -100,7 +99,7 @@ impl StreamHandle {
         };
         if rows_must_match && output.num_rows() != rows_in {
             return Err(Failure::new(
-                QUIVER_ERR_WORKER,
+                FailureCode::Worker,
                 format!(
                     "{} answered {} rows for {rows_in} input rows during {}",
                     stream.worker().label(),

@@ -12,7 +12,7 @@ use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 use quiver_vgi_contract::{ipc, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
-use crate::ffi::{Failure, Outcome, QUIVER_ERR_WORKER};
+use crate::ffi::{Failure, FailureCode, Outcome};
 use crate::worker::Worker;
 
 /// Most functions one worker may register.
@@ -151,7 +151,7 @@ pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
     found.ok_or_else(|| {
         let report = unreadable.expect("set when nothing was found");
         Failure::new(
-            QUIVER_ERR_WORKER,
+            FailureCode::Worker,
             format!("{}: unreadable catalog: {}", worker.label(), report.message),
         )
     })
@@ -165,7 +165,7 @@ fn choose_catalog(worker: &Worker) -> Outcome<String> {
     })?;
     let unreadable = |why: String| {
         Failure::new(
-            QUIVER_ERR_WORKER,
+            FailureCode::Worker,
             format!(
                 "{}: unreadable answer to catalog_catalogs: {why}",
                 worker.label()

@@ -6,32 +6,59 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Success.
+/// Success: what every exported function returns when it did its job.
 pub const QUIVER_OK: i32 = 0;
-/// The caller passed an invalid argument (message in `err`).
-pub const QUIVER_ERR_INVALID: i32 = 1;
-/// A bug inside the core: a panic or an arrow-rs error that should not happen (message in `err`).
-pub const QUIVER_ERR_INTERNAL: i32 = 2;
-/// The worker raised an error (a bad argument, an unknown function...): the message is the worker's.
-pub const QUIVER_ERR_REMOTE: i32 = 3;
-/// The worker could not be reached, died, or broke the protocol; the message names the worker
-/// and ends with the tail of its stderr when we have it.
-pub const QUIVER_ERR_WORKER: i32 = 4;
-/// The caller's interrupt check fired while we waited on the worker; the stream was abandoned.
-pub const QUIVER_ERR_INTERRUPTED: i32 = 5;
 
-/// A failed call: a `QUIVER_ERR_*` code and a message for the caller.
+/// Why an exported function failed. The numbers are the `QUIVER_ERR_*` values of
+/// `extension/include/quiver_core.h`; they become a bare `i32` only when returned to C.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureCode {
+    /// The caller passed an invalid argument (message in `err`).
+    Invalid = 1,
+    /// A bug inside the core: a panic or an arrow-rs error that should not happen.
+    Internal = 2,
+    /// The worker raised an error (a bad argument, an unknown function...): the message is the
+    /// worker's.
+    Remote = 3,
+    /// The worker could not be reached, died, or broke the protocol; the message names the worker
+    /// and ends with the tail of its stderr when we have it.
+    Worker = 4,
+    /// The caller's interrupt check fired while we waited on the worker; the stream was abandoned.
+    Interrupted = 5,
+}
+
+impl FailureCode {
+    /// The `QUIVER_ERR_*` number returned across the C ABI.
+    pub const fn to_c(self) -> i32 {
+        self as i32
+    }
+
+    /// The code a C return value stands for; `None` for [`QUIVER_OK`] and unknown numbers.
+    pub const fn from_c(code: i32) -> Option<FailureCode> {
+        match code {
+            1 => Some(FailureCode::Invalid),
+            2 => Some(FailureCode::Internal),
+            3 => Some(FailureCode::Remote),
+            4 => Some(FailureCode::Worker),
+            5 => Some(FailureCode::Interrupted),
+            _ => None,
+        }
+    }
+}
+
+/// A failed call: why, and a message for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    /// One of the `QUIVER_ERR_*` codes.
-    pub code: i32,
+    /// What kind of failure, as the caller branches on it.
+    pub code: FailureCode,
     /// A complete sentence for the SQL user.
     pub message: String,
 }
 
 impl Failure {
     /// A failure with `code`.
-    pub fn new(code: i32, message: impl Into<String>) -> Failure {
+    pub fn new(code: FailureCode, message: impl Into<String>) -> Failure {
         Failure {
             code,
             message: message.into(),
@@ -40,12 +67,17 @@ impl Failure {
 
     /// The caller passed something invalid.
     pub fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new(QUIVER_ERR_INVALID, message)
+        Failure::new(FailureCode::Invalid, message)
     }
 
     /// A bug on our side.
     pub fn internal(message: impl Into<String>) -> Failure {
-        Failure::new(QUIVER_ERR_INTERNAL, message)
+        Failure::new(FailureCode::Internal, message)
+    }
+
+    /// The worker is unreachable, died, or broke the protocol.
+    pub fn worker(message: impl Into<String>) -> Failure {
+        Failure::new(FailureCode::Worker, message)
     }
 }
 
@@ -74,7 +106,7 @@ pub fn guard(err: *mut c_char, err_cap: usize, body: impl FnOnce() -> Outcome<()
         Ok(()) => QUIVER_OK,
         Err(failure) => {
             write_error(err, err_cap, &failure.message);
-            failure.code
+            failure.code.to_c()
         }
     }
 }
@@ -195,9 +227,9 @@ mod tests {
     fn errors_are_truncated_and_terminated() {
         let mut buf = [1 as c_char; 8];
         let code = guard(buf.as_mut_ptr(), buf.len(), || {
-            Err(Failure::new(QUIVER_ERR_WORKER, "é worker died"))
+            Err(Failure::worker("é worker died"))
         });
-        assert_eq!(code, QUIVER_ERR_WORKER);
+        assert_eq!(FailureCode::from_c(code), Some(FailureCode::Worker));
         // SAFETY: NUL-terminated by write_error.
         let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
         assert_eq!(text, "é work");
@@ -207,7 +239,26 @@ mod tests {
     fn panics_become_internal_errors() {
         let mut buf = [0 as c_char; 64];
         let code = guard(buf.as_mut_ptr(), buf.len(), || panic!("boom"));
-        assert_eq!(code, QUIVER_ERR_INTERNAL);
+        assert_eq!(FailureCode::from_c(code), Some(FailureCode::Internal));
+    }
+
+    #[test]
+    fn failure_codes_keep_the_numbers_of_the_c_header() {
+        let header = include_str!("../../../extension/include/quiver_core.h");
+        let codes = [
+            ("QUIVER_ERR_INVALID", FailureCode::Invalid),
+            ("QUIVER_ERR_INTERNAL", FailureCode::Internal),
+            ("QUIVER_ERR_REMOTE", FailureCode::Remote),
+            ("QUIVER_ERR_WORKER", FailureCode::Worker),
+            ("QUIVER_ERR_INTERRUPTED", FailureCode::Interrupted),
+        ];
+        for (name, code) in codes {
+            let define = format!("#define {name} {}", code.to_c());
+            assert!(header.contains(&define), "quiver_core.h lacks `{define}`");
+            assert_eq!(FailureCode::from_c(code.to_c()), Some(code));
+        }
+        assert!(header.contains(&format!("#define QUIVER_OK {QUIVER_OK}")));
+        assert_eq!(FailureCode::from_c(QUIVER_OK), None);
     }
 
     #[test]

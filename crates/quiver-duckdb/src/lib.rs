@@ -11,9 +11,9 @@
 //! place.
 //!
 //! Conventions of every exported function (`ffi.rs`):
-//! - returns [`QUIVER_OK`] (0) on success, a non-zero `QUIVER_ERR_*` code otherwise;
+//! - returns [`QUIVER_OK`] (0) on success, a [`FailureCode`] (`QUIVER_ERR_*` in C) otherwise;
 //! - on failure writes a NUL-terminated message (truncated to fit) into `err[..err_cap]`;
-//! - never unwinds into C++: panics are caught and reported as [`QUIVER_ERR_INTERNAL`];
+//! - never unwinds into C++: panics are caught and reported as [`FailureCode::Internal`];
 //! - calls that wait on a worker take the caller's interrupt check and stop when it fires.
 
 #![warn(missing_docs)]
@@ -36,10 +36,7 @@ pub mod stream;
 pub mod table_in_out;
 pub mod worker;
 
-pub use ffi::{
-    QUIVER_ERR_INTERNAL, QUIVER_ERR_INTERRUPTED, QUIVER_ERR_INVALID, QUIVER_ERR_REMOTE,
-    QUIVER_ERR_WORKER, QUIVER_OK,
-};
+pub use ffi::{Failure, FailureCode, QUIVER_OK};
 
 /// Version of the C ABI in `quiver_core.h`; bump on any change to a signature or convention.
 pub const QUIVER_CORE_ABI_VERSION: u32 = 2;

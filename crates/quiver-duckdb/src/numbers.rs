@@ -127,7 +127,7 @@ impl RecordBatchReader for NumbersReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::{QUIVER_ERR_INVALID, QUIVER_OK};
+    use crate::ffi::{FailureCode, QUIVER_OK};
     use arrow_array::cast::AsArray;
     use arrow_array::ffi_stream::RecordBatchStreamReader;
     use arrow_array::types::Int64Type;
@@ -194,12 +194,12 @@ mod tests {
         let code = unsafe {
             quiver_numbers_stream(-1, 0, stream.as_mut_ptr(), err.as_mut_ptr(), err.len())
         };
-        assert_eq!(code, QUIVER_ERR_INVALID);
+        assert_eq!(FailureCode::from_c(code), Some(FailureCode::Invalid));
         assert_eq!(error_text(&err), "quiver_numbers: n must be >= 0,"); // truncated to 31 bytes
                                                                          // SAFETY: null out pointer is rejected before any write.
         let code = unsafe {
             quiver_numbers_stream(1, 0, std::ptr::null_mut(), err.as_mut_ptr(), err.len())
         };
-        assert_eq!(code, QUIVER_ERR_INVALID);
+        assert_eq!(FailureCode::from_c(code), Some(FailureCode::Invalid));
     }
 }

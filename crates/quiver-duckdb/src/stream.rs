@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_rpc::{ClientError, StreamCall, SuspendedStream};
+use quiver_rpc::{ClientError, ClientStream};
 use quiver_vgi_contract::GlobalInitResponse;
 use quiver_wire::BatchMetadata;
 
-use crate::ffi::{Failure, Outcome, QUIVER_ERR_WORKER};
+use crate::ffi::{Failure, Outcome};
 use crate::io;
 use crate::worker::{Conn, Worker};
 
@@ -24,13 +24,13 @@ pub const CANCEL_DEADLINE: Duration = Duration::from_secs(2);
 /// An open `init` stream.
 pub struct Stream {
     worker: Arc<Worker>,
-    conn: Option<Conn>,
-    call: SuspendedStream,
+    /// The call, holding its pooled connection; `None` once it failed or was closed (its
+    /// connection then went back to the pool or was closed).
+    call: Option<ClientStream<Conn>>,
     /// The header the worker sent.
     pub header: GlobalInitResponse,
     /// "numbers() scan", for messages.
     pub during: String,
-    ended: bool,
 }
 
 /// The `request: binary` parameter batch of `init`.
@@ -54,17 +54,13 @@ impl Stream {
     /// Like [`Stream::open`], on a given connection (FINALIZE must reach the INPUT's process).
     pub fn open_on(
         worker: &Arc<Worker>,
-        mut conn: Conn,
+        conn: Conn,
         request: &[u8],
         during: String,
     ) -> Outcome<Stream> {
-        let opened = conn
-            .client
-            .stream("init", &request_batch(request), true)
-            .map(StreamCall::suspend);
-        let call = match opened {
+        let call = match ClientStream::open(conn, "init", &request_batch(request), true) {
             Ok(call) => call,
-            Err(error) => return Err(worker.failure(conn, &error, &during)),
+            Err((error, conn)) => return Err(worker.failure(conn, &error, &during)),
         };
         let header = match call.header().map(GlobalInitResponse::parse) {
             Some(Ok(header)) => header,
@@ -73,26 +69,25 @@ impl Stream {
                     Some(Err(why)) => why.message,
                     _ => "no header".to_string(),
                 };
-                drop(conn);
-                return Err(Failure::new(
-                    QUIVER_ERR_WORKER,
-                    format!("{}: bad init header during {during}: {why}", worker.label()),
-                ));
+                // Mid-call: the connection is out of step and is closed.
+                drop(call.release());
+                return Err(Failure::worker(format!(
+                    "{}: bad init header during {during}: {why}",
+                    worker.label()
+                )));
             }
         };
         Ok(Stream {
             worker: worker.clone(),
-            conn: Some(conn),
-            call,
+            call: Some(call),
             header,
             during,
-            ended: false,
         })
     }
 
-    /// Whether the worker ended the output.
+    /// Whether the worker ended the output (or the stream failed).
     pub fn ended(&self) -> bool {
-        self.ended
+        self.call.as_ref().is_none_or(ClientStream::is_done)
     }
 
     /// The worker of this stream.
@@ -100,35 +95,34 @@ impl Stream {
         &self.worker
     }
 
+    /// Runs one step of the call; a failure is described and the connection released (back to
+    /// the pool when still in step, closed otherwise).
     fn with_call<T>(
         &mut self,
-        body: impl FnOnce(&mut StreamCall<'_>) -> Result<T, ClientError>,
+        step: impl FnOnce(&mut ClientStream<Conn>) -> Result<T, ClientError>,
     ) -> Outcome<T> {
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(Failure::new(
-                QUIVER_ERR_WORKER,
-                format!(
-                    "{}: the stream of {} is closed",
-                    self.worker.label(),
-                    self.during
-                ),
-            ));
-        };
-        let mut call = std::mem::take(&mut self.call).resume(&mut conn.client);
-        let result = body(&mut call);
-        self.call = call.suspend();
-        self.ended |= self.call.is_done();
-        result.map_err(|error| {
-            let conn = self.conn.take().expect("checked above");
-            self.ended = true;
+        if self.call.is_none() {
+            return Err(self.closed());
+        }
+        let call = self.call.as_mut().expect("checked above");
+        step(call).map_err(|error| {
+            let conn = self.call.take().expect("checked above").release();
             self.worker.failure(conn, &error, &self.during)
         })
+    }
+
+    fn closed(&self) -> Failure {
+        Failure::worker(format!(
+            "{}: the stream of {} is closed",
+            self.worker.label(),
+            self.during
+        ))
     }
 
     /// The next batch of a producer (table scan, FINALIZE), skipping empty ones; `None` at the end.
     pub fn next_batch(&mut self) -> Outcome<Option<RecordBatch>> {
         loop {
-            if self.ended {
+            if self.ended() {
                 return Ok(None);
             }
             match self.with_call(|call| call.tick())? {
@@ -150,8 +144,7 @@ impl Stream {
 
     /// Ends the stream in step (our input's end, then the worker's) and returns the connection.
     pub fn close(mut self) -> Outcome<()> {
-        self.end_in_step()?;
-        if let Some(conn) = self.conn.take() {
+        if let Some(conn) = self.end_in_step()? {
             self.worker.checkin(conn);
         }
         Ok(())
@@ -159,50 +152,34 @@ impl Stream {
 
     /// Ends the stream in step and hands over its connection (FINALIZE reuses it).
     pub fn close_keeping_connection(mut self) -> Outcome<Conn> {
-        self.end_in_step()?;
-        self.conn.take().ok_or_else(|| {
-            Failure::new(
-                QUIVER_ERR_WORKER,
-                format!(
-                    "{}: the stream of {} is closed",
-                    self.worker.label(),
-                    self.during
-                ),
-            )
-        })
+        self.end_in_step()?.ok_or_else(|| self.closed())
     }
 
-    fn end_in_step(&mut self) -> Outcome<()> {
-        if self.ended {
-            return Ok(());
-        }
-        let Some(conn) = self.conn.as_mut() else {
-            return Ok(());
+    /// Ends the call in step; its connection, or `None` when the call had already failed.
+    fn end_in_step(&mut self) -> Outcome<Option<Conn>> {
+        let Some(call) = self.call.take() else {
+            return Ok(None);
         };
-        let call = std::mem::take(&mut self.call).resume(&mut conn.client);
-        let closed = call.close();
-        self.ended = true;
-        closed.map_err(|error| {
-            let conn = self.conn.take().expect("checked above");
-            self.worker.failure(conn, &error, &self.during)
-        })
+        match call.close_and_release() {
+            (conn, Ok(())) => Ok(Some(conn)),
+            (conn, Err(error)) => Err(self.worker.failure(conn, &error, &self.during)),
+        }
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let Some(mut conn) = self.conn.take() else {
+        let Some(call) = self.call.take() else {
             return;
         };
-        if self.ended {
-            self.worker.checkin(conn);
+        if call.is_done() {
+            self.worker.checkin(call.release());
             return;
         }
         // Abandoned mid-stream (LIMIT, an error elsewhere in the query): cancel, within a
         // deadline so that a hung worker cannot hang us; a connection that does not come back in
         // step is closed.
-        let call = std::mem::take(&mut self.call).resume(&mut conn.client);
-        let cancelled = io::with_deadline(CANCEL_DEADLINE, || call.cancel());
+        let (conn, cancelled) = io::with_deadline(CANCEL_DEADLINE, || call.cancel_and_release());
         if cancelled.is_ok() {
             self.worker.checkin(conn);
         }

@@ -26,7 +26,7 @@ use quiver_shm::ShmConfig;
 use quiver_transport::{grow_pipe, Connection, TransportKind};
 use quiver_wire::WireError;
 
-use crate::ffi::{Failure, Outcome, QUIVER_ERR_INTERRUPTED, QUIVER_ERR_REMOTE, QUIVER_ERR_WORKER};
+use crate::ffi::{Failure, FailureCode, Outcome};
 use crate::io::{self, FdReader, FdWriter, Stopped};
 use crate::process::{split_command, Process};
 
@@ -98,6 +98,13 @@ pub struct Conn {
     /// ends of the pipes is what tells a stdio worker to exit.
     pub client: Client,
     process: Option<Process>,
+}
+
+/// A stream call holds the whole connection, so that the process behind it comes back with it.
+impl AsMut<Client> for Conn {
+    fn as_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
 }
 
 /// The shared `launch:` process and the private directory holding its socket.
@@ -176,7 +183,7 @@ impl Worker {
     pub fn checkout(&self) -> Outcome<Conn> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failure::new(
-                QUIVER_ERR_WORKER,
+                FailureCode::Worker,
                 format!("{} was detached", self.label()),
             ));
         }
@@ -221,7 +228,7 @@ impl Worker {
         if let ClientError::Remote(report) = error {
             self.checkin(conn);
             return Failure::new(
-                QUIVER_ERR_REMOTE,
+                FailureCode::Remote,
                 format!("{during}: {}: {}", report.error_type, report.message),
             );
         }
@@ -238,7 +245,7 @@ impl Worker {
                 process.terminate(BROKEN_GRACE);
             }
             return Failure::new(
-                QUIVER_ERR_INTERRUPTED,
+                FailureCode::Interrupted,
                 format!("{during}: {stop} while waiting for {}", self.label()),
             );
         }
@@ -264,7 +271,7 @@ impl Worker {
         if let Some(mut process) = process {
             process.terminate(BROKEN_GRACE);
         }
-        Failure::new(QUIVER_ERR_WORKER, message)
+        Failure::new(FailureCode::Worker, message)
     }
 
     /// Detaches: closes every idle connection and ends the processes we started.
@@ -296,7 +303,7 @@ impl Worker {
                 quiver_vgi_contract::PROTOCOL_VERSION,
             )
             .with_shm_from_config(&self.shm)
-            .map_err(|e| Failure::new(QUIVER_ERR_WORKER, format!("{}: {e}", self.label())))?;
+            .map_err(|e| Failure::new(FailureCode::Worker, format!("{}: {e}", self.label())))?;
         self.connections_opened.fetch_add(1, Ordering::Relaxed);
         Ok(Conn { client, process })
     }
@@ -324,7 +331,7 @@ impl Worker {
     fn connect_unix(&self, path: &Path) -> Outcome<Connection> {
         let stream = UnixStream::connect(path).map_err(|e| {
             Failure::new(
-                QUIVER_ERR_WORKER,
+                FailureCode::Worker,
                 format!(
                     "{}: cannot connect to {}: {e}",
                     self.label(),
@@ -394,7 +401,7 @@ impl Worker {
             Err(reason) => {
                 let words = describe(&mut launched.process);
                 Err(Failure::new(
-                    QUIVER_ERR_WORKER,
+                    FailureCode::Worker,
                     format!("{} did not start: {reason}{words}", self.label()),
                 ))
             }
@@ -403,7 +410,7 @@ impl Worker {
 
     fn spawn_failure(&self, argv: &[String], error: std::io::Error) -> Failure {
         Failure::new(
-            QUIVER_ERR_WORKER,
+            FailureCode::Worker,
             format!(
                 "{}: cannot start '{}': {error}",
                 self.label(),
@@ -413,7 +420,7 @@ impl Worker {
     }
 
     fn io_failure(&self, error: std::io::Error) -> Failure {
-        Failure::new(QUIVER_ERR_WORKER, format!("{}: {error}", self.label()))
+        Failure::new(FailureCode::Worker, format!("{}: {error}", self.label()))
     }
 }
 
@@ -546,7 +553,7 @@ mod tests {
             Err(e) => e,
             Ok(_) => panic!("started a missing program"),
         };
-        assert_eq!(error.code, QUIVER_ERR_WORKER);
+        assert_eq!(error.code, FailureCode::Worker);
         assert!(
             error.message.contains("worker 'w' (worker)"),
             "{}",

@@ -14,9 +14,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_duckdb::attached::Attached;
 use quiver_duckdb::bind::{bind, Bound};
-use quiver_duckdb::{
-    catalog, scalar, scan, table_in_out, worker::Worker, QUIVER_ERR_REMOTE, QUIVER_ERR_WORKER,
-};
+use quiver_duckdb::{catalog, scalar, scan, table_in_out, worker::Worker, FailureCode};
 use quiver_vgi_contract::RawArguments;
 
 fn allinone() -> String {
@@ -174,7 +172,7 @@ fn bind_errors_are_the_workers() {
         Err(e) => e,
         Ok(_) => panic!("numbers(-5) bound"),
     };
-    assert_eq!(error.code, QUIVER_ERR_REMOTE, "{}", error.message);
+    assert_eq!(error.code, FailureCode::Remote, "{}", error.message);
     assert!(
         error.message.contains("bind of numbers()"),
         "{}",
@@ -252,7 +250,7 @@ fn a_worker_killed_mid_scan_is_an_error_naming_it() {
         }
     };
     eprintln!("{}", error.message);
-    assert_eq!(error.code, QUIVER_ERR_WORKER);
+    assert_eq!(error.code, FailureCode::Worker);
     assert!(
         error.message.contains("worker 'w' (quiver-allinone)"),
         "{}",
@@ -275,7 +273,7 @@ fn unknown_workers_fail_to_attach_with_their_words() {
         Err(e) => e,
         Ok(_) => panic!("attached to sh"),
     };
-    assert_eq!(error.code, QUIVER_ERR_WORKER);
+    assert_eq!(error.code, FailureCode::Worker);
     assert!(
         error.message.contains("no such catalog"),
         "{}",

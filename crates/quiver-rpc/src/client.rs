@@ -2,20 +2,22 @@
 //!
 //! Calls are sequential on a connection (the wire is lockstep). Logs the server
 //! sends arrive through [`Client::take_logs`]; an EXCEPTION record becomes
-//! [`ClientError::Remote`] carrying the server's error report.
+//! [`ClientError::Remote`] carrying the server's error report. Stream calls live in
+//! [`crate::stream_call`].
 
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
-use quiver_shm::{Segment, ShmConfig};
+use quiver_shm::{Segment, ShmConfig, ShmError};
 use quiver_transport::Connection;
 use quiver_wire::{
-    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuf, Limits,
-    LogLevel, LogRecord, StreamReader, StreamWriter, WireError,
+    classify, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuf, Limits, LogLevel, LogRecord,
+    StreamReader, StreamWriter, WireError,
 };
 
+use crate::link::{ConnectionError, Link};
 use crate::shm_route::ShmRoute;
+use crate::stream_call::{ClientStream, StreamCall};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +28,9 @@ pub enum ClientError {
     /// The connection or its bytes failed.
     #[error("wire: {0}")]
     Wire(#[from] WireError),
+    /// The shared-memory segment failed (creation, a bad pointer, a corrupt table).
+    #[error("shm: {0}")]
+    Shm(#[from] ShmError),
     /// The server's reply broke the protocol.
     #[error("protocol: {0}")]
     Protocol(String),
@@ -47,9 +52,18 @@ impl From<std::io::Error> for ClientError {
     }
 }
 
+impl From<ConnectionError> for ClientError {
+    fn from(error: ConnectionError) -> Self {
+        match error {
+            ConnectionError::Wire(error) => ClientError::Wire(error),
+            ConnectionError::Shm(error) => ClientError::Shm(error),
+        }
+    }
+}
+
 /// A connection to a service.
 pub struct Client {
-    connection: Connection,
+    link: Link,
     protocol: Option<(String, String)>,
     shm: Option<ShmRoute>,
     limits: Limits,
@@ -62,7 +76,7 @@ impl Client {
     /// [`Client::with_protocol`]; servers require it for non-dunder methods).
     pub fn new(connection: Connection) -> Self {
         Self {
-            connection,
+            link: Link::new(connection),
             protocol: None,
             shm: None,
             limits: Limits::DEFAULT,
@@ -88,10 +102,8 @@ impl Client {
     /// (`VGI_RPC_SHM_SIZE_BYTES` set and shm not disabled).
     pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
         match config.segment_to_create_bytes() {
-            Some(size_bytes) if self.connection.kind.is_local() => {
-                let segment = Segment::create(size_bytes).map_err(|e| {
-                    ClientError::Protocol(format!("cannot create shm segment: {e}"))
-                })?;
+            Some(size_bytes) if self.link.kind.is_local() => {
+                let segment = Segment::create(size_bytes)?;
                 Ok(self.with_shm(segment, config))
             }
             _ => Ok(self),
@@ -142,37 +154,19 @@ impl Client {
         Ok(result)
     }
 
-    /// Starts a stream call. `with_header` says whether the method sends a header
-    /// first (the caller knows the method's signature).
+    /// Starts a stream call that borrows this client. `with_header` says whether
+    /// the method sends a header first (the caller knows the method's signature).
+    /// To keep the call and the client in one owner, use [`ClientStream::open`].
     pub fn stream(
         &mut self,
         method: &str,
         params: &RecordBatch,
         with_header: bool,
     ) -> Result<StreamCall<'_>, ClientError> {
-        self.write_request(method, params, BatchMetadata::new())?;
-        self.flush()?;
-        let mut call = StreamCall {
-            client: self,
-            header: None,
-            input: None,
-            output: None,
-            input_ended: false,
-            done: false,
-        };
-        if with_header {
-            match call.read_header() {
-                Ok(header) => call.header = header,
-                Err(error) => {
-                    call.abandon_after_error();
-                    return Err(error);
-                }
-            }
-        }
-        Ok(call)
+        ClientStream::open(self, method, params, with_header).map_err(|(error, _)| error)
     }
 
-    fn write_request(
+    pub(crate) fn write_request(
         &mut self,
         method: &str,
         params: &RecordBatch,
@@ -194,38 +188,34 @@ impl Client {
         }
         // A large request goes through the segment as a pointer batch, as stream
         // inputs do; servers resolve request pointers like any other.
-        let (params, metadata) = match self.shm.as_mut() {
-            Some(route) => route
-                .try_write(params, &metadata)?
-                .unwrap_or_else(|| (params.clone(), metadata)),
-            None => (params.clone(), metadata),
-        };
+        let (params, metadata) = self.route_output(params, metadata)?;
         let mut writer = StreamWriter::begin(params.schema_ref(), &mut self.out)?;
         writer.write(&params, &metadata, &mut self.out)?;
         writer.finish(&mut self.out);
         Ok(())
     }
 
-    fn begin_reply(&mut self) -> Result<StreamReader, ClientError> {
-        self.begin_peer_turn();
-        let reader = StreamReader::begin(&mut self.connection.reader, self.limits);
-        self.end_peer_turn();
+    pub(crate) fn begin_reply(&mut self) -> Result<StreamReader, ClientError> {
+        let limits = self.limits;
+        let reader = self.link.wait_for_peer(self.shm.as_mut(), |input| {
+            StreamReader::begin(input, limits)
+        });
         reader?.ok_or_else(|| {
-            WireError::Truncated(format!("{} closed the connection", self.connection.peer)).into()
+            WireError::Truncated(format!("{} closed the connection", self.link.peer)).into()
         })
     }
 
     /// The next data batch of a reply stream, absorbing logs; an EXCEPTION record
     /// is stored in `error` and the stream read on to its end.
-    fn next_data(
+    pub(crate) fn next_data(
         &mut self,
         reader: &mut StreamReader,
         error: &mut Option<ErrorReport>,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
         loop {
-            self.begin_peer_turn();
-            let next = reader.next(&mut self.connection.reader);
-            self.end_peer_turn();
+            let next = self
+                .link
+                .wait_for_peer(self.shm.as_mut(), |input| reader.next(input));
             let Some((batch, metadata)) = next? else {
                 return Ok(None);
             };
@@ -239,7 +229,7 @@ impl Client {
         }
     }
 
-    fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         batch: RecordBatch,
         metadata: BatchMetadata,
@@ -263,298 +253,46 @@ impl Client {
         }
     }
 
-    fn flush(&mut self) -> Result<(), ClientError> {
+    /// Routes an outgoing data batch through the segment when it qualifies.
+    pub(crate) fn route_output(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<(RecordBatch, BatchMetadata), ClientError> {
+        Ok(match self.shm.as_mut() {
+            Some(route) => route
+                .try_write(batch, &metadata)?
+                .unwrap_or_else(|| (batch.clone(), metadata)),
+            None => (batch.clone(), metadata),
+        })
+    }
+
+    /// The buffer outgoing messages are gathered in until [`Client::flush`].
+    pub(crate) fn out(&mut self) -> &mut GatherBuf {
+        &mut self.out
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<(), ClientError> {
         if !self.out.is_empty() {
-            self.out.write_to(&mut *self.connection.writer)?;
+            self.out.write_to(&mut *self.link.writer)?;
         }
         Ok(())
     }
+}
 
-    /// While we block on the peer, the segment's table is the peer's.
-    fn begin_peer_turn(&mut self) {
-        if let Some(route) = self.shm.as_mut() {
-            route.begin_peer_turn();
-        }
-    }
-
-    fn end_peer_turn(&mut self) {
-        if let Some(route) = self.shm.as_mut() {
-            route.end_peer_turn();
-        }
+/// Lets a stream call hold its client by value or by reference alike.
+impl AsMut<Client> for Client {
+    fn as_mut(&mut self) -> &mut Client {
+        self
     }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.end_peer_turn();
         if let Some(route) = &self.shm {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.connection.peer, "client"));
+                eprintln!("{}", route.stats.summary(&self.link.peer, "client"));
             }
         }
     }
-}
-
-/// An open stream call: tick a producer or exchange batches, then close or cancel.
-pub struct StreamCall<'c> {
-    client: &'c mut Client,
-    header: Option<RecordBatch>,
-    input: Option<StreamWriter>,
-    output: Option<StreamReader>,
-    input_ended: bool,
-    done: bool,
-}
-
-impl StreamCall<'_> {
-    /// The header batch, for methods that send one.
-    pub fn header(&self) -> Option<&RecordBatch> {
-        self.header.as_ref()
-    }
-
-    /// Whether the server ended the stream.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Logs received so far.
-    pub fn take_logs(&mut self) -> Vec<LogRecord> {
-        self.client.take_logs()
-    }
-
-    /// Asks a producer for its next batch; `Ok(None)` when it has finished.
-    pub fn tick(&mut self) -> Result<Option<RecordBatch>, ClientError> {
-        let schema = empty_schema();
-        self.send(&RecordBatch::new_empty(schema), BatchMetadata::new())?;
-        self.receive().map(|o| o.map(|(batch, _)| batch))
-    }
-
-    /// Sends one input batch and returns the output batch it produced (`None` if
-    /// the server ended the stream instead).
-    pub fn exchange(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>, ClientError> {
-        self.exchange_with_metadata(batch, BatchMetadata::new())
-            .map(|o| o.map(|(batch, _)| batch))
-    }
-
-    /// Like [`StreamCall::exchange`], with custom metadata both ways.
-    pub fn exchange_with_metadata(
-        &mut self,
-        batch: &RecordBatch,
-        metadata: BatchMetadata,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
-        self.send(batch, metadata)?;
-        self.receive()
-    }
-
-    /// Cancels the stream: the server stops, and the connection is ready for the
-    /// next call.
-    pub fn cancel(mut self) -> Result<(), ClientError> {
-        if self.done {
-            return Ok(());
-        }
-        let schema = self
-            .input
-            .as_ref()
-            .map(|w| w.schema().clone())
-            .unwrap_or_else(empty_schema);
-        let cancel = BatchMetadata::from_pairs([(keys::CANCEL, "1")]);
-        self.send_raw(&RecordBatch::new_empty(schema), &cancel)?;
-        match self.finish() {
-            Err(ClientError::Remote(_)) | Ok(()) => Ok(()),
-            Err(other) => Err(other),
-        }
-    }
-
-    /// Ends the stream from the client side and reads the server's end.
-    pub fn close(mut self) -> Result<(), ClientError> {
-        self.finish()
-    }
-
-    fn send(&mut self, batch: &RecordBatch, metadata: BatchMetadata) -> Result<(), ClientError> {
-        if self.done {
-            return Err(ClientError::Protocol("the stream has ended".into()));
-        }
-        let (batch, metadata) = match self.client.shm.as_mut() {
-            Some(route) => route
-                .try_write(batch, &metadata)?
-                .unwrap_or_else(|| (batch.clone(), metadata)),
-            None => (batch.clone(), metadata),
-        };
-        self.send_raw(&batch, &metadata)
-    }
-
-    fn send_raw(
-        &mut self,
-        batch: &RecordBatch,
-        metadata: &BatchMetadata,
-    ) -> Result<(), ClientError> {
-        let client = &mut *self.client;
-        if self.input.is_none() {
-            self.input = Some(StreamWriter::begin(batch.schema_ref(), &mut client.out)?);
-        }
-        let input = self.input.as_mut().expect("input stream open");
-        input.write(batch, metadata, &mut client.out)?;
-        client.flush()
-    }
-
-    /// Reads one output batch; at the server's end marker closes the input and
-    /// reports `None`; an error ends the stream and is returned.
-    fn receive(&mut self) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
-        if self.output.is_none() {
-            self.output = Some(self.client.begin_reply()?);
-        }
-        let mut error = None;
-        let mut output = self.output.take().expect("output stream open");
-        let next = self.client.next_data(&mut output, &mut error);
-        let finished = output.is_finished();
-        self.output = Some(output);
-        let next = match next {
-            Ok(next) => next,
-            Err(e) => {
-                self.done = true;
-                return Err(e);
-            }
-        };
-        if let Some(report) = error {
-            if !finished {
-                self.drain_output()?;
-            }
-            self.end_input()?;
-            return Err(ClientError::Remote(report));
-        }
-        match next {
-            Some((batch, metadata)) => Ok(Some(self.client.resolve(batch, metadata)?)),
-            None => {
-                self.end_input()?;
-                Ok(None)
-            }
-        }
-    }
-
-    fn read_header(&mut self) -> Result<Option<RecordBatch>, ClientError> {
-        let mut reader = self.client.begin_reply()?;
-        let mut error = None;
-        let mut header = None;
-        while let Some((batch, metadata)) = self.client.next_data(&mut reader, &mut error)? {
-            header = Some(self.client.resolve(batch, metadata)?.0);
-        }
-        match error {
-            Some(report) => Err(ClientError::Remote(report)),
-            None => Ok(header),
-        }
-    }
-
-    /// After a failed start the server drains one input stream: send an empty one.
-    fn abandon_after_error(&mut self) {
-        let _ = self.end_input();
-    }
-
-    fn drain_output(&mut self) -> Result<(), ClientError> {
-        if let Some(mut output) = self.output.take() {
-            let mut error = None;
-            while self.client.next_data(&mut output, &mut error)?.is_some() {}
-        }
-        Ok(())
-    }
-
-    /// Sends the input's end marker (opening an empty input first if nothing was sent).
-    fn end_input(&mut self) -> Result<(), ClientError> {
-        if self.input_ended {
-            return Ok(());
-        }
-        self.input_ended = true;
-        self.done = true;
-        let client = &mut *self.client;
-        let input = match self.input.take() {
-            Some(input) => input,
-            None => StreamWriter::begin(&empty_schema(), &mut client.out)?,
-        };
-        input.finish(&mut client.out);
-        client.flush()
-    }
-
-    /// Closes the input, then reads the output to its end.
-    fn finish(&mut self) -> Result<(), ClientError> {
-        if self.done {
-            return Ok(());
-        }
-        self.end_input()?;
-        let mut output = match self.output.take() {
-            Some(output) => output,
-            None => self.client.begin_reply()?,
-        };
-        let mut error = None;
-        while self.client.next_data(&mut output, &mut error)?.is_some() {}
-        match error {
-            Some(report) => Err(ClientError::Remote(report)),
-            None => Ok(()),
-        }
-    }
-}
-
-/// A stream call set aside without its client: what an engine keeps between
-/// calls when the client and the call must live in one owner (a scan's state
-/// across FFI calls). Resume it with the same client it was started on.
-///
-/// Dropping a suspended stream does nothing on the wire; the connection is then
-/// mid-call and should be closed, or the stream resumed and closed or cancelled.
-#[derive(Default)]
-pub struct SuspendedStream {
-    header: Option<RecordBatch>,
-    input: Option<StreamWriter>,
-    output: Option<StreamReader>,
-    input_ended: bool,
-    done: bool,
-}
-
-impl SuspendedStream {
-    /// Whether the server ended the stream.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// The header batch, for methods that send one.
-    pub fn header(&self) -> Option<&RecordBatch> {
-        self.header.as_ref()
-    }
-
-    /// Continues the call on `client`, which must be the client that started it.
-    pub fn resume(self, client: &mut Client) -> StreamCall<'_> {
-        StreamCall {
-            client,
-            header: self.header,
-            input: self.input,
-            output: self.output,
-            input_ended: self.input_ended,
-            done: self.done,
-        }
-    }
-}
-
-impl StreamCall<'_> {
-    /// Sets the call aside, releasing the borrow of its client; nothing is sent.
-    pub fn suspend(mut self) -> SuspendedStream {
-        let suspended = SuspendedStream {
-            header: self.header.take(),
-            input: self.input.take(),
-            output: self.output.take(),
-            input_ended: self.input_ended,
-            done: self.done,
-        };
-        // Drop must not finish a call that only changes hands.
-        self.done = true;
-        suspended
-    }
-}
-
-impl Drop for StreamCall<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.finish();
-        }
-    }
-}
-
-/// The schema of a batch, for callers building inputs.
-pub fn schema_of(batch: &RecordBatch) -> SchemaRef {
-    batch.schema()
 }

@@ -28,6 +28,7 @@
 pub mod client;
 mod context;
 pub mod errors;
+mod link;
 mod method;
 mod params;
 pub mod reply;
@@ -36,9 +37,11 @@ mod server;
 mod service;
 mod shm_route;
 mod stats;
+pub mod stream_call;
 
-pub use client::{Client, ClientError, StreamCall, SuspendedStream};
+pub use client::{Client, ClientError};
 pub use context::CallContext;
+pub use link::ConnectionError;
 pub use method::{
     field, Body, Method, StreamBody, StreamOutput, StreamSetup, StreamState, UnaryBody,
 };
@@ -47,3 +50,4 @@ pub use server::{Server, ServerConfig, SessionEnd};
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};
 pub use stats::ShmStats;
+pub use stream_call::{ClientStream, StreamCall};

@@ -20,6 +20,7 @@ use quiver_wire::{
 
 use crate::context::CallContext;
 use crate::errors;
+use crate::link::{ConnectionError, Link};
 use crate::method::{Body, Method, OutputItem, StreamOutput, StreamSetup};
 use crate::params::Params;
 use crate::service::{major_minor, Service};
@@ -63,8 +64,9 @@ pub struct Server {
 pub enum SessionEnd {
     /// The client closed the connection between requests.
     Closed,
-    /// The connection failed or carried bytes that cannot be resynchronised.
-    Failed(WireError),
+    /// The connection (or its segment) failed or carried bytes that cannot be
+    /// resynchronised.
+    Failed(ConnectionError),
 }
 
 impl Server {
@@ -106,7 +108,7 @@ impl Server {
 /// Per-connection state.
 struct Session<'s> {
     server: &'s Server,
-    connection: Connection,
+    link: Link,
     out: GatherBuf,
     shm: Option<ShmRoute>,
     /// Requests served on this connection; numbers generated request ids.
@@ -127,7 +129,7 @@ impl<'s> Session<'s> {
     fn new(server: &'s Server, connection: Connection) -> Self {
         Self {
             server,
-            connection,
+            link: Link::new(connection),
             out: GatherBuf::new(),
             shm: None,
             requests_served: 0,
@@ -140,7 +142,7 @@ impl<'s> Session<'s> {
     }
 
     /// Serves one request; `Ok(false)` when the client closed the connection.
-    fn serve_one(&mut self) -> Result<bool, WireError> {
+    fn serve_one(&mut self) -> Result<bool, ConnectionError> {
         let request = match self.read_request() {
             Ok(Some(request)) => request,
             Ok(None) => return Ok(false),
@@ -170,20 +172,22 @@ impl<'s> Session<'s> {
     /// when the request is rejected.
     fn read_request(&mut self) -> Result<Option<Request>, RequestError> {
         let limits = self.limits();
-        self.begin_peer_turn();
-        let reader = StreamReader::begin(&mut self.connection.reader, limits);
-        let Some(mut reader) = reader? else {
+        let read: Result<_, WireError> = self.link.wait_for_peer(self.shm.as_mut(), |input| {
+            let Some(mut reader) = StreamReader::begin(input, limits)? else {
+                return Ok(None);
+            };
+            let first = reader.next(input);
+            // Drain only a stream whose framing survived; after a framing error the
+            // bytes that follow are not messages.
+            let extra = match &first {
+                Ok(_) => reader.drain(input),
+                Err(_) => Ok(0),
+            };
+            Ok(Some((first?, extra?)))
+        });
+        let Some((first, extra)) = read? else {
             return Ok(None);
         };
-        let first = reader.next(&mut self.connection.reader);
-        // Drain only a stream whose framing survived; after a framing error the
-        // bytes that follow are not messages.
-        let extra = match &first {
-            Ok(_) => reader.drain(&mut self.connection.reader),
-            Err(_) => Ok(0),
-        };
-        self.end_peer_turn();
-        let (first, extra) = (first?, extra?);
         let Some((batch, metadata)) = first else {
             return Err(RequestError::Rejected(errors::rpc_error(
                 "request stream carries no batch",
@@ -226,7 +230,7 @@ impl<'s> Session<'s> {
         let Some(name) = metadata.get(keys::SHM_SEGMENT_NAME) else {
             return Ok(());
         };
-        if config.disabled || !self.connection.kind.is_local() {
+        if config.disabled || !self.link.kind.is_local() {
             return Ok(());
         }
         if self
@@ -269,7 +273,7 @@ impl<'s> Session<'s> {
         &mut self,
         batch: RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
+    ) -> Result<(RecordBatch, BatchMetadata), ConnectionError> {
         let role = classify(&batch, &metadata).map_err(WireError::Malformed)?;
         if let Some(route) = self.shm.as_mut() {
             route.stats.inbound_total += 1;
@@ -280,18 +284,20 @@ impl<'s> Session<'s> {
                 let Some(route) = self.shm.as_mut() else {
                     return Err(WireError::Malformed(
                         "shm pointer batch but no segment is attached".into(),
-                    ));
+                    )
+                    .into());
                 };
                 route.resolve(&batch, &metadata, offset, length, limits)
             }
             BatchRole::External => Err(WireError::Malformed(
                 "external-location batches are not supported".into(),
-            )),
+            )
+            .into()),
             _ => Ok((batch, metadata)),
         }
     }
 
-    fn dispatch(&mut self, request: Request) -> Result<(), WireError> {
+    fn dispatch(&mut self, request: Request) -> Result<(), ConnectionError> {
         self.requests_served += 1;
         self.request_id = match request.metadata.get(keys::REQUEST_ID) {
             Some(id) => id.to_string(),
@@ -335,12 +341,12 @@ impl<'s> Session<'s> {
     /// Reserved methods answered by the framework itself. `__transport_options__`
     /// tells a client this worker can use shared memory; its reply is a zero-row
     /// batch whose metadata carries the capabilities.
-    fn serve_reserved(&mut self, request: &Request) -> Result<(), WireError> {
+    fn serve_reserved(&mut self, request: &Request) -> Result<(), ConnectionError> {
         if request.method != TRANSPORT_OPTIONS {
             let report = errors::reserved_not_implemented(&request.method);
             return self.write_error_stream(&empty_schema(), &report);
         }
-        let shm_usable = !self.server.config.shm.disabled && self.connection.kind.is_local();
+        let shm_usable = !self.server.config.shm.disabled && self.link.kind.is_local();
         let metadata = BatchMetadata::from_pairs([
             (
                 keys::TRANSPORT_SHM,
@@ -391,7 +397,7 @@ impl<'s> Session<'s> {
         body: &crate::method::UnaryBody,
         params: &Params,
         request_metadata: &BatchMetadata,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ConnectionError> {
         let mut ctx = CallContext::new(&method.name, request_metadata);
         let started = Instant::now();
         let outcome = body(params, &mut ctx);
@@ -422,7 +428,7 @@ impl<'s> Session<'s> {
         body: &crate::method::StreamBody,
         params: &Params,
         request_metadata: &BatchMetadata,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ConnectionError> {
         let mut ctx = CallContext::new(&method.name, request_metadata);
         let setup = body(params, &mut ctx).and_then(|setup| errors::check_header(method, setup));
         let mut pending_logs = ctx.take_logs();
@@ -442,13 +448,14 @@ impl<'s> Session<'s> {
         self.flush()?;
 
         let limits = self.limits();
-        self.begin_peer_turn();
-        let input = StreamReader::begin(&mut self.connection.reader, limits);
-        self.end_peer_turn();
+        let input = self
+            .link
+            .wait_for_peer(self.shm.as_mut(), |peer| StreamReader::begin(peer, limits));
         let Some(mut input) = input? else {
             return Err(WireError::Truncated(
                 "client closed before opening the stream input".into(),
-            ));
+            )
+            .into());
         };
         let output_schema = setup.output_schema.clone();
         let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
@@ -457,9 +464,9 @@ impl<'s> Session<'s> {
         }
         loop {
             self.flush()?;
-            self.begin_peer_turn();
-            let next = input.next(&mut self.connection.reader);
-            self.end_peer_turn();
+            let next = self
+                .link
+                .wait_for_peer(self.shm.as_mut(), |peer| input.next(peer));
             let Some((batch, metadata)) = next? else {
                 break;
             };
@@ -515,28 +522,24 @@ impl<'s> Session<'s> {
         output.finish(&mut self.out);
         self.flush()?;
         if !input.is_finished() {
-            self.begin_peer_turn();
-            let drained = input.drain(&mut self.connection.reader);
-            self.end_peer_turn();
-            drained?;
+            self.link
+                .wait_for_peer(self.shm.as_mut(), |peer| input.drain(peer))?;
         }
         Ok(())
     }
 
     /// Reads and discards the input stream a client sends after a failed stream
     /// start, so the next request starts on a clean boundary.
-    fn drain_input(&mut self) -> Result<(), WireError> {
+    fn drain_input(&mut self) -> Result<(), ConnectionError> {
         let limits = self.limits();
-        self.begin_peer_turn();
         let drained =
-            StreamReader::begin(&mut self.connection.reader, limits).and_then(
-                |input| match input {
-                    Some(mut input) => input.drain(&mut self.connection.reader).map(|_| ()),
+            self.link.wait_for_peer(self.shm.as_mut(), |peer| {
+                match StreamReader::begin(peer, limits)? {
+                    Some(mut input) => input.drain(peer).map(|_| ()),
                     None => Ok(()),
-                },
-            );
-        self.end_peer_turn();
-        drained
+                }
+            });
+        Ok(drained?)
     }
 
     /// Writes a complete stream on `schema`: logs, then a batch or an error.
@@ -546,7 +549,7 @@ impl<'s> Session<'s> {
         logs: &[LogRecord],
         batch: Option<RecordBatch>,
         error: Option<&ErrorReport>,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ConnectionError> {
         let mut writer = StreamWriter::begin(schema, &mut self.out)?;
         for record in logs {
             self.write_record(&mut writer, record)?;
@@ -565,7 +568,7 @@ impl<'s> Session<'s> {
         &mut self,
         schema: &SchemaRef,
         report: &ErrorReport,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ConnectionError> {
         self.write_stream_with_logs(schema, &[], None, Some(report))
     }
 
@@ -595,7 +598,7 @@ impl<'s> Session<'s> {
         &mut self,
         batch: RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
+    ) -> Result<(RecordBatch, BatchMetadata), ConnectionError> {
         if let Some(route) = self.shm.as_mut() {
             if let Some(pointer) = route.try_write(&batch, &metadata)? {
                 return Ok(pointer);
@@ -613,29 +616,15 @@ impl<'s> Session<'s> {
     /// Writes everything gathered so far in one call.
     fn flush(&mut self) -> Result<(), WireError> {
         if !self.out.is_empty() {
-            self.out.write_to(&mut *self.connection.writer)?;
+            self.out.write_to(&mut *self.link.writer)?;
         }
         Ok(())
     }
 
-    /// While we block on the peer, the segment's table is the peer's.
-    fn begin_peer_turn(&mut self) {
-        if let Some(route) = self.shm.as_mut() {
-            route.begin_peer_turn();
-        }
-    }
-
-    fn end_peer_turn(&mut self) {
-        if let Some(route) = self.shm.as_mut() {
-            route.end_peer_turn();
-        }
-    }
-
     fn close_shm(&mut self) {
-        self.end_peer_turn();
         if let Some(route) = self.shm.take() {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.connection.peer, "worker"));
+                eprintln!("{}", route.stats.summary(&self.link.peer, "worker"));
             }
         }
     }
@@ -656,14 +645,14 @@ fn is_reserved(method: &str) -> bool {
 
 /// Why a request could not be dispatched.
 enum RequestError {
-    /// Framing is broken; the connection cannot continue.
-    Fatal(WireError),
+    /// Framing is broken (or the segment failed); the connection cannot continue.
+    Fatal(ConnectionError),
     /// The request was read whole but is not acceptable; answer and continue.
     Rejected(ErrorReport),
 }
 
 impl From<WireError> for RequestError {
     fn from(error: WireError) -> Self {
-        RequestError::Fatal(error)
+        RequestError::Fatal(error.into())
     }
 }

@@ -15,6 +15,7 @@ use quiver_wire::{
     decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError,
 };
 
+use crate::link::ConnectionError;
 use crate::stats::ShmStats;
 
 /// A segment in use by one connection, with the policy for when to use it.
@@ -53,7 +54,7 @@ impl ShmRoute {
         &mut self,
         batch: &RecordBatch,
         metadata: &BatchMetadata,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, WireError> {
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ConnectionError> {
         self.stats.outbound_total += 1;
         if batch.num_rows() == 0 || has_dictionary(batch) {
             return Ok(None);
@@ -82,10 +83,7 @@ impl ShmRoute {
             return Ok(None);
         };
         let encoded_len = encoded.len();
-        let mut region = self
-            .segment
-            .region_writer(offset)
-            .map_err(|e| WireError::Malformed(format!("shm region at {offset}: {e}")))?;
+        let mut region = self.segment.region_writer(offset)?;
         encoded.write_to(&mut region)?;
         let mut pointer_metadata = metadata.clone();
         pointer_metadata.insert(keys::SHM_OFFSET, offset.to_string());
@@ -108,22 +106,22 @@ impl ShmRoute {
         offset: u64,
         length: u64,
         limits: Limits,
-    ) -> Result<(RecordBatch, BatchMetadata), WireError> {
+    ) -> Result<(RecordBatch, BatchMetadata), ConnectionError> {
         let started = Instant::now();
-        let buffer = self.segment.claim_buffer(offset, length).map_err(|e| {
-            WireError::Malformed(format!("shm pointer offset={offset} length={length}: {e}"))
-        })?;
+        let buffer = self.segment.claim_buffer(offset, length)?;
         let (schema, mut batches) = decode_region(buffer, pointer.schema_ref(), limits)?;
         if batches.len() != 1 {
             return Err(WireError::Malformed(format!(
                 "shm region holds {} batches, expected 1",
                 batches.len()
-            )));
+            ))
+            .into());
         }
         if schema.fields() != pointer.schema_ref().fields() {
             return Err(WireError::Malformed(
                 "shm region schema differs from the pointer batch's".into(),
-            ));
+            )
+            .into());
         }
         let (batch, _) = batches.pop().expect("one batch");
         let mut resolved = metadata.clone();
@@ -142,8 +140,9 @@ impl ShmRoute {
     }
 
     /// Hands the table to the peer while this side blocks waiting on it: no
-    /// allocation or free from here until [`ShmRoute::end_peer_turn`]. Idempotent.
-    pub fn begin_peer_turn(&mut self) {
+    /// allocation or free from here until [`ShmRoute::end_peer_turn`]. Idempotent. Only
+    /// `Link::wait_for_peer` calls it, so that no read of the peer can forget the bracket.
+    pub(crate) fn begin_peer_turn(&mut self) {
         if self.stats.wait_started.is_none() {
             self.segment.begin_peer_turn();
             self.stats.wait_started = Some(Instant::now());
@@ -152,7 +151,7 @@ impl ShmRoute {
 
     /// Takes the table back once the peer's message has arrived, applying frees
     /// that were deferred meanwhile. Idempotent.
-    pub fn end_peer_turn(&mut self) {
+    pub(crate) fn end_peer_turn(&mut self) {
         if let Some(started) = self.stats.wait_started.take() {
             self.segment.end_peer_turn();
             self.stats.waiting += started.elapsed();

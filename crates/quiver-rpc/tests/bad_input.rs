@@ -18,8 +18,8 @@ use arrow_array::types::Float64Type;
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{
-    field, CallContext, Client, Method, Server, ServerConfig, Service, SessionEnd, StreamOutput,
-    StreamSetup, StreamState,
+    field, CallContext, Client, ConnectionError, Method, Server, ServerConfig, Service, SessionEnd,
+    StreamOutput, StreamSetup, StreamState,
 };
 use quiver_transport::{pipe_pair, Connection};
 use quiver_wire::{
@@ -534,11 +534,11 @@ fn oversized_messages_are_refused_before_allocating() {
     let error = error_of(&reply.expect("an answer")).expect("an error");
     assert!(error.message.contains("exceeds the limit"), "{error}");
     match session_end(&ended) {
-        SessionEnd::Failed(WireError::TooLarge {
+        SessionEnd::Failed(ConnectionError::Wire(WireError::TooLarge {
             what,
             size_bytes,
             limit_bytes,
-        }) => {
+        })) => {
             assert_eq!((what, size_bytes), ("message metadata", announced as u64));
             assert_eq!(limit_bytes, Limits::DEFAULT.metadata_bytes_max as u64);
         }
@@ -577,9 +577,11 @@ fn oversized_messages_are_refused_before_allocating() {
     let error = error_of(&reply.expect("an answer")).expect("an error");
     assert!(error.message.contains("message body"), "{error}");
     match session_end(&ended) {
-        SessionEnd::Failed(WireError::TooLarge {
-            what, limit_bytes, ..
-        }) => {
+        SessionEnd::Failed(ConnectionError::Wire(WireError::TooLarge {
+            what,
+            limit_bytes,
+            ..
+        })) => {
             assert_eq!((what, limit_bytes), ("message body", 64 << 10));
         }
         other => panic!("expected TooLarge, got {other:?}"),

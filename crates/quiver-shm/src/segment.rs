@@ -313,6 +313,11 @@ impl Segment {
         freed
     }
 
+    /// Whether the table is the peer's now (between `begin_peer_turn` and `end_peer_turn`).
+    pub fn is_peer_turn(&self) -> bool {
+        self.lock_turn().peer_turn
+    }
+
     /// How many regions released by dropped buffers could not be freed (the entry was gone or the
     /// table corrupt) — always a peer bug; nonzero values deserve a log line.
     pub fn release_failure_count(&self) -> u64 {

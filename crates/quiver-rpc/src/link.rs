@@ -1,0 +1,105 @@
+//! A connection as the client and the server hold it, and the one way either reads the peer.
+//!
+//! While one side blocks waiting on the other, the shared-memory allocation table belongs to the
+//! peer (see `quiver_shm::Segment::begin_peer_turn`): a free or allocation from here would race
+//! the peer's. The peer's bytes are therefore private to this module and reachable only through
+//! [`Link::wait_for_peer`], which hands the turn over before the read and takes it back after,
+//! even when the read unwinds. A read site that skipped the bracket would not compile.
+
+use std::io::{BufReader, Read, Write};
+
+use quiver_shm::ShmError;
+use quiver_transport::{Connection, TransportKind};
+use quiver_wire::WireError;
+
+use crate::shm_route::ShmRoute;
+
+/// Why a connection, or the shared-memory segment beside it, failed. Each layer's error keeps
+/// its own type, so a caller can tell a broken pipe from a corrupt allocation table.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    /// The bytes or the transport failed.
+    #[error("wire: {0}")]
+    Wire(#[from] WireError),
+    /// The segment refused an operation (bad pointer, corrupt table, failed mapping).
+    #[error("shm: {0}")]
+    Shm(#[from] ShmError),
+}
+
+impl ConnectionError {
+    /// Whether the peer went away (EOF or broken pipe) rather than misbehaved.
+    pub fn is_disconnect(&self) -> bool {
+        matches!(self, ConnectionError::Wire(error) if error.is_disconnect())
+    }
+}
+
+impl From<std::io::Error> for ConnectionError {
+    fn from(error: std::io::Error) -> Self {
+        ConnectionError::Wire(WireError::Io(error))
+    }
+}
+
+/// The peer's input in the buffered form every wire reader takes.
+pub(crate) type PeerInput = BufReader<Box<dyn Read + Send>>;
+
+/// One connection, split into the guarded input and the free output.
+pub(crate) struct Link {
+    input: PeerInput,
+    /// Unbuffered output to the peer; write whole messages.
+    pub writer: Box<dyn Write + Send>,
+    /// The transport underneath.
+    pub kind: TransportKind,
+    /// A human-readable description of the peer, for errors and logs.
+    pub peer: String,
+}
+
+impl Link {
+    /// Takes over `connection`.
+    pub fn new(connection: Connection) -> Link {
+        let Connection {
+            reader,
+            writer,
+            kind,
+            peer,
+            ..
+        } = connection;
+        Link {
+            input: reader,
+            writer,
+            kind,
+            peer,
+        }
+    }
+
+    /// Runs `read` (which blocks on the peer) inside the peer's turn on `shm`'s table.
+    pub fn wait_for_peer<T>(
+        &mut self,
+        shm: Option<&mut ShmRoute>,
+        read: impl FnOnce(&mut PeerInput) -> T,
+    ) -> T {
+        let _turn = PeerTurn::begin(shm);
+        read(&mut self.input)
+    }
+}
+
+/// The peer's turn on a segment's table, ended when dropped.
+struct PeerTurn<'r> {
+    route: Option<&'r mut ShmRoute>,
+}
+
+impl<'r> PeerTurn<'r> {
+    fn begin(mut route: Option<&'r mut ShmRoute>) -> PeerTurn<'r> {
+        if let Some(route) = route.as_deref_mut() {
+            route.begin_peer_turn();
+        }
+        PeerTurn { route }
+    }
+}
+
+impl Drop for PeerTurn<'_> {
+    fn drop(&mut self) {
+        if let Some(route) = self.route.as_deref_mut() {
+            route.end_peer_turn();
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! An open stream call: tick a producer or exchange batches, then close or cancel.
+//!
+//! One state machine, [`ClientStream`], whatever holds the client: a borrow
+//! ([`StreamCall`], what a caller with the client at hand uses) or an owner (the
+//! client itself, or anything that contains one, such as an engine's pooled
+//! connection). An owning call keeps what it needs for its whole life and gives it
+//! back on close, cancel or release, so a caller that must keep the call across
+//! calls of its own (a scan's state between FFI calls) holds one value.
+
+use arrow_array::RecordBatch;
+use quiver_wire::{empty_schema, keys, BatchMetadata, LogRecord, StreamReader, StreamWriter};
+
+use crate::client::{Client, ClientError};
+
+/// A stream call on a client held as `C`: `&mut Client`, `Client`, or an owner
+/// of a client.
+pub struct ClientStream<C: AsMut<Client>> {
+    /// `None` only once released; every method runs before that.
+    holder: Option<C>,
+    header: Option<RecordBatch>,
+    input: Option<StreamWriter>,
+    output: Option<StreamReader>,
+    input_ended: bool,
+    done: bool,
+}
+
+/// A stream call borrowing its client, from [`Client::stream`].
+pub type StreamCall<'c> = ClientStream<&'c mut Client>;
+
+impl<C: AsMut<Client>> ClientStream<C> {
+    /// Sends the request of a stream call on `holder`'s client and, when
+    /// `with_header` (the caller knows the method's signature), reads the header.
+    /// On failure the holder comes back with the error, the connection in step
+    /// when the error is [`ClientError::Remote`].
+    pub fn open(
+        holder: C,
+        method: &str,
+        params: &RecordBatch,
+        with_header: bool,
+    ) -> Result<Self, (ClientError, C)> {
+        let mut call = ClientStream {
+            holder: Some(holder),
+            header: None,
+            input: None,
+            output: None,
+            input_ended: false,
+            done: false,
+        };
+        match call.start(method, params, with_header) {
+            Ok(()) => Ok(call),
+            Err(error) => Err((error, call.release())),
+        }
+    }
+
+    /// The header batch, for methods that send one.
+    pub fn header(&self) -> Option<&RecordBatch> {
+        self.header.as_ref()
+    }
+
+    /// Whether the stream has ended (the server's end, or ours after an error).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Logs received so far.
+    pub fn take_logs(&mut self) -> Vec<LogRecord> {
+        self.client().take_logs()
+    }
+
+    /// Asks a producer for its next batch; `Ok(None)` when it has finished.
+    pub fn tick(&mut self) -> Result<Option<RecordBatch>, ClientError> {
+        let schema = empty_schema();
+        self.send(&RecordBatch::new_empty(schema), BatchMetadata::new())?;
+        self.receive().map(|o| o.map(|(batch, _)| batch))
+    }
+
+    /// Sends one input batch and returns the output batch it produced (`None` if
+    /// the server ended the stream instead).
+    pub fn exchange(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>, ClientError> {
+        self.exchange_with_metadata(batch, BatchMetadata::new())
+            .map(|o| o.map(|(batch, _)| batch))
+    }
+
+    /// Like [`ClientStream::exchange`], with custom metadata both ways.
+    pub fn exchange_with_metadata(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        self.send(batch, metadata)?;
+        self.receive()
+    }
+
+    /// Cancels the stream: the server stops, and the connection is ready for the
+    /// next call.
+    pub fn cancel(self) -> Result<(), ClientError> {
+        self.cancel_and_release().1
+    }
+
+    /// Ends the stream from the client side and reads the server's end.
+    pub fn close(self) -> Result<(), ClientError> {
+        self.close_and_release().1
+    }
+
+    /// [`ClientStream::cancel`], giving the holder back. The connection is in
+    /// step when the result is `Ok`.
+    pub fn cancel_and_release(mut self) -> (C, Result<(), ClientError>) {
+        let cancelled = self.send_cancel();
+        (self.release(), cancelled)
+    }
+
+    /// [`ClientStream::close`], giving the holder back. The connection is in step
+    /// when the result is `Ok` or [`ClientError::Remote`].
+    pub fn close_and_release(mut self) -> (C, Result<(), ClientError>) {
+        let closed = self.finish();
+        (self.release(), closed)
+    }
+
+    /// Gives the holder back without a word on the wire. The connection is in
+    /// step only if the call [`is_done`](ClientStream::is_done) (or failed with
+    /// [`ClientError::Remote`]); otherwise it is mid-call and must be closed.
+    pub fn release(mut self) -> C {
+        self.done = true;
+        self.holder
+            .take()
+            .expect("a stream call holds its client until released")
+    }
+
+    fn client(&mut self) -> &mut Client {
+        held(&mut self.holder)
+    }
+
+    fn start(
+        &mut self,
+        method: &str,
+        params: &RecordBatch,
+        with_header: bool,
+    ) -> Result<(), ClientError> {
+        let client = self.client();
+        client.write_request(method, params, BatchMetadata::new())?;
+        client.flush()?;
+        if with_header {
+            match self.read_header() {
+                Ok(header) => self.header = header,
+                Err(error) => {
+                    // After a failed start the server drains one input stream: send an
+                    // empty one, so the connection stays in step.
+                    let _ = self.end_input();
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn send_cancel(&mut self) -> Result<(), ClientError> {
+        if self.done {
+            return Ok(());
+        }
+        let schema = self
+            .input
+            .as_ref()
+            .map(|w| w.schema().clone())
+            .unwrap_or_else(empty_schema);
+        let cancel = BatchMetadata::from_pairs([(keys::CANCEL, "1")]);
+        self.send_raw(&RecordBatch::new_empty(schema), &cancel)?;
+        match self.finish() {
+            Err(ClientError::Remote(_)) | Ok(()) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+
+    fn send(&mut self, batch: &RecordBatch, metadata: BatchMetadata) -> Result<(), ClientError> {
+        if self.done {
+            return Err(ClientError::Protocol("the stream has ended".into()));
+        }
+        let (batch, metadata) = self.client().route_output(batch, metadata)?;
+        self.send_raw(&batch, &metadata)
+    }
+
+    fn send_raw(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<(), ClientError> {
+        let client = held(&mut self.holder);
+        if self.input.is_none() {
+            self.input = Some(StreamWriter::begin(batch.schema_ref(), client.out())?);
+        }
+        let input = self.input.as_mut().expect("input stream open");
+        input.write(batch, metadata, client.out())?;
+        client.flush()
+    }
+
+    /// Reads one output batch; at the server's end marker closes the input and
+    /// reports `None`; an error ends the stream and is returned.
+    fn receive(&mut self) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        let client = held(&mut self.holder);
+        if self.output.is_none() {
+            self.output = Some(client.begin_reply()?);
+        }
+        let output = self.output.as_mut().expect("output stream open");
+        let mut error = None;
+        let next = client.next_data(output, &mut error);
+        let finished = output.is_finished();
+        let next = match next {
+            Ok(next) => next,
+            Err(e) => {
+                self.done = true;
+                return Err(e);
+            }
+        };
+        if let Some(report) = error {
+            if !finished {
+                self.drain_output()?;
+            }
+            self.end_input()?;
+            return Err(ClientError::Remote(report));
+        }
+        match next {
+            Some((batch, metadata)) => Ok(Some(self.client().resolve(batch, metadata)?)),
+            None => {
+                self.end_input()?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn read_header(&mut self) -> Result<Option<RecordBatch>, ClientError> {
+        let client = self.client();
+        let mut reader = client.begin_reply()?;
+        let mut error = None;
+        let mut header = None;
+        while let Some((batch, metadata)) = client.next_data(&mut reader, &mut error)? {
+            header = Some(client.resolve(batch, metadata)?.0);
+        }
+        match error {
+            Some(report) => Err(ClientError::Remote(report)),
+            None => Ok(header),
+        }
+    }
+
+    fn drain_output(&mut self) -> Result<(), ClientError> {
+        if let Some(mut output) = self.output.take() {
+            let client = self.client();
+            let mut error = None;
+            while client.next_data(&mut output, &mut error)?.is_some() {}
+        }
+        Ok(())
+    }
+
+    /// Sends the input's end marker (opening an empty input first if nothing was sent).
+    fn end_input(&mut self) -> Result<(), ClientError> {
+        if self.input_ended {
+            return Ok(());
+        }
+        self.input_ended = true;
+        self.done = true;
+        let client = held(&mut self.holder);
+        let input = match self.input.take() {
+            Some(input) => input,
+            None => StreamWriter::begin(&empty_schema(), client.out())?,
+        };
+        input.finish(client.out());
+        client.flush()
+    }
+
+    /// Closes the input, then reads the output to its end.
+    fn finish(&mut self) -> Result<(), ClientError> {
+        if self.done {
+            return Ok(());
+        }
+        self.end_input()?;
+        let client = held(&mut self.holder);
+        let mut output = match self.output.take() {
+            Some(output) => output,
+            None => client.begin_reply()?,
+        };
+        let mut error = None;
+        while client.next_data(&mut output, &mut error)?.is_some() {}
+        match error {
+            Some(report) => Err(ClientError::Remote(report)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A call dropped while open is closed in step (our input's end, then the
+/// server's), so a borrowed client is ready for its next call.
+impl<C: AsMut<Client>> Drop for ClientStream<C> {
+    fn drop(&mut self) {
+        if !self.done && self.holder.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
+fn held<C: AsMut<Client>>(holder: &mut Option<C>) -> &mut Client {
+    holder
+        .as_mut()
+        .expect("a stream call holds its client until released")
+        .as_mut()
+}
