@@ -248,11 +248,11 @@ fn scenarios(worker: &Path, shm: bool) {
             stats.outbound_shm >= 1,
             "inputs went through the segment: {stats:?}"
         );
-        assert_eq!(
-            client.shm_route().unwrap().segment().allocation_count(),
-            0,
-            "every region was freed"
-        );
+        let segment = client.shm_route().unwrap().segment();
+        assert_eq!(segment.allocation_count(), 0, "every region was freed");
+        // The name went with the first data reply; everything above still used the segment.
+        assert!(!segment.is_name_linked(), "the name outlived the attach");
+        assert!(!Path::new("/dev/shm").join(segment.name()).exists());
     }
 }
 

@@ -92,19 +92,30 @@ impl Client {
     }
 
     /// Routes large batches through `segment` (which this client should own) and
-    /// advertises it on every request.
+    /// advertises it on every request. The segment serves this connection only: its name is
+    /// removed once the peer has replied with data.
     pub fn with_shm(mut self, segment: Arc<Segment>, config: &ShmConfig) -> Self {
         self.shm = Some(ShmRoute::new(segment, config));
         self
     }
 
     /// Creates and uses a segment when `config` asks for one
-    /// (`VGI_RPC_SHM_SIZE_BYTES` set and shm not disabled).
+    /// (`VGI_RPC_SHM_SIZE_BYTES` set and shm not disabled), unless it would exceed the
+    /// process budget (`VGI_RPC_SHM_PROCESS_MAX_BYTES`): then the connection runs inline.
     pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
         match config.segment_to_create_bytes() {
             Some(size_bytes) if self.link.kind.is_local() => {
-                let segment = Segment::create(size_bytes)?;
-                Ok(self.with_shm(segment, config))
+                match Segment::create_within_budget(size_bytes, config.process_max_bytes) {
+                    Ok(segment) => Ok(self.with_shm(segment, config)),
+                    // Over the process budget: this connection runs inline, which is correct.
+                    Err(error @ ShmError::BudgetExceeded { .. }) => {
+                        if config.debug {
+                            eprintln!("[quiver-shm] inline connection: {error}");
+                        }
+                        Ok(self)
+                    }
+                    Err(e) => Err(e.into()),
+                }
             }
             _ => Ok(self),
         }
@@ -224,7 +235,12 @@ impl Client {
                     *error = Some(ErrorReport::from_record(&record));
                 }
                 BatchRole::Log(record) => self.logs.push(record),
-                _ => return Ok(Some((batch, metadata))),
+                _ => {
+                    if let Some(route) = self.shm.as_mut() {
+                        route.peer_has_attached();
+                    }
+                    return Ok(Some((batch, metadata)));
+                }
             }
         }
     }

@@ -74,10 +74,12 @@ impl ShmRoute {
             self.stats.fallbacks += 1;
             if self.debug {
                 eprintln!(
-                    "[quiver-shm] fallback inline: {} bytes do not fit in {} (allocations={})",
+                    "[quiver-shm] fallback inline: {} bytes do not fit in {} \
+                     (allocations={}, /dev/shm refusals={})",
                     encoded.len(),
                     self.segment.name(),
-                    self.segment.allocation_count()
+                    self.segment.allocation_count(),
+                    self.segment.commit_failure_count()
                 );
             }
             return Ok(None);
@@ -137,6 +139,20 @@ impl ShmRoute {
             );
         }
         Ok((batch, resolved))
+    }
+
+    /// Call when the peer has answered a request with data (not an error): every server we speak
+    /// to (vgi-rpc's, quiver's Rust and Python ones) attaches the segment when a request first
+    /// names it and never re-opens it by name, so the owner can now drop the name and the memory
+    /// lives exactly as long as the two mappings. A no-op on the attaching side and after the
+    /// first time. A segment therefore serves one connection.
+    pub fn peer_has_attached(&mut self) {
+        if self.segment.unlink_name() && self.debug {
+            eprintln!(
+                "[quiver-shm] unlinked {}: the peer has attached",
+                self.segment.name()
+            );
+        }
     }
 
     /// Hands the table to the peer while this side blocks waiting on it: no

@@ -79,27 +79,36 @@ fn shm_replies_decode_in_place_and_free_on_drop() {
         vec![Arc::new(Int64Array::from(vec![None]))],
     )
     .unwrap();
-    let mut stream = client.stream("big", &params, false).unwrap();
-    let batch = stream.tick().unwrap().expect("one batch");
-    let values = batch.column(0).as_primitive::<Int64Type>();
-    assert_eq!(values.len() as i64, ROWS);
-    assert_eq!(values.value(12345), 12345);
-    let address = values.values().as_ptr() as usize;
-    assert!(
-        mapping.contains(&address),
-        "values at {address:#x} are not inside the segment {mapping:x?}"
-    );
-    assert_eq!(
-        segment.allocation_count(),
-        1,
-        "the region stays allocated while the batch lives"
-    );
-    drop(batch);
-    assert_eq!(
-        segment.allocation_count(),
-        0,
-        "dropping the last array frees the region"
-    );
-    assert!(stream.tick().unwrap().is_none());
-    stream.close().unwrap();
+    assert!(segment.is_name_linked(), "linked until the server has attached");
+    // The second call runs after the name is gone: the server must reuse its attachment.
+    for call in 0..2 {
+        let mut stream = client.stream("big", &params, false).unwrap();
+        let batch = stream.tick().unwrap().expect("one batch");
+        assert!(
+            !segment.is_name_linked(),
+            "call {call}: the name is unlinked once the server has replied"
+        );
+        let values = batch.column(0).as_primitive::<Int64Type>();
+        assert_eq!(values.len() as i64, ROWS);
+        assert_eq!(values.value(12345), 12345);
+        let address = values.values().as_ptr() as usize;
+        assert!(
+            mapping.contains(&address),
+            "call {call}: values at {address:#x} are not inside the segment {mapping:x?}"
+        );
+        assert_eq!(
+            segment.allocation_count(),
+            1,
+            "the region stays allocated while the batch lives"
+        );
+        drop(batch);
+        assert_eq!(
+            segment.allocation_count(),
+            0,
+            "dropping the last array frees the region"
+        );
+        assert!(stream.tick().unwrap().is_none());
+        stream.close().unwrap();
+    }
+    assert_eq!(client.shm_route().unwrap().stats.inbound_shm, 2);
 }

@@ -16,6 +16,16 @@ pub const ENV_DEBUG: &str = "VGI_RPC_SHM_DEBUG";
 /// Smallest batch (Arrow in-memory bytes) worth sending through shm.
 pub const ENV_MIN_BATCH_BYTES: &str = "VGI_RPC_SHM_MIN_BATCH_BYTES";
 
+/// Most bytes of segments one process may have created at once; a connection whose segment would
+/// exceed it runs inline.
+pub const ENV_PROCESS_MAX_BYTES: &str = "VGI_RPC_SHM_PROCESS_MAX_BYTES";
+
+/// Default process budget: 4 GiB. Segments are sparse, so this bounds what a process *can* commit
+/// to `/dev/shm`, not what it does. It fits 16 connections at the README's 256 MiB segment size
+/// (e.g. two workers behind an 8-thread DuckDB), while four such processes stay within the
+/// `/dev/shm` of a 32 GiB machine (half of RAM by default).
+pub const PROCESS_MAX_BYTES_DEFAULT: u64 = 4 << 30;
+
 /// vgi-rpc's default threshold on POSIX: below ~128 KiB the pipe beats shm's fixed costs.
 pub const MIN_BATCH_BYTES_DEFAULT: u64 = 128 * 1024;
 
@@ -39,6 +49,8 @@ pub struct ShmConfig {
     pub debug: bool,
     /// Batches smaller than this stay inline.
     pub min_batch_bytes: u64,
+    /// Most bytes of segments this process may have created at once.
+    pub process_max_bytes: u64,
 }
 
 impl Default for ShmConfig {
@@ -48,6 +60,7 @@ impl Default for ShmConfig {
             disabled: false,
             debug: false,
             min_batch_bytes: MIN_BATCH_BYTES_DEFAULT,
+            process_max_bytes: PROCESS_MAX_BYTES_DEFAULT,
         }
     }
 }
@@ -112,6 +125,9 @@ impl ShmConfig {
                 ));
             }
             config.min_batch_bytes = min_batch_bytes;
+        }
+        if let Some(value) = get(ENV_PROCESS_MAX_BYTES)? {
+            config.process_max_bytes = parse_bytes(ENV_PROCESS_MAX_BYTES, &value)?;
         }
         Ok(config)
     }
@@ -186,6 +202,7 @@ mod tests {
             ShmConfig::default()
         );
         assert_eq!(ShmConfig::default().min_batch_bytes, 131072);
+        assert_eq!(ShmConfig::default().process_max_bytes, 4 << 30);
     }
 
     #[test]
@@ -195,12 +212,14 @@ mod tests {
             (ENV_DISABLE, "0"),
             (ENV_DEBUG, "TRUE"),
             (ENV_MIN_BATCH_BYTES, " 0 "),
+            (ENV_PROCESS_MAX_BYTES, "1073741824"),
         ])
         .unwrap();
         assert_eq!(config.segment_size_bytes, Some(64 << 20));
         assert_eq!(config.segment_to_create_bytes(), Some(64 << 20));
         assert!(config.debug && !config.disabled);
         assert_eq!(config.min_batch_bytes, 0);
+        assert_eq!(config.process_max_bytes, 1 << 30);
         assert!(config.wants_shm_for(1, 0));
         assert!(!config.wants_shm_for(0, 1 << 20));
     }
@@ -224,6 +243,7 @@ mod tests {
             (ENV_DEBUG, "2"),
             (ENV_MIN_BATCH_BYTES, "1e6"),
             (ENV_MIN_BATCH_BYTES, "68719476737"),
+            (ENV_PROCESS_MAX_BYTES, "4GiB"),
         ] {
             let error = parse(&[(variable, value)]).unwrap_err();
             assert_eq!(error.variable, variable);

@@ -98,4 +98,16 @@ pub enum ShmError {
     /// The process-wide registry of owned segment names has no free slot.
     #[error("too many owned segments in this process (limit {limit})")]
     RegistryFull { limit: usize },
+
+    /// Creating the segment would exceed this process's budget of segment bytes
+    /// (`VGI_RPC_SHM_PROCESS_MAX_BYTES`); the caller runs the connection inline.
+    #[error(
+        "a {size_bytes}-byte segment would exceed the process budget: \
+         {reserved_bytes} of {budget_bytes} bytes already reserved"
+    )]
+    BudgetExceeded {
+        size_bytes: u64,
+        reserved_bytes: u64,
+        budget_bytes: u64,
+    },
 }

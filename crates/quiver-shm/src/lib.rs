@@ -25,8 +25,14 @@
 //! * Whoever writes a message allocates; whoever *reads* it frees the region after consuming it.
 //!   [`Segment::claim_buffer`] makes that automatic: the zero-copy `Buffer` frees the region when
 //!   its last clone is dropped.
-//! * Owned names are unlinked on drop (including unwinding panics), on `SIGTERM`/`SIGINT` with the
-//!   default disposition, and at `exit` (see [`registry`]).
+//! * The owner unlinks the name once the peer has attached ([`Segment::unlink_name`]; the RPC
+//!   client does it after the first reply), so a segment never outlives the two processes that
+//!   map it. Before that, owned names are unlinked on drop (including unwinding panics), on
+//!   `SIGTERM`/`SIGINT` with the default disposition, and at `exit` (see [`registry`]); names
+//!   left by an owner killed outright carry its pid and are swept by the next process that
+//!   creates a segment ([`sweep_dead_owners`]).
+//! * Segments are sparse: pages are committed when a region is allocated, and the bytes of
+//!   segments one process creates are bounded ([`ShmConfig::process_max_bytes`]).
 //!
 //! # Concurrency
 //!
@@ -41,19 +47,23 @@ pub mod error;
 pub mod layout;
 pub mod registry;
 
+mod budget;
 mod buffer;
 mod name;
 mod segment;
+mod sweep;
 mod table;
 mod writer;
 
+pub use budget::reserved_segment_bytes;
 pub use config::{ConfigError, ShmConfig};
 pub use error::{Result, ShmError};
 pub use layout::{
     ALLOCATIONS_MAX, ALLOCATION_ALIGNMENT_BYTES, HEADER_SIZE_BYTES, SEGMENT_SIZE_MAX_BYTES,
 };
-pub use name::{NAME_LENGTH_MAX, NAME_PREFIX};
+pub use name::{NAME_LENGTH_MAX, NAME_PREFIX, OWNED_NAME_LENGTH_MAX};
 pub use registry::{install_leak_guards, owned_segment_names, OWNED_SEGMENTS_MAX};
 pub use segment::Segment;
+pub use sweep::sweep_dead_owners;
 pub use table::Allocation;
 pub use writer::RegionWriter;

@@ -11,16 +11,29 @@
 //! transport can hand the turn to the peer with [`Segment::begin_peer_turn`]: until
 //! [`Segment::end_peer_turn`], regions released by dropped buffers are queued instead of written,
 //! and any other mutation is a bug that trips an assertion.
+//!
+//! Lifetime rule: the name only lets a peer find the segment; the mappings keep the memory. So
+//! the owner unlinks the name as soon as the peer has attached ([`Segment::unlink_name`], called
+//! by the RPC client after the first reply), and from then on the kernel frees the memory when the
+//! last of the two processes unmaps it, however they die. vgi-rpc peers and quiver's servers
+//! attach on the first request that names the segment and never re-open it by name.
+//!
+//! Cost rule: segments are sparse. `create` sizes the object without reserving its pages, and
+//! [`Segment::allocate`] commits a region's pages (`fallocate`) before handing it out, so a full
+//! `/dev/shm` makes the allocation fail (the batch goes inline) instead of raising `SIGBUS` on
+//! the writer's first touch.
 
 use std::ffi::CString;
 use std::io;
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::budget::{self, BudgetReservation};
 use crate::error::{Result, ShmError};
 use crate::layout::{HEADER_SIZE_BYTES, SEGMENT_SIZE_MAX_BYTES, VERSION};
 use crate::name::{random_name, shm_path};
 use crate::registry::{self, Registration};
+use crate::sweep;
 use crate::table::{Allocation, Table};
 
 /// How many random names `create` tries before giving up on `EEXIST`.
@@ -31,12 +44,19 @@ const CREATE_ATTEMPTS_MAX: usize = 64;
 /// 64 KiB on some arm64 kernels). vgi-rpc trusts the kernel's size the same way.
 const ATTACH_SIZE_ROUNDING_MAX_BYTES: u64 = 65536;
 
+/// How often committing a region's pages is retried when a signal interrupts it (tmpfs's
+/// `fallocate` returns `EINTR` on a pending signal, even one that is handled).
+#[cfg(target_os = "linux")]
+const COMMIT_INTERRUPTED_RETRIES_MAX: usize = 16;
+
 /// A mapped vgi-rpc shared-memory segment. Shared as `Arc<Segment>`: zero-copy buffers keep a
 /// clone so the mapping outlives every byte they expose.
 pub struct Segment {
     name: String,
     base: NonNull<u8>,
     size_bytes: u64,
+    /// Kept open to commit regions' pages (`fallocate` needs a descriptor, not a mapping).
+    fd: libc::c_int,
     owner: Option<Owner>,
     turn: Mutex<TurnState>,
 }
@@ -45,7 +65,9 @@ pub struct Segment {
 struct Owner {
     path: CString,
     pid: i32,
-    registration: Option<Registration>,
+    /// `Some` while the name is linked; taken by whoever unlinks it first.
+    registration: Mutex<Option<Registration>>,
+    _budget: BudgetReservation,
 }
 
 /// Process-local bookkeeping, guarded by the segment's mutex.
@@ -57,6 +79,7 @@ pub(crate) struct TurnState {
     /// Offsets currently owned by live zero-copy buffers.
     claimed_offsets: Vec<u64>,
     release_failure_count: u64,
+    commit_failure_count: u64,
 }
 
 // SAFETY: `base` points to a MAP_SHARED mapping that lives as long as the `Segment`; all table
@@ -67,17 +90,30 @@ unsafe impl Send for Segment {}
 unsafe impl Sync for Segment {}
 
 impl Segment {
-    /// Creates, sizes, maps and initialises a new segment with a fresh `psm_xxxxxxxx` name.
+    /// Creates, sizes, maps and initialises a new sparse segment named `psm_<pid>_xxxxxxxx`,
+    /// counted against an unlimited process budget (see [`Segment::create_within_budget`]).
+    pub fn create(size_bytes: u64) -> Result<std::sync::Arc<Segment>> {
+        Segment::create_within_budget(size_bytes, u64::MAX)
+    }
+
+    /// Creates a segment if this process's segments, this one included, stay within
+    /// `budget_bytes`; fails with [`ShmError::BudgetExceeded`] otherwise.
     ///
     /// The caller's process owns the name: it is registered for unlinking on `SIGTERM`/`SIGINT`
-    /// and `exit`, and unlinked when the returned segment (and every buffer into it) is dropped.
-    /// On Linux the pages are reserved up front with `posix_fallocate`, so a too-small `/dev/shm`
-    /// is an error here instead of a `SIGBUS` on first write.
-    pub fn create(size_bytes: u64) -> Result<std::sync::Arc<Segment>> {
+    /// and `exit`, and unlinked by [`Segment::unlink_name`] or when the returned segment (and
+    /// every buffer into it) is dropped. The first segment a process creates first sweeps the
+    /// names of dead owners (`sweep.rs`).
+    pub fn create_within_budget(
+        size_bytes: u64,
+        budget_bytes: u64,
+    ) -> Result<std::sync::Arc<Segment>> {
         check_size(size_bytes)?;
+        let budget = budget::reserve(size_bytes, budget_bytes)?;
         registry::install_leak_guards();
+        sweep::sweep_once();
+        let pid = current_pid();
         for _ in 0..CREATE_ATTEMPTS_MAX {
-            let name = random_name();
+            let name = random_name(pid as u32);
             let path = shm_path(&name)?;
             let registration = registry::register(&path)?;
             // SAFETY: `path` is a valid NUL-terminated string.
@@ -97,17 +133,18 @@ impl Segment {
                 return Err(os_error("shm_open", &name, error));
             }
             let mapped = size_and_map_new(fd, size_bytes, &name);
-            close_fd(fd);
             return match mapped {
                 Ok(base) => {
                     let segment = Segment {
                         name,
                         base,
                         size_bytes,
+                        fd,
                         owner: Some(Owner {
                             path,
-                            pid: current_pid(),
-                            registration: Some(registration),
+                            pid,
+                            registration: Mutex::new(Some(registration)),
+                            _budget: budget,
                         }),
                         turn: Mutex::new(TurnState::default()),
                     };
@@ -115,6 +152,7 @@ impl Segment {
                     Ok(std::sync::Arc::new(segment))
                 }
                 Err(error) => {
+                    close_fd(fd);
                     // SAFETY: valid path; we created this name a moment ago.
                     unsafe { libc::shm_unlink(path.as_ptr()) };
                     registry::unregister(registration);
@@ -144,13 +182,18 @@ impl Segment {
         if fd < 0 {
             return Err(os_error("shm_open", name, io::Error::last_os_error()));
         }
-        let mapped = stat_and_map_existing(fd, size_bytes, name);
-        close_fd(fd);
-        let (base, actual_size_bytes) = mapped?;
+        let (base, actual_size_bytes) = match stat_and_map_existing(fd, size_bytes, name) {
+            Ok(mapped) => mapped,
+            Err(error) => {
+                close_fd(fd);
+                return Err(error);
+            }
+        };
         let segment = Segment {
             name: name.to_owned(),
             base,
             size_bytes: actual_size_bytes,
+            fd,
             owner: None,
             turn: Mutex::new(TurnState::default()),
         };
@@ -204,16 +247,56 @@ impl Segment {
         self.owner.is_some()
     }
 
-    /// Reserves `len_bytes` (> 0) with first fit at a 64-byte aligned offset, and returns the
-    /// absolute offset. `None` when no gap fits or the table already has 4094 entries: the caller
-    /// then sends the batch inline, which is always correct.
+    /// Whether this process owns the segment and its name is still linked (a peer can attach).
+    pub fn is_name_linked(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| lock(&owner.registration).is_some())
+    }
+
+    /// Removes the name, keeping the mapping: call once the peer has attached. From then on the
+    /// memory lives exactly as long as some process maps it. Returns whether this call unlinked
+    /// it (`false` when already unlinked, or when this process is not the owner).
+    pub fn unlink_name(&self) -> bool {
+        let Some(owner) = self.owner.as_ref() else {
+            return false;
+        };
+        let Some(registration) = lock(&owner.registration).take() else {
+            return false;
+        };
+        // A forked child inherits the segment but not the duty to unlink it.
+        if owner.pid == current_pid() {
+            // SAFETY: valid path. ENOENT (the signal handler or `exit` hook beat us) is fine.
+            unsafe { libc::shm_unlink(owner.path.as_ptr()) };
+        }
+        registry::unregister(registration);
+        true
+    }
+
+    /// Reserves `len_bytes` (> 0) with first fit at a 64-byte aligned offset, commits its pages,
+    /// and returns the absolute offset. `None` when no gap fits, the table already has 4094
+    /// entries, or `/dev/shm` cannot back the region: the caller then sends the batch inline,
+    /// which is always correct.
     pub fn allocate(&self, len_bytes: u64) -> Option<u64> {
         assert!(
             len_bytes > 0,
             "zero-length allocations are not representable"
         );
-        let _turn = self.own_turn("allocate");
-        self.table().allocate(len_bytes)
+        let mut turn = self.own_turn("allocate");
+        let offset = self.table().allocate(len_bytes)?;
+        if commit_pages(self.fd, offset, len_bytes).is_err() {
+            self.table()
+                .free(offset, len_bytes)
+                .expect("the region allocated a moment ago is in the table");
+            turn.commit_failure_count += 1;
+            return None;
+        }
+        Some(offset)
+    }
+
+    /// How many allocations failed because `/dev/shm` could not back their pages.
+    pub fn commit_failure_count(&self) -> u64 {
+        self.lock_turn().commit_failure_count
     }
 
     /// Frees the allocation that starts at `offset`. `len_bytes` is the length the caller knows
@@ -372,11 +455,7 @@ impl Segment {
     }
 
     fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
-        // A panic while holding the lock cannot leave `TurnState` half-updated in a way that
-        // matters more than losing the segment; keep going rather than cascade panics into Drop.
-        self.turn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.turn)
     }
 
     fn own_turn(&self, operation: &str) -> MutexGuard<'_, TurnState> {
@@ -416,16 +495,8 @@ impl Drop for Segment {
                 self.size_bytes as usize,
             )
         };
-        if let Some(owner) = self.owner.as_mut() {
-            // A forked child inherits the segment but not the duty to unlink it.
-            if owner.pid == current_pid() {
-                // SAFETY: valid path. ENOENT (the signal handler or `exit` hook beat us) is fine.
-                unsafe { libc::shm_unlink(owner.path.as_ptr()) };
-            }
-            if let Some(registration) = owner.registration.take() {
-                registry::unregister(registration);
-            }
-        }
+        close_fd(self.fd);
+        self.unlink_name();
     }
 }
 
@@ -437,6 +508,14 @@ impl std::fmt::Debug for Segment {
             .field("owner", &self.owner.is_some())
             .finish()
     }
+}
+
+/// Locks `mutex`. A panic while holding one of ours cannot leave its state half-updated in a way
+/// that matters more than losing the segment; keep going rather than cascade panics into Drop.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn check_size(size_bytes: u64) -> Result<()> {
@@ -455,25 +534,45 @@ fn check_size(size_bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// `ftruncate` (+ reserve on Linux) and map a freshly created object.
+/// `ftruncate` (sparse: no page is reserved) and map a freshly created object; commits only the
+/// header's pages, which `create` writes at once.
 fn size_and_map_new(fd: libc::c_int, size_bytes: u64, name: &str) -> Result<NonNull<u8>> {
     // SAFETY: fd is a valid descriptor we own.
     if unsafe { libc::ftruncate(fd, size_bytes as libc::off_t) } != 0 {
         return Err(os_error("ftruncate", name, io::Error::last_os_error()));
     }
+    commit_pages(fd, 0, HEADER_SIZE_BYTES)
+        .map_err(|error| os_error("fallocate (is /dev/shm large enough?)", name, error))?;
+    map(fd, size_bytes, name)
+}
+
+/// Backs `[offset, offset + len_bytes)` of the object with pages now, so that a full `/dev/shm`
+/// is an error here rather than a `SIGBUS` when the range is first written. Where the file
+/// system cannot do it, the pages come on first touch as they would without this.
+fn commit_pages(fd: libc::c_int, offset: u64, len_bytes: u64) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: as above. Returns the error number directly (not via errno).
-        let status = unsafe { libc::posix_fallocate(fd, 0, size_bytes as libc::off_t) };
-        if status != 0 && status != libc::EOPNOTSUPP && status != libc::EINVAL {
-            return Err(os_error(
-                "posix_fallocate (is /dev/shm large enough?)",
-                name,
-                io::Error::from_raw_os_error(status),
-            ));
+        for _ in 0..COMMIT_INTERRUPTED_RETRIES_MAX {
+            // SAFETY: fd is a valid descriptor of a sized object; mode 0 only allocates.
+            let status =
+                unsafe { libc::fallocate(fd, 0, offset as libc::off_t, len_bytes as libc::off_t) };
+            if status == 0 {
+                return Ok(());
+            }
+            let error = io::Error::last_os_error();
+            match error.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP) => return Ok(()),
+                _ => return Err(error),
+            }
         }
+        Err(io::Error::from(io::ErrorKind::Interrupted))
     }
-    map(fd, size_bytes, name)
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, offset, len_bytes);
+        Ok(())
+    }
 }
 
 /// `fstat` an existing object, check its size against the advertised one, and map all of it.

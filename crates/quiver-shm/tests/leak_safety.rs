@@ -29,7 +29,7 @@ fn child_entry() {
     let segment = Segment::create(1 << 20).unwrap();
     println!("{NAME_LINE_PREFIX}{}", segment.name());
     match mode.as_str() {
-        "wait" | "sigint_ignored" => {
+        "wait" | "sigint_ignored" | "sigkill" => {
             // Wait for the parent's signal; give up after a minute so a broken test cannot hang.
             std::thread::sleep(Duration::from_secs(60));
             std::process::exit(9);
@@ -134,4 +134,36 @@ fn unwinding_panic_unlinks_via_drop() {
     assert!(result.is_err());
     assert!(!shm_name_exists(&name));
     assert!(!quiver_shm::owned_segment_names().contains(&name));
+}
+
+#[test]
+fn names_of_an_owner_killed_outright_are_swept_by_the_next_creator() {
+    let (mut child, name) = spawn_child("sigkill");
+    assert!(shm_name_exists(&name));
+    signal(&child, libc::SIGKILL);
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert!(
+        shm_name_exists(&name),
+        "nothing in the child could unlink it"
+    );
+    // Another test of this binary may sweep first; either way the name must be gone after ours.
+    quiver_shm::sweep_dead_owners();
+    assert!(
+        !shm_name_exists(&name),
+        "{name} survived a sweep after its owner died"
+    );
+}
+
+#[test]
+fn a_sweep_leaves_live_owners_and_foreign_names_alone() {
+    let live = Segment::create(1 << 20).unwrap();
+    // A Python/vgi-rpc style name: no owner pid, so never ours to remove.
+    let foreign = std::ffi::CString::new("/psm_5eed0001").unwrap();
+    let fd = unsafe { libc::shm_open(foreign.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
+    assert!(fd >= 0);
+    unsafe { libc::close(fd) };
+    quiver_shm::sweep_dead_owners();
+    assert!(shm_name_exists(live.name()));
+    assert!(shm_name_exists("psm_5eed0001"));
+    unsafe { libc::shm_unlink(foreign.as_ptr()) };
 }

@@ -13,7 +13,13 @@ const SIZE_BYTES: u64 = 1 << 20;
 #[test]
 fn create_initialises_header_and_names_like_python() {
     let segment = Segment::create(SIZE_BYTES).unwrap();
-    assert!(segment.name().starts_with("psm_") && segment.name().len() == 12);
+    let owner_prefix = format!("psm_{}_", std::process::id());
+    assert!(
+        segment.name().starts_with(&owner_prefix),
+        "{}",
+        segment.name()
+    );
+    assert_eq!(segment.name().len(), owner_prefix.len() + 8);
     assert!(segment.is_owner());
     assert_eq!(segment.size_bytes(), SIZE_BYTES);
     assert_eq!(segment.data_size_bytes(), SIZE_BYTES - HEADER_SIZE_BYTES);
@@ -216,4 +222,57 @@ fn concurrent_threads_allocate_disjoint_regions() {
         thread.join().unwrap();
     }
     assert_eq!(segment.allocation_count(), 0);
+}
+
+#[test]
+fn unlinking_the_name_keeps_both_mappings_working() {
+    let owner = Segment::create(SIZE_BYTES).unwrap();
+    let name = owner.name().to_owned();
+    let peer = Segment::attach(&name, SIZE_BYTES).unwrap();
+    assert!(owner.is_name_linked() && !peer.is_name_linked());
+    assert!(!peer.unlink_name(), "a peer never unlinks");
+    assert!(owner.unlink_name());
+    assert!(!owner.unlink_name(), "unlinked once");
+    assert!(!owner.is_name_linked());
+    assert!(!shm_name_exists(&name));
+    assert!(!quiver_shm::owned_segment_names().contains(&name));
+    assert!(
+        Segment::attach(&name, SIZE_BYTES).is_err(),
+        "nobody new can attach"
+    );
+    let offset = owner.allocate(4096).unwrap();
+    owner.write(offset, b"after unlink").unwrap();
+    assert_eq!(peer.bytes(offset, 12).unwrap(), b"after unlink");
+    peer.free(offset, 12).unwrap();
+    assert_eq!(owner.allocation_count(), 0);
+    drop(owner); // Drop after an early unlink must not unlink (or unregister) again.
+    assert_eq!(peer.allocation_count(), 0);
+}
+
+#[test]
+fn segments_are_sparse_until_a_region_is_allocated() {
+    let size_bytes = 64 << 20;
+    let segment = Segment::create(size_bytes).unwrap();
+    let committed = || allocated_bytes(segment.name());
+    assert!(
+        committed() <= HEADER_SIZE_BYTES,
+        "only the header is committed at create: {} bytes",
+        committed()
+    );
+    let len_bytes = 8 << 20;
+    let offset = segment.allocate(len_bytes).unwrap();
+    assert!(committed() >= HEADER_SIZE_BYTES + len_bytes);
+    assert!(committed() < size_bytes / 2);
+    segment.free(offset, len_bytes).unwrap();
+}
+
+/// Bytes the file system has allocated to a named object (`st_blocks` is in 512-byte units).
+fn allocated_bytes(name: &str) -> u64 {
+    let path = CString::new(format!("/{name}")).unwrap();
+    let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDONLY, 0) };
+    assert!(fd >= 0);
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::fstat(fd, &mut stat) }, 0);
+    unsafe { libc::close(fd) };
+    stat.st_blocks as u64 * 512
 }
