@@ -31,7 +31,8 @@ def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{ROOT / 'target' / 'extension' / 'quiver.duckdb_extension'}'")
+    # The bench flavour (QUIVER_BENCH_FUNCTIONS=1 extension/build.sh): the product lacks quiver_numbers.
+    con.execute(f"LOAD '{ROOT / 'target' / 'extension' / 'bench' / 'quiver.duckdb_extension'}'")
     threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     print(f"sum over {rows:,} rows, {threads} DuckDB threads, {runs} runs after 1 warm-up")
     cases = {

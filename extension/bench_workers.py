@@ -18,7 +18,8 @@ from pathlib import Path
 import duckdb
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTENSION = ROOT / "target" / "extension" / "quiver.duckdb_extension"
+# The bench flavour (QUIVER_BENCH_FUNCTIONS=1 extension/build.sh): it has the ceiling, quiver_numbers.
+EXTENSION = ROOT / "target" / "extension" / "bench" / "quiver.duckdb_extension"
 WORKER = ROOT / "target" / "release" / "quiver-allinone"
 SHM_BYTES = 256 << 20
 

@@ -10,14 +10,28 @@
 #
 # Incremental: each step is skipped by its own tool when its inputs did not change.
 # Environment: CXX (default g++), CARGO_TARGET_DIR (default <repo>/target), JOBS (default nproc).
+#
+# QUIVER_BENCH_FUNCTIONS=1 builds the bench flavour instead, into
+# target/extension/bench/quiver.duckdb_extension: the product plus quiver_numbers(n), the
+# in-process ceiling that ./quiver bench vgi measures workers against. The product never ships it.
 set -euo pipefail
 
 EXT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$EXT/.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-OUT_DIR="$TARGET/extension"
-OUT="$OUT_DIR/quiver.duckdb_extension"
 HEADERS="$EXT/build/duckdb-headers"
+if [[ "${QUIVER_BENCH_FUNCTIONS:-0}" == 1 ]]; then
+    BENCH=1
+    CARGO_FEATURES=(--features bench-functions)
+    BUILD="$EXT/build/bench"
+    OUT_DIR="$TARGET/extension/bench"
+else
+    BENCH=0
+    CARGO_FEATURES=()
+    BUILD="$EXT/build"
+    OUT_DIR="$TARGET/extension"
+fi
+OUT="$OUT_DIR/quiver.duckdb_extension"
 
 # What the footer declares; DuckDB's loader checks all of these but the extension version.
 PLATFORM="linux_amd64"
@@ -35,20 +49,25 @@ t="$(now)"
 log "headers: $(cat "$HEADERS/VERSION") ($(cat "$HEADERS/SOURCE_ID")) [$(since "$t")]"
 
 t="$(now)"
-(cd "$ROOT" && cargo build --release --quiet -p quiver-duckdb)
-RUST_LIB="$TARGET/release/libquiver_duckdb.a"
+(cd "$ROOT" && cargo build --release --quiet -p quiver-duckdb "${CARGO_FEATURES[@]}")
+# Both flavours' cargo builds write the same path; each flavour links its own copy (the mtime kept,
+# so make relinks only when the core changed).
+mkdir -p "$BUILD"
+RUST_LIB="$BUILD/libquiver_duckdb.a"
+cp -p "$TARGET/release/libquiver_duckdb.a" "$RUST_LIB.tmp"
+mv "$RUST_LIB.tmp" "$RUST_LIB"
 log "rust core: $RUST_LIB [$(since "$t")]"
 
 t="$(now)"
 make --no-print-directory -C "$EXT" -j"${JOBS:-$(nproc)}" \
-    BUILD="$EXT/build" HEADERS="$HEADERS" RUST_LIB="$RUST_LIB" CXX="${CXX:-g++}" >&2
+    BUILD="$EXT/build" BENCH="$BENCH" HEADERS="$HEADERS" RUST_LIB="$RUST_LIB" CXX="${CXX:-g++}" >&2
 log "c++ glue + shim [$(since "$t")]"
 
 # Every symbol the real extension leaves undefined must be exported by the host wheel (when it is
 # installed here): a missing one would otherwise surface only as a failed LOAD.
-IMPL="$EXT/build/libquiver_impl.so"
+IMPL="$BUILD/libquiver_impl.so"
 HOST_LIB="$(ls "$ROOT"/.venv/lib/python3*/site-packages/_duckdb*.so 2>/dev/null | head -1 || true)"
-if [[ -n "$HOST_LIB" && "$IMPL" -nt "$EXT/build/.symbols-checked" ]]; then
+if [[ -n "$HOST_LIB" && "$IMPL" -nt "$BUILD/.symbols-checked" ]]; then
     missing="$(comm -23 \
         <(nm -D --undefined-only "$IMPL" | awk '$1 == "U" && $2 !~ /@/ { print $2 }' | sort -u) \
         <(nm -D --defined-only "$HOST_LIB" | awk '{ print $3 }' | sort -u))"
@@ -57,7 +76,7 @@ if [[ -n "$HOST_LIB" && "$IMPL" -nt "$EXT/build/.symbols-checked" ]]; then
         echo "$missing" | c++filt >&2
         exit 1
     fi
-    touch "$EXT/build/.symbols-checked"
+    touch "$BUILD/.symbols-checked"
 fi
 
 # DuckDB's metadata footer (design.md §4): a WebAssembly-style custom section header (0x00, LEB128 531,
@@ -81,7 +100,7 @@ footer() {
     head -c 256 /dev/zero
 }
 
-SHIM="$EXT/build/quiver.so"
+SHIM="$BUILD/quiver.so"
 if [[ ! -f "$OUT" || "$SHIM" -nt "$OUT" ]]; then
     EXT_VERSION="$(sed -n '/^\[workspace.package\]/,/^\[/ s/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml")"
     mkdir -p "$OUT_DIR"

@@ -37,6 +37,8 @@ case "$suite" in
             echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
             exit 1
         fi
+        # The ceiling, quiver_numbers(n), lives only in the bench flavour of the extension.
+        QUIVER_BENCH_FUNCTIONS=1 extension/build.sh
         exec "$py" bench/peers/vgi_bench.py run --out bench/results "$@"
         ;;
     *) echo "usage: ./quiver bench rpc|python|vgi" >&2; exit 2 ;;

@@ -33,7 +33,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-EXTENSION = Path(os.environ.get("QUIVER_EXTENSION", ROOT / "target" / "extension" / "quiver.duckdb_extension"))
+# The bench flavour of the extension: the product plus the in-process ceiling quiver_numbers(n)
+# (QUIVER_BENCH_FUNCTIONS=1 extension/build.sh, which ./quiver bench vgi runs first).
+EXTENSION = Path(
+    os.environ.get("QUIVER_EXTENSION", ROOT / "target" / "extension" / "bench" / "quiver.duckdb_extension")
+)
 WORKER = ROOT / "target" / "release" / "quiver-allinone"
 # The Python SDK's allinone (quiver.vgi.allinone), attached the same way; run at 1/10 of the sizes.
 PYTHON_WORKER = f"{sys.executable} -m quiver.vgi.allinone"
@@ -262,7 +266,7 @@ def run(args: argparse.Namespace) -> None:
     n, m, k = SCAN_ROWS // scale, ECHO_ROWS // scale, SCALAR_ROWS // scale
     for path in (EXTENSION, WORKER):
         if not path.exists():
-            sys.exit(f"vgi-bench: {path} is missing (run ./quiver setup)")
+            sys.exit(f"vgi-bench: {path} is missing (run ./quiver setup, then QUIVER_BENCH_FUNCTIONS=1 extension/build.sh)")
     ws = workloads(n, m, k)
     recs: list[dict[str, Any]] = []
     for shm in (False, True):

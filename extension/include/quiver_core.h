@@ -54,6 +54,7 @@ uint32_t quiver_core_abi_version(void);
 const char *quiver_core_version(void);
 
 /* ---- quiver_numbers (the in-process data path) ------------------------------------------------ */
+/* Only in a core built with the `bench-functions` feature (the bench flavour of the extension). */
 
 /* Schema of quiver_numbers: one non-nullable int64 column "n". */
 int32_t quiver_numbers_schema(struct ArrowSchema *out, char *err, size_t err_cap);

@@ -50,7 +50,10 @@ extern "C" {
 DUCKDB_EXTENSION_API void quiver_impl_init(duckdb::ExtensionLoader &loader, const void *host_base) {
 	duckdb::quiver::CheckHost(host_base);
 	duckdb::quiver::RegisterVersionFunction(loader);
+#ifdef QUIVER_BENCH_FUNCTIONS
+	// The bench flavour only (extension/build.sh with QUIVER_BENCH_FUNCTIONS=1).
 	duckdb::quiver::RegisterNumbersFunction(loader);
+#endif
 	duckdb::quiver::RegisterStorage(loader);
 }
 }

@@ -21,7 +21,8 @@ struct WorkerFunction;
 void RegisterVersionFunction(ExtensionLoader &loader);
 
 //! quiver_numbers(n BIGINT): rows 0..n-1 in column `n`, produced by the Rust core as an
-//! ArrowArrayStream and scanned by DuckDB's ArrowTableFunction (zero-copy for int64).
+//! ArrowArrayStream and scanned by DuckDB's ArrowTableFunction (zero-copy for int64). The bench
+//! flavour only (QUIVER_BENCH_FUNCTIONS); numbers_function.cpp is not linked into the product.
 void RegisterNumbersFunction(ExtensionLoader &loader);
 
 //! ATTACH '<location>' AS w (TYPE quiver): a worker's functions as catalog `w` (quiver_catalog.cpp).

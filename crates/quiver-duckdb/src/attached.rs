@@ -7,6 +7,7 @@ use std::ffi::{c_char, CString};
 use std::sync::Arc;
 
 use arrow_array::ffi::FFI_ArrowSchema;
+use quiver_vgi_contract::arg_metadata;
 
 use crate::catalog::{self, Discovered, FunctionDesc};
 use crate::ffi::{
@@ -37,13 +38,13 @@ impl Parameter {
         let meta = |key: &str| field.metadata().get(key).map(String::as_str);
         Parameter {
             name: cstring(field.name()),
-            default_json: meta("vgi_default").map(cstring),
+            default_json: meta(arg_metadata::DEFAULT).map(cstring),
             flags: [
-                meta("vgi_arg") == Some("named"),
-                meta("vgi_type") == Some("table"),
-                meta("vgi_type") == Some("any"),
-                meta("vgi_const") == Some("true"),
-                meta("vgi_varargs") == Some("true"),
+                meta(arg_metadata::ARG) == Some(arg_metadata::ARG_NAMED),
+                meta(arg_metadata::TYPE) == Some(arg_metadata::TYPE_TABLE),
+                meta(arg_metadata::TYPE) == Some(arg_metadata::TYPE_ANY),
+                meta(arg_metadata::CONST) == Some(arg_metadata::TRUE),
+                meta(arg_metadata::VARARGS) == Some(arg_metadata::TRUE),
             ],
         }
     }

@@ -8,7 +8,7 @@ use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_vgi_contract::{
-    ipc, schemas, BindRequest, InitRequest, RawArguments, RowBuilder, RowReader,
+    ipc, methods, schemas, BindRequest, InitRequest, RawArguments, RowBuilder, RowReader,
 };
 
 use crate::arrow_c;
@@ -142,7 +142,7 @@ pub fn bind(
     let request = request_batch(&bound.bind_request().encode());
     let reply = attached
         .worker
-        .with_conn(&during, |client| client.call("bind", &request))?;
+        .with_conn(&during, |client| client.call(methods::BIND, &request))?;
     let unreadable = |why: String| {
         Failure::new(
             FailureCode::Worker,
@@ -152,7 +152,7 @@ pub fn bind(
             ),
         )
     };
-    let bytes = result_bytes(reply, "bind").map_err(|e| unreadable(e.message))?;
+    let bytes = result_bytes(reply, methods::BIND).map_err(|e| unreadable(e.message))?;
     let answer = ipc::decode_row(&bytes, "BindResponse").map_err(|e| unreadable(e.message))?;
     let row = RowReader::new(&answer, "BindResponse");
     let schema_bytes = row
@@ -184,7 +184,7 @@ pub fn cardinality(bound: &Bound) -> Outcome<(Option<i64>, Option<i64>)> {
     let during = format!("cardinality of {}", bound.call_name());
     let reply = match bound.attached.worker.with_conn(&during, |client| {
         client.call(
-            "table_function_cardinality",
+            methods::TABLE_FUNCTION_CARDINALITY,
             &request_batch(&ipc::encode_batch(&request)),
         )
     }) {
@@ -193,7 +193,7 @@ pub fn cardinality(bound: &Bound) -> Outcome<(Option<i64>, Option<i64>)> {
         Err(failure) if failure.code == FailureCode::Remote => return Ok((None, None)),
         Err(failure) => return Err(failure),
     };
-    let Ok(bytes) = result_bytes(reply, "table_function_cardinality") else {
+    let Ok(bytes) = result_bytes(reply, methods::TABLE_FUNCTION_CARDINALITY) else {
         return Ok((None, None));
     };
     let Ok(answer) = ipc::decode_row(&bytes, "TableCardinality") else {

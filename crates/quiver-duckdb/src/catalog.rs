@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
-use quiver_vgi_contract::{ipc, RowBuilder, RowReader};
+use quiver_vgi_contract::{arg_metadata, ipc, methods, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
 use crate::ffi::{Failure, FailureCode, Outcome};
@@ -138,7 +138,7 @@ pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
         None => choose_catalog(worker)?,
     };
     let mut unreadable = None;
-    let found = worker.with_conn("catalog_attach", |client| {
+    let found = worker.with_conn(methods::CATALOG_ATTACH, |client| {
         match discover_on(client, &name) {
             Ok(found) => Ok(Some(found)),
             Err(Step::Client(error)) => Err(error),
@@ -160,8 +160,8 @@ pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
 /// The catalog to attach when the engine names none (`catalog_catalogs`).
 fn choose_catalog(worker: &Worker) -> Outcome<String> {
     let params = RecordBatch::new_empty(Arc::new(Schema::empty()));
-    let reply = worker.with_conn("catalog_catalogs", |client| {
-        client.call("catalog_catalogs", &params)
+    let reply = worker.with_conn(methods::CATALOG_CATALOGS, |client| {
+        client.call(methods::CATALOG_CATALOGS, &params)
     })?;
     let unreadable = |why: String| {
         Failure::new(
@@ -172,7 +172,8 @@ fn choose_catalog(worker: &Worker) -> Outcome<String> {
             ),
         )
     };
-    let bytes = result_bytes(reply, "catalog_catalogs").map_err(|e| unreadable(e.message))?;
+    let bytes =
+        result_bytes(reply, methods::CATALOG_CATALOGS).map_err(|e| unreadable(e.message))?;
     let mut names = Vec::new();
     for item in items(&bytes).map_err(|e| unreadable(e.message))? {
         let info = ipc::decode_row(&item, "CatalogInfo").map_err(|e| unreadable(e.message))?;
@@ -202,11 +203,11 @@ fn discover_on(client: &mut Client, name: &str) -> Result<Discovered, Step> {
         .str("name", Some(name))
         .finish();
     let reply = client.call(
-        "catalog_attach",
+        methods::CATALOG_ATTACH,
         &request(&ipc::encode_batch(&attach_request)),
     )?;
     let attach = ipc::decode_row(
-        &result_bytes(reply, "catalog_attach")?,
+        &result_bytes(reply, methods::CATALOG_ATTACH)?,
         "CatalogAttachResult",
     )?;
     let row = RowReader::new(&attach, "CatalogAttachResult");
@@ -253,9 +254,9 @@ fn contents(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step
     ])))
     .bytes("attach_opaque_data", Some(attach))
     .finish();
-    let reply = client.call("catalog_contents", &params)?;
+    let reply = client.call(methods::CATALOG_CONTENTS, &params)?;
     let answer = ipc::decode_row(
-        &result_bytes(reply, "catalog_contents")?,
+        &result_bytes(reply, methods::CATALOG_CONTENTS)?,
         "CatalogContentsResponse",
     )?;
     let row = RowReader::new(&answer, "CatalogContentsResponse");
@@ -273,9 +274,9 @@ fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, St
     ])))
     .bytes("attach_opaque_data", Some(attach))
     .finish();
-    let reply = client.call("catalog_schemas", &params)?;
+    let reply = client.call(methods::CATALOG_SCHEMAS, &params)?;
     let mut rows = Vec::new();
-    for item in items(&result_bytes(reply, "catalog_schemas")?)? {
+    for item in items(&result_bytes(reply, methods::CATALOG_SCHEMAS)?)? {
         let schema = ipc::decode_row(&item, "SchemaInfo")?;
         let path = RowReader::new(&schema, "SchemaInfo")
             .strs("path")?
@@ -292,8 +293,11 @@ fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, St
             .strs("path", &path)
             .str("type", Some(object_type))
             .finish();
-            let reply = client.call("catalog_schema_contents_functions", &params)?;
-            for item in items(&result_bytes(reply, "catalog_schema_contents_functions")?)? {
+            let reply = client.call(methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS, &params)?;
+            for item in items(&result_bytes(
+                reply,
+                methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS,
+            )?)? {
                 rows.push(ipc::decode_row(&item, "FunctionInfo")?);
             }
         }
@@ -329,10 +333,9 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         .str("function_type")?
         .ok_or_else(|| info.missing("function_type"))?
         .to_ascii_uppercase();
-    let has_table_arg = arguments
-        .fields()
-        .iter()
-        .any(|f| f.metadata().get("vgi_type").map(String::as_str) == Some("table"));
+    let has_table_arg = arguments.fields().iter().any(|f| {
+        f.metadata().get(arg_metadata::TYPE).map(String::as_str) == Some(arg_metadata::TYPE_TABLE)
+    });
     let kind = match function_type.as_str() {
         "SCALAR" => Kind::Scalar,
         "TABLE" if has_table_arg => Kind::TableInOut,
@@ -376,9 +379,9 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
 
 /// `catalog_detach`, best effort (the worker may already be gone).
 pub fn detach(worker: &Worker, attach: &[u8]) -> Outcome<()> {
-    worker.with_conn("catalog_detach", |client| {
+    worker.with_conn(methods::CATALOG_DETACH, |client| {
         client
-            .call("catalog_detach", &attach_params(attach).finish())
+            .call(methods::CATALOG_DETACH, &attach_params(attach).finish())
             .map(|_| ())
     })
 }

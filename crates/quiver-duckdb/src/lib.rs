@@ -5,7 +5,8 @@
 //! launching and reaching workers (`worker.rs`, `process.rs`, `io.rs`), discovering their functions
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
 //! threads (`scan.rs`), scalar calls (`scalar.rs`), table-in-out calls (`table_in_out.rs`), all as
-//! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`).
+//! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`). The bench
+//! flavour alone (feature `bench-functions`) adds `numbers.rs`, the benchmark's in-process ceiling.
 //! Data crosses the boundary only as Arrow C Data Interface structs (`arrow_c.rs`): DuckDB's own
 //! converters write and read them, and worker output read from shared memory is handed over in
 //! place.
@@ -28,6 +29,7 @@ pub mod catalog;
 pub mod ffi;
 pub mod filters;
 pub mod io;
+#[cfg(feature = "bench-functions")]
 pub mod numbers;
 pub mod process;
 pub mod scalar;

@@ -1,5 +1,7 @@
 //! `quiver_numbers(n)`: the integers 0..n-1 made in Rust and handed to DuckDB as an
-//! `ArrowArrayStream`; proves the data path Rust → Arrow C data → DuckDB `DataChunk`.
+//! `ArrowArrayStream`; the in-process ceiling (no worker, no transport) that `./quiver bench vgi`
+//! measures worker scans against. Built only with the `bench-functions` feature, which only the
+//! bench flavour of the extension enables (`QUIVER_BENCH_FUNCTIONS=1 extension/build.sh`).
 
 use std::ffi::c_char;
 use std::sync::Arc;

@@ -8,18 +8,21 @@
 //! - [`global_init`]: `GlobalInitResponse`, the header of every `init` stream.
 //! - [`filter_container`]: the `vgi.filters.v2` container (engine encodes, worker parses).
 //! - [`status`]: the table-in-out `vgi.status` handshake keys.
+//! - [`methods`]: the RPC method names; [`arg_metadata`]: the field metadata describing parameters.
 //! - [`errors`]: the error types a peer reads, named as vgi-python names them.
 //! - [`limits`]: bounds on what a peer may send.
 //!
 //! Nothing here knows about processes, transports or function bodies.
 #![warn(missing_docs)]
 
+pub mod arg_metadata;
 pub mod arguments;
 pub mod errors;
 pub mod filter_container;
 pub mod global_init;
 pub mod ipc;
 pub mod limits;
+pub mod methods;
 pub mod requests;
 pub mod row;
 pub mod schemas;

@@ -9,6 +9,11 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BinaryArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Service};
+use quiver_vgi_contract::ipc;
+use quiver_vgi_contract::requests::BindRequest;
+use quiver_vgi_contract::row::RowBuilder;
+use quiver_vgi_contract::schemas;
+use quiver_vgi_contract::{errors, methods};
 use quiver_wire::ErrorReport;
 
 use crate::arg_binding::{bind_args, sql_type};
@@ -18,11 +23,6 @@ use crate::declarations::FunctionKind;
 use crate::function::BindInput;
 use crate::function::{Body, Function};
 use crate::limits::SCHEMA_FIELDS_MAX;
-use quiver_vgi_contract::errors;
-use quiver_vgi_contract::ipc;
-use quiver_vgi_contract::requests::BindRequest;
-use quiver_vgi_contract::row::RowBuilder;
-use quiver_vgi_contract::schemas;
 
 /// A checked call: the function, its bound arguments, its schemas.
 pub struct Bound {
@@ -154,14 +154,19 @@ pub fn bind_response(bound: &Bound) -> Vec<u8> {
 pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     let params = vec![field("request", DataType::Binary, false)];
     let result = Some(field("result", DataType::Binary, false));
-    service.add(Method::unary("bind", params, result, move |params, _| {
-        let request = BindRequest::decode(params.bytes("request")?)?;
-        let bound = bind_call(&catalog, &request)?;
-        let bytes = bind_response(&bound);
-        Ok(Some(
-            Arc::new(BinaryArray::from(vec![bytes.as_slice()])) as ArrayRef
-        ))
-    }));
+    service.add(Method::unary(
+        methods::BIND,
+        params,
+        result,
+        move |params, _| {
+            let request = BindRequest::decode(params.bytes("request")?)?;
+            let bound = bind_call(&catalog, &request)?;
+            let bytes = bind_response(&bound);
+            Ok(Some(
+                Arc::new(BinaryArray::from(vec![bytes.as_slice()])) as ArrayRef
+            ))
+        },
+    ));
 }
 
 /// Registers `table_function_cardinality`: the function's own estimate, or
@@ -170,7 +175,7 @@ pub fn register_cardinality(service: &mut Service, catalog: Arc<Catalog>) {
     let params = vec![field("request", DataType::Binary, false)];
     let result = Some(field("result", DataType::Binary, false));
     service.add(Method::unary(
-        "table_function_cardinality",
+        methods::TABLE_FUNCTION_CARDINALITY,
         params,
         result,
         move |params, _| {

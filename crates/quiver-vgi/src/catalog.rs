@@ -13,16 +13,17 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Params, Service};
+use quiver_vgi_contract::arg_metadata;
+use quiver_vgi_contract::filter_container;
+use quiver_vgi_contract::ipc;
+use quiver_vgi_contract::row::RowBuilder;
+use quiver_vgi_contract::schemas::{self, enum_type, list_of};
+use quiver_vgi_contract::{errors, methods};
 use quiver_wire::ErrorReport;
 
 use crate::declarations::{Arg, FunctionKind};
 use crate::function::Function;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
-use quiver_vgi_contract::errors;
-use quiver_vgi_contract::filter_container::SEMANTICS as SEMANTIC_PROFILE;
-use quiver_vgi_contract::ipc;
-use quiver_vgi_contract::row::RowBuilder;
-use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 
 /// The one schema functions live in.
 pub const SCHEMA_NAME: &str = "main";
@@ -152,22 +153,31 @@ pub fn arguments_schema(function: &Function) -> Schema {
 fn argument_field(arg: &Arg) -> Field {
     let mut metadata = HashMap::new();
     if !arg.doc.is_empty() {
-        metadata.insert("vgi_doc".to_string(), arg.doc.clone());
+        metadata.insert(arg_metadata::DOC.to_string(), arg.doc.clone());
     }
     if arg.named {
-        metadata.insert("vgi_arg".to_string(), "named".to_string());
+        metadata.insert(
+            arg_metadata::ARG.to_string(),
+            arg_metadata::ARG_NAMED.to_string(),
+        );
     }
     if arg.table {
-        metadata.insert("vgi_type".to_string(), "table".to_string());
+        metadata.insert(
+            arg_metadata::TYPE.to_string(),
+            arg_metadata::TYPE_TABLE.to_string(),
+        );
     }
     if arg.constant {
-        metadata.insert("vgi_const".to_string(), "true".to_string());
+        metadata.insert(
+            arg_metadata::CONST.to_string(),
+            arg_metadata::TRUE.to_string(),
+        );
     }
     if let Some(range) = arg.range_text() {
-        metadata.insert("vgi_range".to_string(), range);
+        metadata.insert(arg_metadata::RANGE.to_string(), range);
     }
     if let Some(default) = arg.default.as_ref().and_then(default_json) {
-        metadata.insert("vgi_default".to_string(), default);
+        metadata.insert(arg_metadata::DEFAULT.to_string(), default);
     }
     Field::new(&arg.name, arg.data_type.clone(), true).with_metadata(metadata)
 }
@@ -225,7 +235,7 @@ pub fn function_info(function: &Function) -> RecordBatch {
     };
     let table_flag = |value: bool| (!scalar).then_some(value);
     let profiles: &[&str] = if caps.filter_pushdown {
-        &[SEMANTIC_PROFILE]
+        &[filter_container::SEMANTICS]
     } else {
         &[]
     };
@@ -310,7 +320,7 @@ fn result_field() -> Option<Field> {
 pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     let c = catalog.clone();
     service.add(Method::unary(
-        "catalog_catalogs",
+        methods::CATALOG_CATALOGS,
         vec![],
         result_field(),
         move |_, _| {
@@ -324,7 +334,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     let c = catalog.clone();
     let attach_params = vec![field("request", DataType::Binary, false)];
     service.add(Method::unary(
-        "catalog_attach",
+        methods::CATALOG_ATTACH,
         attach_params,
         result_field(),
         move |params, _| {
@@ -343,7 +353,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
 
     let c = catalog.clone();
     service.add(Method::unary(
-        "catalog_schemas",
+        methods::CATALOG_SCHEMAS,
         vec![attach_param(), tx_param()],
         result_field(),
         move |params, _| {
@@ -355,7 +365,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     let c = catalog.clone();
     let get_params = vec![attach_param(), path_param(), tx_param()];
     service.add(Method::unary(
-        "catalog_schema_get",
+        methods::CATALOG_SCHEMA_GET,
         get_params,
         result_field(),
         move |params, _| {
@@ -377,7 +387,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
         tx_param(),
     ];
     service.add(Method::unary(
-        "catalog_schema_contents_functions",
+        methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS,
         typed_params.clone(),
         result_field(),
         move |params, _| {
@@ -410,7 +420,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     }
     let c = catalog.clone();
     service.add(Method::unary(
-        "catalog_schema_contents_macros",
+        methods::CATALOG_SCHEMA_CONTENTS_MACROS,
         typed_params,
         result_field(),
         move |params, _| {
@@ -422,7 +432,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     let c = catalog.clone();
     let contents_params = vec![attach_param(), field("if_none_match", DataType::Utf8, true)];
     service.add(Method::unary(
-        "catalog_contents",
+        methods::CATALOG_CONTENTS,
         contents_params,
         result_field(),
         move |params, _| {
@@ -433,7 +443,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
 
     let c = catalog.clone();
     service.add(Method::unary(
-        "catalog_version",
+        methods::CATALOG_VERSION,
         vec![attach_param(), tx_param()],
         result_field(),
         move |params, _| {
@@ -446,7 +456,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
 
     let c = catalog.clone();
     service.add(Method::unary(
-        "catalog_detach",
+        methods::CATALOG_DETACH,
         vec![attach_param()],
         None,
         move |params, _| {
@@ -457,7 +467,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
 
     // No COPY formats: an empty list, which the engine reads as "none".
     service.add(Method::unary(
-        "catalog_copy_from_formats",
+        methods::CATALOG_COPY_FROM_FORMATS,
         vec![attach_param(), tx_param()],
         result_field(),
         |_, _| Ok(result(items(&[]))),
@@ -466,7 +476,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
     // Read-only catalog: a transaction is "no transaction".
     let c = catalog;
     service.add(Method::unary(
-        "catalog_transaction_begin",
+        methods::CATALOG_TRANSACTION_BEGIN,
         vec![attach_param()],
         result_field(),
         move |params, _| {

@@ -14,13 +14,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use quiver_vgi_contract::errors;
 use quiver_wire::ErrorReport;
 
 use crate::in_out_state::InOutState;
 use crate::limits::{EXECUTIONS_LIVE_MAX, FINALIZE_STATES_MAX};
 use crate::logging::{self, Level};
 use crate::work_file::WorkFile;
-use quiver_vgi_contract::errors;
 
 /// An execution id: 16 random bytes minted by the primary init.
 pub type ExecutionId = [u8; 16];

@@ -11,10 +11,10 @@ use arrow_array::types::{Int64Type, UInt64Type};
 use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
+use quiver_vgi_contract::errors;
 use quiver_wire::ErrorReport;
 
 use crate::filter_expr::{CmpOp, Expr};
-use quiver_vgi_contract::errors;
 
 /// IN sets up to this size compare candidate by candidate; larger ones hash.
 const IN_LINEAR_CANDIDATES_MAX: usize = 8;

@@ -8,6 +8,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::DataType;
 use quiver_rpc::{field, CallContext, Method, Params, Service, StreamSetup};
+use quiver_vgi_contract::schemas;
+use quiver_vgi_contract::{errors, methods};
+use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
 use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::bind::{bind_call, Bound};
@@ -24,9 +27,6 @@ use crate::scalar::ScalarStream;
 use crate::scan::ScanInit;
 use crate::table::TableStream;
 use crate::table_in_out::{FinalizeStream, InputStream, StashTarget};
-use quiver_vgi_contract::errors;
-use quiver_vgi_contract::schemas;
-use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
 
 /// What every init needs from the worker.
 pub struct InitContext {
@@ -41,7 +41,7 @@ pub fn register(service: &mut Service, context: Arc<InitContext>) {
     let params = vec![field("request", DataType::Binary, false)];
     let header = Some(schemas::GLOBAL_INIT_RESPONSE.clone());
     service.add(Method::stream(
-        "init",
+        methods::INIT,
         params,
         header,
         move |params, ctx| init(&context, params, ctx),

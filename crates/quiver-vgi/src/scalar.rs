@@ -6,11 +6,11 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
+use quiver_vgi_contract::errors;
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::args::Args;
 use crate::function::{Body, Function, ScalarBody, ScalarInput};
-use quiver_vgi_contract::errors;
 
 /// One connection's scalar stream.
 pub struct ScalarStream {

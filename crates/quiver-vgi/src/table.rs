@@ -5,6 +5,7 @@
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
+use quiver_vgi_contract::errors;
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::args::Args;
@@ -13,7 +14,6 @@ use crate::filters::Filters;
 use crate::logging::{self, Level};
 use crate::projection::Projection;
 use crate::scan::{Scan, TableScan};
-use quiver_vgi_contract::errors;
 
 /// Batches a filter may empty in one tick before the tick answers with an
 /// empty batch anyway, so one tick's work stays bounded.

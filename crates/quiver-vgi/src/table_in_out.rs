@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_rpc::{CallContext, StreamOutput, StreamState};
+use quiver_vgi_contract::errors;
 use quiver_vgi_contract::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
@@ -22,7 +23,6 @@ use crate::in_out_state::{Emitter, InOutState};
 use crate::limits::OUTPUT_BATCHES_PER_INPUT_MAX;
 use crate::projection::Projection;
 use crate::table::conform;
-use quiver_vgi_contract::errors;
 
 /// Output batches waiting to be sent, already filtered and projected.
 struct Pending {
