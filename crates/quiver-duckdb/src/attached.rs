@@ -90,10 +90,39 @@ pub struct FunctionInfoC {
     pub has_finalize: i32,
     /// Most connections per call the catalog allows; 0 when not given.
     pub max_workers: i64,
-    /// 0 consistent, 1 volatile, 2 consistent within a query.
+    /// A [`Stability`]: 0 consistent, 1 volatile, 2 consistent within a query.
     pub stability: i32,
     /// Non-zero: the function handles NULL inputs itself.
     pub special_null_handling: i32,
+}
+
+/// How far DuckDB may reuse a function's results; the numbers are `quiver_function_info.stability`
+/// in `extension/include/quiver_core.h`.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stability {
+    /// Same inputs, same result (the default when the worker says nothing).
+    Consistent = 0,
+    /// May change on every call.
+    Volatile = 1,
+    /// Fixed within one query.
+    ConsistentWithinQuery = 2,
+}
+
+impl Stability {
+    /// The stability a worker declares (`VOLATILE`, `CONSISTENT_WITHIN_QUERY`, else consistent).
+    pub fn of(declared: Option<&str>) -> Stability {
+        match declared {
+            Some("VOLATILE") => Stability::Volatile,
+            Some("CONSISTENT_WITHIN_QUERY") => Stability::ConsistentWithinQuery,
+            _ => Stability::Consistent,
+        }
+    }
+
+    /// The number the C glue switches on.
+    pub const fn to_c(self) -> i32 {
+        self as i32
+    }
 }
 
 fn cstring(text: &str) -> CString {
@@ -271,11 +300,7 @@ pub unsafe extern "C" fn quiver_worker_function(
             filters_exactly_applied: f.filters_exactly_applied.into(),
             has_finalize: f.has_finalize.into(),
             max_workers: f.max_workers.unwrap_or(0).max(0),
-            stability: match f.stability.as_deref() {
-                Some("VOLATILE") => 1,
-                Some("CONSISTENT_WITHIN_QUERY") => 2,
-                _ => 0,
-            },
+            stability: Stability::of(f.stability.as_deref()).to_c(),
             special_null_handling: (f.null_handling.as_deref() == Some("SPECIAL")).into(),
         };
         // SAFETY: by this function's contract.

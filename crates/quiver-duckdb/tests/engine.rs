@@ -132,6 +132,26 @@ fn stdio_parallel_scan_sums_exactly() {
 }
 
 #[test]
+fn an_abandoned_scan_is_cancelled_and_its_connection_reused() {
+    let attached = attach(&allinone());
+    let n = 10_000_000i64;
+    let bound = bind_numbers(&attached, n, Some(10_000));
+    let (execution, mut primary) = scan::start(&bound, None, None).expect("start");
+    assert!(primary.next_batch().expect("a batch").is_some());
+    let opened = attached.worker.connections_opened();
+    // A LIMIT stops reading: the stream is dropped mid-scan, cancelled, and its connection pooled.
+    drop(primary);
+    drop(execution);
+    let (sum, rows, _) = parallel_sum(&bound, 1, None);
+    assert_eq!((sum, rows), (n * (n - 1) / 2, n));
+    assert_eq!(
+        attached.worker.connections_opened(),
+        opened,
+        "the next scan reuses the cancelled stream's connection"
+    );
+}
+
+#[test]
 fn launch_scan_with_shared_memory() {
     // Env is process-wide: this test's worker is the only one opened while it is set.
     let _guard = ENV.lock().unwrap();
