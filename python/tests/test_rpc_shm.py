@@ -28,9 +28,13 @@ def pair() -> Any:
 
 def test_large_request_and_result_travel_through_the_segment(pair: Any, capfd: pytest.CaptureFixture[str]) -> None:
     payload = b"\xa5" * (4 << 20)
+    assert pair.route.segment.name_linked, "linked until the server has attached"
     assert pair.api.echo_large_binary(payload) == payload
+    assert not pair.route.segment.name_linked, "unlinked once the server answered with data"
+    assert_unlinked(pair.route.segment.name)
+    assert pair.api.echo_large_binary(payload) == payload, "the server reuses its attachment"
     stats = pair.route.stats
-    assert (stats.outbound_shm, stats.inbound_shm) == (1, 1)
+    assert (stats.outbound_shm, stats.inbound_shm) == (2, 2)
     assert pair.route.segment.allocation_count() == 0, "both regions were freed by their readers"
     assert "[quiver-shm] attached psm_" in capfd.readouterr().err
 

@@ -79,7 +79,10 @@ fn shm_replies_decode_in_place_and_free_on_drop() {
         vec![Arc::new(Int64Array::from(vec![None]))],
     )
     .unwrap();
-    assert!(segment.is_name_linked(), "linked until the server has attached");
+    assert!(
+        segment.is_name_linked(),
+        "linked until the server has attached"
+    );
     // The second call runs after the name is gone: the server must reuse its attachment.
     for call in 0..2 {
         let mut stream = client.stream("big", &params, false).unwrap();
@@ -111,4 +114,31 @@ fn shm_replies_decode_in_place_and_free_on_drop() {
         stream.close().unwrap();
     }
     assert_eq!(client.shm_route().unwrap().stats.inbound_shm, 2);
+}
+
+#[test]
+fn a_segment_over_the_process_budget_leaves_the_connection_inline() {
+    let (client_end, _server_end) = pipe_pair().unwrap();
+    let config = ShmConfig {
+        segment_size_bytes: Some(64 << 20),
+        process_max_bytes: 0,
+        ..ShmConfig::default()
+    };
+    let client = Client::new(client_end)
+        .with_shm_from_config(&config)
+        .expect("over budget is not an error");
+    assert!(client.shm_route().is_none());
+    let (client_end, _server_end) = pipe_pair().unwrap();
+    // The default budget (other tests of this binary hold at most one 64 MiB segment meanwhile).
+    let config = ShmConfig {
+        process_max_bytes: ShmConfig::default().process_max_bytes,
+        ..config
+    };
+    let client = Client::new(client_end)
+        .with_shm_from_config(&config)
+        .unwrap();
+    assert!(
+        client.shm_route().is_some(),
+        "within budget the segment is created"
+    );
 }

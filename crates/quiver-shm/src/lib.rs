@@ -20,7 +20,7 @@
 //! # Ownership and lifetime
 //!
 //! * The client *creates* ([`Segment::create`]), owns and unlinks the segment; it advertises
-//!   [`Segment::name`] (`psm_xxxxxxxx`, no leading slash) and [`Segment::size_bytes`] on every
+//!   [`Segment::name`] (`psm_<pid>_xxxxxxxx`, no leading slash) and [`Segment::size_bytes`] on every
 //!   request. The server *attaches* ([`Segment::attach`]) and never unlinks.
 //! * Whoever writes a message allocates; whoever *reads* it frees the region after consuming it.
 //!   [`Segment::claim_buffer`] makes that automatic: the zero-copy `Buffer` frees the region when

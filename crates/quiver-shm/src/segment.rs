@@ -162,7 +162,7 @@ impl Segment {
         }
         Err(os_error(
             "shm_open",
-            "psm_*",
+            "psm_<pid>_*",
             io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 "every candidate name was taken",

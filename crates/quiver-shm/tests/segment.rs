@@ -276,3 +276,31 @@ fn allocated_bytes(name: &str) -> u64 {
     unsafe { libc::close(fd) };
     stat.st_blocks as u64 * 512
 }
+
+#[test]
+fn a_region_dev_shm_cannot_back_is_refused_not_a_sigbus() {
+    // A sparse segment larger than the whole /dev/shm: creating it costs nothing, and allocating
+    // more than the file system can hold fails cleanly (the kernel refuses it before allocating
+    // anything, so the test cannot eat the machine's memory).
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let path = CString::new("/dev/shm").unwrap();
+    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stat) }, 0);
+    let shm_total_bytes = stat.f_blocks as u64 * stat.f_frsize as u64;
+    let size_bytes = shm_total_bytes + (1 << 30);
+    if stat.f_blocks == 0 || size_bytes > quiver_shm::SEGMENT_SIZE_MAX_BYTES {
+        eprintln!("skipped: /dev/shm of {shm_total_bytes} bytes is unlimited or too large");
+        return;
+    }
+    let segment = Segment::create(size_bytes).unwrap();
+    assert_eq!(segment.allocate(shm_total_bytes + (512 << 20)), None);
+    assert_eq!(segment.commit_failure_count(), 1);
+    assert_eq!(
+        segment.allocation_count(),
+        0,
+        "the refused region left no table entry"
+    );
+    let offset = segment
+        .allocate(1 << 20)
+        .expect("a region that fits is still handed out");
+    segment.write(offset, b"fine").unwrap();
+}

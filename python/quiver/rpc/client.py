@@ -176,10 +176,14 @@ class Client(Generic[P]):
             return None
         if role is Role.ERROR:
             return RpcError.from_report(ErrorReport.from_metadata(metadata))
-        if role is Role.SHM_POINTER:
-            return self._resolve(batch, metadata)
         if role is Role.EXTERNAL:
             raise protocol_error("externally stored batches are not supported on this transport")
+        if self.route is not None:
+            # The server is answering with data, so it attached the segment when the request named
+            # it (servers attach on first sight and never re-open by name): drop the name.
+            self.route.segment.unlink_name()
+        if role is Role.SHM_POINTER:
+            return self._resolve(batch, metadata)
         return batch, metadata
 
     def _read(self, reader: StreamReader) -> Item | None:

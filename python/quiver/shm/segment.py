@@ -138,6 +138,20 @@ class Segment:
             count += 1
         return count
 
+    @property
+    def name_linked(self) -> bool:
+        """Whether this side owns the segment and its name still lets a peer attach."""
+        return self._unlink_guard is not None and self._unlink_guard.alive
+
+    def unlink_name(self) -> bool:
+        """Removes the name once the peer has attached; both mappings keep working, and the
+        memory lives exactly as long as some process maps it. True if this call unlinked it."""
+        if not self.name_linked:
+            return False
+        assert self._unlink_guard is not None
+        self._unlink_guard()
+        return True
+
     def close(self) -> None:
         """Unmaps the segment (once no claim is alive) and unlinks it if this side owns it."""
         if self._closed:
