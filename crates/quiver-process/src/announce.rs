@@ -174,7 +174,10 @@ mod tests {
         let unix = Announcement::parse(" UNIX:/tmp/w.sock\n").unwrap();
         assert_eq!(unix, Announcement::Unix("/tmp/w.sock".into()));
         assert_eq!(unix.to_string(), "UNIX:/tmp/w.sock");
-        assert_eq!(Announcement::parse("PORT:8080"), Some(Announcement::Port(8080)));
+        assert_eq!(
+            Announcement::parse("PORT:8080"),
+            Some(Announcement::Port(8080))
+        );
         assert_eq!(Announcement::parse("PORT:x"), None);
         assert_eq!(Announcement::parse("UNIX:"), None);
         assert_eq!(Announcement::parse("hello"), None);

@@ -68,7 +68,9 @@ pub enum RegisterError {
 impl std::fmt::Display for RegisterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RegisterError::Full => write!(f, "the cleanup registry is full ({ENTRIES_MAX} entries)"),
+            RegisterError::Full => {
+                write!(f, "the cleanup registry is full ({ENTRIES_MAX} entries)")
+            }
             RegisterError::TooLong => write!(f, "path longer than {PATH_BYTES_MAX} bytes"),
         }
     }

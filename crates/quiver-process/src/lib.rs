@@ -8,6 +8,8 @@
 //!   ([`announce::read_announcement`], with a deadline).
 //! * [`cleanup`] — one async-signal-safe registry of what this process must remove when it ends
 //!   (shared-memory names, socket and work-file paths): on `SIGTERM`/`SIGINT` and at `exit`.
+//! * [`stderr`] — log lines that never fail the process: a worker must not die, panic or hang
+//!   because nobody reads its stderr any more.
 //! * [`command`] — splitting a worker command line the way a shell would (quotes, no expansion).
 //!
 //! The crate depends on `libc` only and sits at the bottom of the stack, beside `quiver-wire`.
@@ -18,6 +20,7 @@ pub mod child;
 pub mod cleanup;
 pub mod command;
 mod spawner;
+pub mod stderr;
 
 pub use announce::{announce, read_announcement, Announcement};
 pub use child::{describe_status, Child, StderrMode, EXIT_GRACE};

@@ -60,10 +60,16 @@ fn a_silent_worker_times_out_and_a_dead_one_is_noticed() {
     let stdout = child.take_stdout().unwrap();
     let started = Instant::now();
     let error = read_announcement(&stdout, Duration::from_millis(200), &|| false).unwrap_err();
-    assert!(matches!(error, quiver_process::announce::AnnounceError::TimedOut(_)));
+    assert!(matches!(
+        error,
+        quiver_process::announce::AnnounceError::TimedOut(_)
+    ));
     assert!(started.elapsed() >= Duration::from_millis(200));
     let error = read_announcement(&stdout, Duration::from_secs(30), &|| true).unwrap_err();
-    assert!(matches!(error, quiver_process::announce::AnnounceError::Stopped));
+    assert!(matches!(
+        error,
+        quiver_process::announce::AnnounceError::Stopped
+    ));
     child.terminate(Duration::from_secs(5));
 
     let mut command = sh("exit 0");
@@ -71,7 +77,10 @@ fn a_silent_worker_times_out_and_a_dead_one_is_noticed() {
     let mut child = Child::spawn(command, StderrMode::Null).unwrap();
     let stdout = child.take_stdout().unwrap();
     let error = read_announcement(&stdout, Duration::from_secs(30), &|| false).unwrap_err();
-    assert!(matches!(error, quiver_process::announce::AnnounceError::Exited));
+    assert!(matches!(
+        error,
+        quiver_process::announce::AnnounceError::Exited
+    ));
 }
 
 /// The parent-death signal is tied to the spawner thread, not to the thread that asked: a child
@@ -86,7 +95,10 @@ fn a_child_outlives_the_thread_that_asked_for_it() {
     .join()
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!child.exited(), "the child died with the thread that spawned it");
+    assert!(
+        !child.exited(),
+        "the child died with the thread that spawned it"
+    );
     child.terminate(Duration::from_secs(5));
 }
 
@@ -99,7 +111,12 @@ fn a_child_dies_with_its_parent_even_by_sigkill() {
     }
     let mut middle = Command::new(std::env::current_exe().unwrap());
     middle
-        .args(["--exact", "middle_process", "--nocapture", "--include-ignored"])
+        .args([
+            "--exact",
+            "middle_process",
+            "--nocapture",
+            "--include-ignored",
+        ])
         .env("QUIVER_PROCESS_TEST_MIDDLE", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -138,12 +155,21 @@ fn a_child_dies_with_its_parent_even_by_sigkill() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    eprintln!("grandchild gone {:?} after SIGKILL of its parent", killed.elapsed());
+    eprintln!(
+        "grandchild gone {:?} after SIGKILL of its parent",
+        killed.elapsed()
+    );
 }
 
 fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 

@@ -252,7 +252,7 @@ impl<'s> Session<'s> {
             )
         })?;
         if config.debug {
-            eprintln!(
+            quiver_process::log_line!(
                 "[quiver-shm] attached {} size={} data_size={}",
                 segment.name(),
                 segment.size_bytes(),
@@ -635,7 +635,10 @@ impl<'s> Session<'s> {
         self.end_peer_turn();
         if let Some(route) = self.shm.take() {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.connection.peer, "worker"));
+                quiver_process::log_line!(
+                    "{}",
+                    route.stats.summary(&self.connection.peer, "worker")
+                );
             }
         }
     }
