@@ -8,7 +8,10 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use quiver_process::{Child, StderrMode};
 
 use crate::placement::{pin_current_thread, Placement, CROSS_CPU, ONE_THREAD, SAME_CPU};
 use crate::plan::{implementation, Measurement, Plan};
@@ -60,10 +63,23 @@ fn raw_child(placement: Placement, args: &[&str]) -> Result<Child> {
         .arg("raw-peer")
         .args(args)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stdout(Stdio::piped());
     placement.pin_server_command(&mut command);
-    command.spawn()
+    Child::spawn(command, StderrMode::Inherit)
+}
+
+/// How long a raw peer gets to exit once its input is closed.
+const RAW_PEER_EXIT_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits for a raw peer whose input we closed to exit; an error if it hangs.
+fn reap(child: &mut Child) -> Result<()> {
+    if child.wait_for_exit(RAW_PEER_EXIT_LIMIT).is_some() {
+        return Ok(());
+    }
+    child.terminate(Duration::ZERO);
+    Err(std::io::Error::other(format!(
+        "the raw peer did not exit within {RAW_PEER_EXIT_LIMIT:?} of its input closing"
+    )))
 }
 
 fn measurement(variant: &str, transport: &str, placement: &str, bytes_per_op: u64) -> Measurement {
@@ -104,12 +120,12 @@ fn rtt_reps(
 
 fn rtt_pipe_processes(plan: &Plan, placement: Placement) -> Result<Measurement> {
     let mut child = raw_child(placement, &["--mode", "echo"])?;
-    let writer = child.stdin.take().expect("piped stdin");
-    let reader = child.stdout.take().expect("piped stdout");
+    let writer = child.take_stdin().expect("piped stdin");
+    let reader = child.take_stdout().expect("piped stdout");
     let mut m = measurement("rtt-1byte", "pipe", placement.name, 1);
     rtt_reps(plan, &writer, reader, &mut m)?;
     drop(writer);
-    child.wait()?;
+    reap(&mut child)?;
     Ok(m)
 }
 
@@ -152,7 +168,7 @@ fn rtt_unix(plan: &Plan, placement: Placement) -> Result<Measurement> {
     let mut m = measurement("rtt-1byte", "unix", placement.name, 1);
     rtt_reps(plan, &stream, &stream, &mut m)?;
     drop(stream);
-    child.wait()?;
+    reap(&mut child)?;
     Ok(m)
 }
 
@@ -165,7 +181,7 @@ fn rtt_tcp(plan: &Plan, placement: Placement) -> Result<Measurement> {
     let mut m = measurement("rtt-1byte", "tcp", placement.name, 1);
     rtt_reps(plan, &stream, &stream, &mut m)?;
     drop(stream);
-    child.wait()?;
+    reap(&mut child)?;
     Ok(m)
 }
 
@@ -178,8 +194,8 @@ fn pipe_bandwidth(plan: &Plan, placement: Placement) -> Result<Measurement> {
         placement,
         &["--mode", "sink", "--ack-every", &transfer_bytes.to_string()],
     )?;
-    let mut writer = child.stdin.take().expect("piped stdin");
-    let mut reader = child.stdout.take().expect("piped stdout");
+    let mut writer = child.take_stdin().expect("piped stdin");
+    let mut reader = child.take_stdout().expect("piped stdout");
     let chunk = vec![0x5au8; PIPE_WRITE_BYTES];
     let mut transfer = || -> Result<()> {
         for _ in 0..transfer_bytes / PIPE_WRITE_BYTES as u64 {
@@ -197,7 +213,7 @@ fn pipe_bandwidth(plan: &Plan, placement: Placement) -> Result<Measurement> {
             .push(try_time_rep(plan.large_ops * 2, &mut transfer)?);
     }
     drop(writer);
-    child.wait()?;
+    reap(&mut child)?;
     Ok(m)
 }
 

@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use quiver_process::{Child, StderrMode};
+
 use serde::Deserialize;
 
 use crate::plan::{Measurement, Plan};
@@ -74,17 +76,17 @@ fn run_inner(oracle_bin: &Path, script: &Path, plan: &Plan) -> BenchResult<PeerR
     if !script.exists() {
         return Err(format!("peer script {} not found", script.display()).into());
     }
-    let mut child = Command::new(&python)
+    let mut command = Command::new(&python);
+    command
         .arg(script)
         .arg("bench")
         .arg("--plan")
         .arg(serde_json::to_string(plan)?)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
+        .stdout(Stdio::piped());
+    let mut child = Child::spawn(command, StderrMode::Inherit)
         .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
-    let stdout = child.stdout.take().expect("piped stdout");
+    let stdout = child.take_stdout().expect("piped stdout");
     let reader = std::thread::spawn(move || -> PeerRun {
         let mut run = PeerRun::default();
         for line in BufReader::new(stdout).lines() {
@@ -117,12 +119,11 @@ fn run_inner(oracle_bin: &Path, script: &Path, plan: &Plan) -> BenchResult<PeerR
     });
     let started = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait()? {
+        if let Some(status) = child.try_wait() {
             break status;
         }
         if started.elapsed() > PEER_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.terminate(Duration::ZERO);
             let mut run = reader.join().map_err(|_| "peer output reader panicked")?;
             run.failure = Some(format!(
                 "peer ran longer than {PEER_TIMEOUT:?} and was killed"

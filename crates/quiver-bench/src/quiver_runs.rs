@@ -2,16 +2,17 @@
 //! and the workloads run through `quiver_rpc::Client`.
 
 use std::hint::black_box;
-use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
+use quiver_process::{read_announcement, Announcement, Child, StderrMode};
 use quiver_rpc::{Client, Server, ServerConfig};
 use quiver_shm::{Segment, ShmConfig};
-use quiver_transport::{pipe_pair, socket, spawn_command, Child, Connection};
+use quiver_transport::{pipe_pair, socket, spawn_command};
 
 use crate::placement::{Placement, CROSS_CPU, SAME_CPU};
 use crate::plan::{implementation, Measurement, Plan};
@@ -22,6 +23,9 @@ use crate::service::{
 use crate::stats::{try_time_rep, Rep};
 
 /// Errors of a run, boxed: any failure aborts that part of the suite with a message.
+/// How long a socket worker gets to announce where it listens.
+const SOCKET_WORKER_START_LIMIT: Duration = Duration::from_secs(60);
+
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 /// Result of a run.
 pub type BenchResult<T> = Result<T, BenchError>;
@@ -56,7 +60,8 @@ pub struct Session {
     client: Option<Client>,
     server_thread: Option<JoinHandle<()>>,
     /// A socket worker's stdin: closing it stops the worker.
-    control: Option<Connection>,
+    /// A socket worker's stdin and stdout, held open until the session ends.
+    control: Option<(std::process::ChildStdin, std::process::ChildStdout)>,
     child: Option<Child>,
 }
 
@@ -91,25 +96,23 @@ impl Session {
                 let mut command = Command::new(std::env::current_exe()?);
                 command.arg("serve");
                 placement.pin_server_command(&mut command);
-                let (child, connection) = spawn_command(command)?;
+                let (child, connection) = spawn_command(command, StderrMode::Inherit)?;
                 session.child = Some(child);
                 connection
             }
             Transport::Unix => {
                 let path = socket_path();
                 let unix_args = ["--unix", path.to_str().ok_or("non-UTF-8 temp dir")?];
-                let line = session.start_socket_worker(placement, &unix_args)?;
-                let bound = line
-                    .strip_prefix("UNIX:")
-                    .ok_or_else(|| format!("worker announced {line:?}"))?;
-                socket::connect_unix(std::path::Path::new(bound))?
+                match session.start_socket_worker(placement, &unix_args)? {
+                    Announcement::Unix(bound) => socket::connect_unix(&bound)?,
+                    other => return Err(format!("worker announced {other}").into()),
+                }
             }
             Transport::Tcp => {
-                let line = session.start_socket_worker(placement, &["--tcp", "127.0.0.1:0"])?;
-                let port = line
-                    .strip_prefix("PORT:")
-                    .ok_or_else(|| format!("worker announced {line:?}"))?;
-                socket::connect_tcp(format!("127.0.0.1:{port}"))?
+                match session.start_socket_worker(placement, &["--tcp", "127.0.0.1:0"])? {
+                    Announcement::Port(port) => socket::connect_tcp(format!("127.0.0.1:{port}"))?,
+                    other => return Err(format!("worker announced {other}").into()),
+                }
             }
         };
         let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
@@ -121,17 +124,26 @@ impl Session {
         Ok(session)
     }
 
-    /// Spawns `serve <args>` and returns the line it announces on stdout.
-    fn start_socket_worker(&mut self, placement: Placement, args: &[&str]) -> BenchResult<String> {
+    /// Spawns `serve <args>` and returns where it announces it listens.
+    fn start_socket_worker(
+        &mut self,
+        placement: Placement,
+        args: &[&str],
+    ) -> BenchResult<Announcement> {
         let mut command = Command::new(std::env::current_exe()?);
-        command.arg("serve").args(args);
+        command
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
         placement.pin_server_command(&mut command);
-        let (child, mut control) = spawn_command(command)?;
+        let mut child = Child::spawn(command, StderrMode::Inherit)?;
+        let stdin = child.take_stdin().expect("stdin was piped");
+        let stdout = child.take_stdout().expect("stdout was piped");
         self.child = Some(child);
-        let mut line = String::new();
-        control.reader.read_line(&mut line)?;
-        self.control = Some(control);
-        Ok(line.trim().to_string())
+        let announced = read_announcement(&stdout, SOCKET_WORKER_START_LIMIT, &|| false)?;
+        self.control = Some((stdin, stdout));
+        Ok(announced)
     }
 
     /// The connected client.

@@ -30,7 +30,7 @@ fn main() {
     let shm = match ShmConfig::from_env() {
         Ok(shm) => shm,
         Err(error) => {
-            eprintln!("quiver-conformance-worker: {error}");
+            quiver_process::log_line!("quiver-conformance-worker: {error}");
             std::process::exit(2);
         }
     };
@@ -46,7 +46,7 @@ fn main() {
         (None, None) => serve_stdio(&server),
     };
     if let Err(error) = result {
-        eprintln!("quiver-conformance-worker: {error}");
+        quiver_process::log_line!("quiver-conformance-worker: {error}");
         std::process::exit(1);
     }
 }

@@ -3,16 +3,17 @@
 //! calls, logs, errors, a producer with a header, an exchange, a cancel, and a
 //! 16 MiB payload inline versus through shared memory.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use clap::Parser;
+use quiver_process::{read_announcement, Announcement, Child, StderrMode};
 use quiver_rpc::{Client, ClientError};
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::socket::connect_unix;
@@ -48,23 +49,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let directory = std::env::temp_dir().join(format!("quiver-demo-{}", std::process::id()));
     std::fs::create_dir_all(&directory)?;
     let socket = directory.join("worker.sock");
-    let mut launched = Command::new(&worker)
+    let mut command = Command::new(&worker);
+    command
         .args([
             "--unix".as_ref(),
             socket.as_os_str(),
             "--idle-timeout".as_ref(),
             "5".as_ref(),
         ])
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let line = read_line(launched.stdout.as_mut().expect("piped"))?;
-    println!("   worker says: {line}");
-    let mut client = Client::new(connect_unix(Path::new(line.trim_start_matches("UNIX:")))?)
-        .with_protocol(PROTOCOL, VERSION);
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let mut launched = Child::spawn(command, StderrMode::Inherit)?;
+    let stdout = launched.take_stdout().expect("piped");
+    let announced = read_announcement(&stdout, Duration::from_secs(60), &|| false)?;
+    println!("   worker says: {announced}");
+    let Announcement::Unix(bound) = announced else {
+        return Err(format!("the worker announced {announced}, not a socket").into());
+    };
+    let mut client = Client::new(connect_unix(&bound)?).with_protocol(PROTOCOL, VERSION);
     tour(&mut client)?;
     drop(client);
-    let _ = launched.kill();
-    let _ = launched.wait();
+    launched.terminate(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&directory);
 
     println!("\n== 16 MiB echo: inline pipe versus shared memory (median of 5)");
@@ -244,13 +249,4 @@ fn sibling(name: &str) -> PathBuf {
         .ok()
         .and_then(|p| p.parent().map(|d| d.join(name)))
         .unwrap_or_else(|| PathBuf::from(name))
-}
-
-fn read_line(reader: &mut impl std::io::Read) -> std::io::Result<String> {
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while reader.read(&mut byte)? == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    Ok(String::from_utf8_lossy(&line).into_owned())
 }

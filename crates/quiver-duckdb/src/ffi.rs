@@ -119,7 +119,8 @@ pub fn guard_interruptible(
     body: impl FnOnce() -> Outcome<()>,
 ) -> i32 {
     let previous = INTERRUPT.with(|slot| slot.replace(interrupt.check.map(|f| (f, interrupt.ctx))));
-    let code = guard(err, err_cap, body);
+    let code =
+        quiver_transport::fd_io::with_interrupt_check(interrupted, || guard(err, err_cap, body));
     INTERRUPT.with(|slot| slot.set(previous));
     code
 }

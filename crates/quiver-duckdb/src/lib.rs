@@ -2,7 +2,7 @@
 //!
 //! The extension (`extension/`) is thin C++ glue compiled against DuckDB's headers; everything with
 //! behaviour lives here, behind a small C ABI declared by hand in `extension/include/quiver_core.h`:
-//! launching and reaching workers (`worker.rs`, `process.rs`, `io.rs`), discovering their functions
+//! launching and reaching workers (`worker.rs`, on `quiver-process` and `quiver-transport`), discovering their functions
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
 //! threads (`scan.rs`), scalar calls (`scalar.rs`), table-in-out calls (`table_in_out.rs`), all as
 //! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`). The bench
@@ -31,7 +31,6 @@ pub mod filters;
 pub mod io;
 #[cfg(feature = "bench-functions")]
 pub mod numbers;
-pub mod process;
 pub mod scalar;
 pub mod scan;
 pub mod stream;

@@ -14,28 +14,35 @@
 //! the process ended and the tail of its stderr (see [`Worker::failure`]).
 
 use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use quiver_process::announce::AnnounceError;
+use quiver_process::{
+    read_announcement, split_command, Announcement, Child, StderrMode, EXIT_GRACE,
+};
 use quiver_rpc::{Client, ClientError};
 use quiver_shm::ShmConfig;
-use quiver_transport::{grow_pipe, Connection, TransportKind};
+use quiver_transport::{fd_io, Connection};
 use quiver_wire::WireError;
 
 use crate::ffi::{Failure, FailureCode, Outcome};
-use crate::io::{self, FdReader, FdWriter, Stopped};
-use crate::process::{split_command, Process};
+use crate::io::{self, FdReader, Stopped};
 
 /// Idle connections kept per worker; more are closed when returned.
 pub const IDLE_CONNECTIONS_MAX: usize = 64;
 /// How long a `launch:` worker gets to print `UNIX:<path>`.
 pub const LAUNCH_ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(60);
-/// The `--idle-timeout` a `launch:` worker gets: it outlives us by this much if we are killed.
+/// The `--idle-timeout` a `launch:` worker gets. It does not bound how long the worker outlives
+/// us: every child gets a parent-death signal (`quiver-process`'s spawner), so it ends with us.
 pub const LAUNCH_IDLE_TIMEOUT_SECS: u32 = 60;
+/// Private socket directories of dead engines removed per launch (the rest wait for the next).
+pub const PRIVATE_DIRS_SWEEP_MAX: usize = 64;
+/// Name prefix of the private socket directories.
+const PRIVATE_DIR_PREFIX: &str = "quiver-";
 /// How long we wait for a failing worker to exit and flush stderr before describing it.
 const SETTLE: Duration = Duration::from_millis(300);
 /// How long a stdio worker whose connection broke gets between SIGTERM and SIGKILL.
@@ -97,7 +104,7 @@ pub struct Conn {
     /// The RPC client (vgi.v2, with a shm segment when configured). Dropped first: closing our
     /// ends of the pipes is what tells a stdio worker to exit.
     pub client: Client,
-    process: Option<Process>,
+    process: Option<Child>,
 }
 
 /// A stream call holds the whole connection, so that the process behind it comes back with it.
@@ -109,14 +116,14 @@ impl AsMut<Client> for Conn {
 
 /// The shared `launch:` process and the private directory holding its socket.
 struct Launched {
-    process: Process,
+    process: Child,
     socket: PathBuf,
     dir: PathBuf,
 }
 
 impl Drop for Launched {
     fn drop(&mut self) {
-        self.process.terminate(crate::process::EXIT_GRACE);
+        self.process.terminate(EXIT_GRACE);
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_dir(&self.dir);
     }
@@ -171,7 +178,7 @@ impl Worker {
             .lock()
             .expect("pool lock")
             .iter()
-            .filter_map(|c| c.process.as_ref().map(Process::pid))
+            .filter_map(|c| c.process.as_ref().map(Child::pid))
             .collect();
         if let Some(launched) = self.launched.lock().expect("launch lock").as_ref() {
             pids.push(launched.process.pid());
@@ -282,7 +289,7 @@ impl Worker {
             let process = conn.process.take();
             drop(conn);
             if let Some(mut process) = process {
-                process.finish(crate::process::EXIT_GRACE);
+                process.finish(EXIT_GRACE);
             }
         }
         drop(self.launched.lock().expect("launch lock").take());
@@ -308,28 +315,20 @@ impl Worker {
         Ok(Conn { client, process })
     }
 
-    fn spawn_stdio(&self, argv: &[String]) -> Outcome<(Connection, Option<Process>)> {
-        let mut process = Process::spawn(argv, Stdio::piped(), Stdio::piped())
+    fn spawn_stdio(&self, argv: &[String]) -> Outcome<(Connection, Option<Child>)> {
+        let mut process = Child::spawn_argv(argv, Stdio::piped(), Stdio::piped(), StderrMode::Tail)
             .map_err(|e| self.spawn_failure(argv, e))?;
-        let child = process.child_mut();
-        let stdin = child.stdin.take().expect("stdin was piped");
-        let stdout = child.stdout.take().expect("stdout was piped");
-        grow_pipe(&stdin);
-        grow_pipe(&stdout);
-        let reader = FdReader::new(OwnedFd::from(stdout)).map_err(|e| self.io_failure(e))?;
-        let writer = FdWriter::new(OwnedFd::from(stdin)).map_err(|e| self.io_failure(e))?;
+        let stdin = process.take_stdin().expect("stdin was piped");
+        let stdout = process.take_stdout().expect("stdout was piped");
         let peer = format!("{} pid {}", self.label(), process.pid());
-        let connection = Connection::new(
-            Box::new(reader),
-            Box::new(writer),
-            TransportKind::Stdio,
-            peer,
-        );
+        let connection = fd_io::pipe_connection(OwnedFd::from(stdout), OwnedFd::from(stdin), peer)
+            .map_err(|e| self.io_failure(e))?;
         Ok((connection, Some(process)))
     }
 
     fn connect_unix(&self, path: &Path) -> Outcome<Connection> {
-        let stream = UnixStream::connect(path).map_err(|e| {
+        let peer = format!("{} at {}", self.label(), path.display());
+        fd_io::connect_unix(path, peer).map_err(|e| {
             Failure::new(
                 FailureCode::Worker,
                 format!(
@@ -338,16 +337,7 @@ impl Worker {
                     path.display()
                 ),
             )
-        })?;
-        let reader = stream.try_clone().map_err(|e| self.io_failure(e))?;
-        let reader = FdReader::new(OwnedFd::from(reader)).map_err(|e| self.io_failure(e))?;
-        let writer = FdWriter::new(OwnedFd::from(stream)).map_err(|e| self.io_failure(e))?;
-        Ok(Connection::new(
-            Box::new(reader),
-            Box::new(writer),
-            TransportKind::Unix,
-            format!("{} at {}", self.label(), path.display()),
-        ))
+        })
     }
 
     /// The socket of the running `launch:` process, starting (or restarting) it as needed.
@@ -378,24 +368,18 @@ impl Worker {
             "--idle-timeout".to_string(),
             LAUNCH_IDLE_TIMEOUT_SECS.to_string(),
         ]);
-        let process = Process::spawn(&full, Stdio::null(), Stdio::piped()).map_err(|e| {
-            let _ = std::fs::remove_dir(&dir);
-            self.spawn_failure(argv, e)
-        })?;
+        let process = Child::spawn_argv(&full, Stdio::null(), Stdio::piped(), StderrMode::Tail)
+            .map_err(|e| {
+                let _ = std::fs::remove_dir(&dir);
+                self.spawn_failure(argv, e)
+            })?;
         let mut launched = Launched {
             process,
             socket,
             dir,
         };
-        let stdout = launched
-            .process
-            .child_mut()
-            .stdout
-            .take()
-            .expect("stdout was piped");
-        let announced = io::with_deadline(LAUNCH_ANNOUNCE_TIMEOUT, || {
-            read_announcement(stdout, &launched.socket)
-        });
+        let stdout = launched.process.take_stdout().expect("stdout was piped");
+        let announced = expect_announcement(stdout, &launched.socket);
         match announced {
             Ok(()) => Ok(launched),
             Err(reason) => {
@@ -431,7 +415,7 @@ impl Drop for Worker {
 }
 
 /// ", pid 123 was killed by signal 9 (SIGKILL); its stderr ended with:\n..." for a failing process.
-fn describe(process: &mut Process) -> String {
+fn describe(process: &mut Child) -> String {
     let state = process.describe_state(SETTLE);
     let settle = if process.exited() {
         SETTLE
@@ -457,62 +441,54 @@ pub fn stopped(error: &ClientError) -> Option<Stopped> {
     }
 }
 
-/// Reads the worker's stdout until `UNIX:<socket>`; other lines before it are skipped. The rest of
-/// stdout is drained in the background so a chatty worker never blocks on a full pipe.
-fn read_announcement(stdout: std::process::ChildStdout, socket: &Path) -> Result<(), String> {
-    use std::io::Read;
-    let mut reader = FdReader::new(OwnedFd::from(stdout)).map_err(|e| e.to_string())?;
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    loop {
-        match reader.read(&mut byte) {
-            Ok(0) => return Err("it exited before printing UNIX:<path>".into()),
-            Ok(_) if byte[0] == b'\n' => {
-                let text = String::from_utf8_lossy(&line).trim().to_string();
-                line.clear();
-                if let Some(path) = text.strip_prefix("UNIX:") {
-                    if Path::new(path) != socket {
-                        return Err(format!("it announced {path}, not {}", socket.display()));
-                    }
-                    std::thread::Builder::new()
-                        .name("quiver-worker-stdout".into())
-                        .spawn(move || {
-                            let mut sink = [0u8; 4096];
-                            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
-                        })
-                        .map_err(|e| e.to_string())?;
-                    return Ok(());
-                }
-            }
-            Ok(_) if line.len() < 64 * 1024 => line.push(byte[0]),
-            Ok(_) => return Err("its stdout is not a UNIX:<path> line".into()),
-            Err(e) => match io::stopped(&e) {
-                Some(Stopped::TimedOut) => {
-                    return Err(format!(
-                        "no UNIX:<path> line within {} s",
-                        LAUNCH_ANNOUNCE_TIMEOUT.as_secs()
-                    ))
-                }
-                _ => return Err(e.to_string()),
-            },
+/// Reads the launched worker's `UNIX:<socket>` line (see `quiver-process`'s `announce.rs`),
+/// stopping at [`LAUNCH_ANNOUNCE_TIMEOUT`] or when the query is interrupted. The rest of stdout is
+/// drained in the background so a chatty worker never blocks on a full pipe.
+fn expect_announcement(stdout: std::process::ChildStdout, socket: &Path) -> Result<(), String> {
+    let announced = read_announcement(&stdout, LAUNCH_ANNOUNCE_TIMEOUT, &fd_io::interrupted)
+        .map_err(|error| match error {
+            AnnounceError::TimedOut(_) => format!(
+                "no UNIX:<path> line within {} s",
+                LAUNCH_ANNOUNCE_TIMEOUT.as_secs()
+            ),
+            other => other.to_string(),
+        })?;
+    match announced {
+        Announcement::Unix(path) if path == socket => {}
+        other => {
+            return Err(format!(
+                "it announced {other}, not UNIX:{}",
+                socket.display()
+            ))
         }
     }
+    let mut rest = FdReader::new(OwnedFd::from(stdout)).map_err(|e| e.to_string())?;
+    std::thread::Builder::new()
+        .name("quiver-worker-stdout".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut sink = [0u8; 4096];
+            while matches!(rest.read(&mut sink), Ok(n) if n > 0) {}
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// A fresh directory only we can enter, for a launched worker's socket.
 fn private_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
+    let base = private_dir_base();
+    sweep_dead_private_dirs(&base);
     for _ in 0..64 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = base.join(format!("quiver-{}-{n}-{nanos:x}", std::process::id()));
+        let dir = base.join(format!(
+            "{PRIVATE_DIR_PREFIX}{}-{n}-{nanos:x}",
+            std::process::id()
+        ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -522,6 +498,52 @@ fn private_dir() -> std::io::Result<PathBuf> {
     Err(std::io::Error::other(
         "cannot create a private socket directory",
     ))
+}
+
+/// Where private socket directories are made: `$XDG_RUNTIME_DIR`, else the temp directory.
+fn private_dir_base() -> PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// The engine pid a private directory's name carries (`quiver-<pid>-<n>-<hex>`), if it is one.
+fn private_dir_owner(name: &str) -> Option<i32> {
+    let mut parts = name.strip_prefix(PRIVATE_DIR_PREFIX)?.split('-');
+    let pid = parts.next()?.parse::<i32>().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    u64::from_str_radix(parts.next()?, 16).ok()?;
+    parts.next().is_none().then_some(pid)
+}
+
+/// Removes (up to [`PRIVATE_DIRS_SWEEP_MAX`]) private socket directories of ours whose engine is
+/// dead: one killed before it could remove them. Its workers died with it (parent-death signal);
+/// a socket file they could not remove (SIGKILL) is all that is left.
+fn sweep_dead_private_dirs(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let dead = entries
+        .flatten()
+        .filter(|entry| {
+            private_dir_owner(&entry.file_name().to_string_lossy())
+                .is_some_and(|pid| !quiver_process::pid_alive(pid))
+        })
+        .filter(|entry| {
+            entry
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == uid)
+        })
+        .take(PRIVATE_DIRS_SWEEP_MAX);
+    for entry in dead {
+        let _ = std::fs::remove_file(entry.path().join("worker.sock"));
+        let _ = std::fs::remove_dir(entry.path());
+    }
 }
 
 #[cfg(test)]
@@ -545,6 +567,34 @@ mod tests {
         assert!(Location::parse("  ").is_err());
         assert!(Location::parse("launch:").is_err());
         assert!(Location::parse("unix://").is_err());
+    }
+
+    #[test]
+    fn private_dirs_name_their_engine() {
+        assert_eq!(private_dir_owner("quiver-123-0-1f"), Some(123));
+        assert_eq!(private_dir_owner("quiver-vgi-1000"), None);
+        assert_eq!(private_dir_owner("quiver-demo-77"), None);
+        assert_eq!(private_dir_owner("quiver-1-2-3-4"), None);
+    }
+
+    #[test]
+    fn a_dead_engines_private_dir_is_swept() {
+        let base = std::env::temp_dir().join(format!("quiver-sweep-test-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        // A pid above the kernel's pid_max limit (4194304) never runs.
+        let dead = base.join("quiver-4194305-0-ab");
+        let alive = base.join(format!("quiver-{}-0-cd", std::process::id()));
+        for dir in [&dead, &alive] {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("worker.sock"), b"").unwrap();
+        }
+        sweep_dead_private_dirs(&base);
+        assert!(!dead.exists(), "a dead engine's directory is removed");
+        assert!(
+            alive.join("worker.sock").exists(),
+            "a live engine's is kept"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

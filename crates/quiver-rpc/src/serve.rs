@@ -1,12 +1,12 @@
 //! Running a server: over stdio, or a Unix/TCP listener with one thread per
 //! connection, as worker processes are launched.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use quiver_process::{announce, log_line, Announcement};
 use quiver_transport::socket::{TcpServer, UnixListener};
 use quiver_transport::{stdio_connection, Connection};
 
@@ -31,7 +31,7 @@ pub fn serve_unix(
     idle_timeout: Option<Duration>,
 ) -> std::io::Result<()> {
     let listener = UnixListener::bind(path)?;
-    announce(&format!("UNIX:{}", listener.path().display()))?;
+    announce(&Announcement::Unix(listener.path().to_path_buf()))?;
     let activity = Activity::new(idle_timeout);
     activity.watch(listener.path().to_path_buf());
     loop {
@@ -50,7 +50,7 @@ pub fn serve_tcp(
     idle_timeout: Option<Duration>,
 ) -> std::io::Result<()> {
     let listener = TcpServer::bind(address)?;
-    announce(&format!("PORT:{}", listener.port()?))?;
+    announce(&Announcement::Port(listener.port()?))?;
     let activity = Activity::new(idle_timeout);
     activity.watch(std::path::PathBuf::new());
     loop {
@@ -64,13 +64,13 @@ pub fn serve_tcp(
 /// A failed accept (out of descriptors, an aborted handshake) must not end a
 /// worker that other clients are using: log it, pause briefly, keep listening.
 fn backoff_after_accept_error(error: &std::io::Error) {
-    eprintln!("quiver: accept failed: {error}");
+    log_line!("quiver: accept failed: {error}");
     std::thread::sleep(Duration::from_millis(10));
 }
 
 fn spawn_session(server: &Arc<Server>, connection: Connection, activity: &Activity) {
     if activity.active.load(Ordering::SeqCst) >= CONNECTIONS_MAX {
-        eprintln!(
+        log_line!(
             "quiver: refusing {}: {CONNECTIONS_MAX} connections already open",
             connection.peer
         );
@@ -86,16 +86,9 @@ fn spawn_session(server: &Arc<Server>, connection: Connection, activity: &Activi
     });
 }
 
-/// Writes the launch line to the real stdout and flushes it.
-fn announce(line: &str) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{line}")?;
-    stdout.flush()
-}
-
 fn report_end(end: SessionEnd, peer: &str) {
     if let SessionEnd::Failed(error) = end {
-        eprintln!("quiver: connection {peer} ended: {error}");
+        log_line!("quiver: connection {peer} ended: {error}");
     }
 }
 
@@ -145,7 +138,7 @@ impl Activity {
                 if !socket_path.as_os_str().is_empty() {
                     let _ = std::fs::remove_file(&socket_path);
                 }
-                eprintln!("quiver: idle for {timeout:?}, exiting");
+                log_line!("quiver: idle for {timeout:?}, exiting");
                 std::process::exit(0);
             }
         });

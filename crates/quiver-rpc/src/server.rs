@@ -256,7 +256,7 @@ impl<'s> Session<'s> {
             )
         })?;
         if config.debug {
-            eprintln!(
+            quiver_process::log_line!(
                 "[quiver-shm] attached {} size={} data_size={}",
                 segment.name(),
                 segment.size_bytes(),
@@ -624,7 +624,10 @@ impl<'s> Session<'s> {
     fn close_shm(&mut self) {
         if let Some(route) = self.shm.take() {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.link.peer, "worker"));
+                quiver_process::log_line!(
+                    "{}",
+                    route.stats.summary(&self.link.peer, "worker")
+                );
             }
         }
     }

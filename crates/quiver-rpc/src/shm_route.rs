@@ -73,7 +73,7 @@ impl ShmRoute {
         let Some(offset) = self.segment.allocate(encoded.len() as u64) else {
             self.stats.fallbacks += 1;
             if self.debug {
-                eprintln!(
+                quiver_process::log_line!(
                     "[quiver-shm] fallback inline: {} bytes do not fit in {} \
                      (allocations={}, /dev/shm refusals={})",
                     encoded.len(),
@@ -133,7 +133,7 @@ impl ShmRoute {
         self.stats.inbound_bytes += length;
         self.stats.resolve += started.elapsed();
         if self.debug {
-            eprintln!(
+            quiver_process::log_line!(
                 "[quiver-shm] resolved inbound off={offset} len={length} rows={} (zero-copy)",
                 batch.num_rows()
             );

@@ -5,6 +5,8 @@ use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
+use quiver_process::cleanup;
+
 use crate::connection::{Connection, TransportKind};
 
 /// Connects to a Unix socket.
@@ -44,10 +46,12 @@ fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
     ))
 }
 
-/// A listening Unix socket that removes its path when dropped.
+/// A listening Unix socket that removes its path when dropped, and (through the process-wide
+/// cleanup registry of `quiver-process`) when the process ends by `SIGTERM`/`SIGINT` or `exit`.
 pub struct UnixListener {
     listener: StdUnixListener,
     path: PathBuf,
+    cleanup: Option<cleanup::Registration>,
 }
 
 impl UnixListener {
@@ -58,8 +62,19 @@ impl UnixListener {
             std::fs::remove_file(&path)?;
         }
         let listener = StdUnixListener::bind(&path)?;
-        crate::cleanup::remove_on_termination(&path);
-        Ok(Self { listener, path })
+        let cleanup = match cleanup::register_file(&path) {
+            Ok(registration) => Some(registration),
+            Err(error) => {
+                drop(listener);
+                let _ = std::fs::remove_file(&path);
+                return Err(io::Error::other(format!("{}: {error}", path.display())));
+            }
+        };
+        Ok(Self {
+            listener,
+            path,
+            cleanup,
+        })
     }
 
     /// The absolute path bound.
@@ -81,8 +96,10 @@ impl UnixListener {
 
 impl Drop for UnixListener {
     fn drop(&mut self) {
-        crate::cleanup::forget_on_termination();
         let _ = std::fs::remove_file(&self.path);
+        if let Some(registration) = self.cleanup.take() {
+            cleanup::unregister(registration);
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Worker logs: plain lines on stderr (stdout carries only protocol bytes),
-//! filtered by the level the launcher asked for.
+//! filtered by the level the launcher asked for. A line that cannot be written (the launcher
+//! closed its end) is dropped: see `quiver-process`'s `stderr.rs`.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -32,7 +33,8 @@ pub fn enabled(level: Level) -> bool {
 /// Prints `message` at `level`.
 pub fn log(level: Level, message: impl AsRef<str>) {
     if enabled(level) {
-        eprintln!(
+        // Never `eprintln!`: a launcher that stopped reading must not take the worker down.
+        quiver_process::log_line!(
             "quiver-vgi [{}] {}: {}",
             std::process::id(),
             format!("{level:?}").to_lowercase(),
