@@ -18,7 +18,7 @@ use arrow_array::{ArrayRef, Int64Array};
 use quiver_duckdb::attached::Attached;
 use quiver_duckdb::bind::bind;
 use quiver_duckdb::scan;
-use quiver_vgi::RawArguments;
+use quiver_vgi_contract::RawArguments;
 
 /// How long a worker may take to go after its engine dies before the test fails. The promise is
 /// 5 s; the bound is generous so that a loaded machine does not fail the test.
