@@ -69,7 +69,9 @@ def test_version_comes_from_the_rust_core(con: duckdb.DuckDBPyConnection) -> Non
 
 def test_numbers_sum_is_the_arithmetic_series(con: duckdb.DuckDBPyConnection) -> None:
     n = 10_000_000
-    total, count, low, high = con.execute(f"SELECT sum(n), count(*), min(n), max(n) FROM quiver_numbers({n})").fetchone()
+    total, count, low, high = con.execute(
+        f"SELECT sum(n), count(*), min(n), max(n) FROM quiver_numbers({n})"
+    ).fetchone()
     assert (total, count, low, high) == (n * (n - 1) // 2, n, 0, n - 1)
 
 

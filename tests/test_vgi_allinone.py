@@ -32,7 +32,8 @@ UNIX_IDLE_TIMEOUT_S = 2.0
 
 def vgi_python() -> Path:
     """The vgi venv's interpreter: QUIVER_VGI_PYTHON, then .venv-vgi, then the
-    bootstrap venv used before setup.sh builds .venv-vgi."""
+    bootstrap venv used before setup.sh builds .venv-vgi.
+    """
     candidates = [os.environ.get("QUIVER_VGI_PYTHON"), ROOT / ".venv-vgi" / "bin" / "python", "/tmp/vgi047/bin/python"]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
@@ -51,7 +52,8 @@ def allinone() -> Path:
 @pytest.fixture(scope="module")
 def oracle(allinone: Path) -> dict[str, Any]:
     """Runs every scenario once (one interpreter start), plus a worker on a Unix
-    socket that the client reaches the way `launch:` does."""
+    socket that the client reaches the way `launch:` does.
+    """
     with tempfile.TemporaryDirectory(prefix="quiver-vgi-") as directory:
         directory = Path(directory)
         socket = directory / "allinone.sock"
@@ -71,7 +73,10 @@ def oracle(allinone: Path) -> dict[str, Any]:
             env = {**os.environ, "VGI_WORKER_SQLITE_PATH": str(directory / "vgi-worker.sqlite")}
             done = subprocess.run(
                 [str(vgi_python()), str(DRIVER), json.dumps(config)],
-                capture_output=True, text=True, timeout=120, env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
             )
             if done.returncode != 0:
                 pytest.fail(f"the vgi driver failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -102,12 +107,25 @@ def oracle(allinone: Path) -> dict[str, Any]:
 def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
-    assert catalog["attach"] == {"default_schema": "main", "supports_catalog_contents": True, "supports_transactions": False}
-    assert catalog["schemas"] == [{
-        "path": ["main"],
-        "counts": {"aggregate_function": 0, "index": 0, "macro": 0, "scalar_function": 1, "table": 0,
-                   "table_function": 2, "view": 0},
-    }]
+    assert catalog["attach"] == {
+        "default_schema": "main",
+        "supports_catalog_contents": True,
+        "supports_transactions": False,
+    }
+    assert catalog["schemas"] == [
+        {
+            "path": ["main"],
+            "counts": {
+                "aggregate_function": 0,
+                "index": 0,
+                "macro": 0,
+                "scalar_function": 1,
+                "table": 0,
+                "table_function": 2,
+                "view": 0,
+            },
+        }
+    ]
     functions = catalog["functions"]
     assert set(functions) == {"numbers", "echo", "upper_case"}
 
@@ -127,7 +145,9 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
 
     echo = functions["echo"]
     assert (echo["listed_as"], echo["function_type"]) == ("TABLE_FUNCTION", "TABLE")
-    assert [(a["name"], a["type"], a["metadata"].get("vgi_type")) for a in echo["arguments"]] == [("data", "null", "table")]
+    assert [(a["name"], a["type"], a["metadata"].get("vgi_type")) for a in echo["arguments"]] == [
+        ("data", "null", "table")
+    ]
     assert echo["max_workers"] == 1
     assert all(f["description"] for f in functions.values())
 
@@ -137,7 +157,9 @@ def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -
     # The client checks every category's schema for exact equality with its own
     # dataclass schema and falls back to per-schema calls on any mismatch.
     assert catalog["load_catalog"] == {
-        "source": "catalog_contents", "fallback_reason": None, "functions": ["echo", "numbers", "upper_case"],
+        "source": "catalog_contents",
+        "fallback_reason": None,
+        "functions": ["echo", "numbers", "upper_case"],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

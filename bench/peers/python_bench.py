@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(HERE))
 
 import pyarrow as pa
+
 import quiver
 from quiver import CallContext, ExchangeState, Output, ProducerState, Server, Stream
 from quiver.rpc import protocol_spec
@@ -527,13 +528,15 @@ def quiver_session(transport: str) -> Iterator[Session]:
         finally:
             client.close()
     elif transport == "unix":
-        with tempfile.TemporaryDirectory(prefix="quiver-bench-") as tmp:
-            with worker([*QUIVER_WORKER, "--unix", os.path.join(tmp, "q.sock")], "UNIX:") as (path, pid):
-                client = quiver.connect(QBench, quiver.connect_unix(path))
-                try:
-                    yield Session("quiver", client.api, pid)
-                finally:
-                    client.close()
+        with (
+            tempfile.TemporaryDirectory(prefix="quiver-bench-") as tmp,
+            worker([*QUIVER_WORKER, "--unix", os.path.join(tmp, "q.sock")], "UNIX:") as (path, pid),
+        ):
+            client = quiver.connect(QBench, quiver.connect_unix(path))
+            try:
+                yield Session("quiver", client.api, pid)
+            finally:
+                client.close()
     elif transport == "http":
         with worker([*QUIVER_WORKER, "--http"], "PORT:") as (port, pid):
             http = HttpClient(QBench, f"http://127.0.0.1:{port}")
@@ -586,16 +589,20 @@ def vgi_session(transport: str) -> Iterator[Session]:
             finally:
                 sub.close()
         elif transport == "unix":
-            with tempfile.TemporaryDirectory(prefix="vgi-bench-") as tmp:
-                with worker([*VGI_WORKER, "--unix", os.path.join(tmp, "v.sock")], "UNIX:") as (path, pid):
-                    with unix_connect(BenchService, path) as proxy:
-                        yield Session("vgi-rpc", proxy, pid)
+            with (
+                tempfile.TemporaryDirectory(prefix="vgi-bench-") as tmp,
+                worker([*VGI_WORKER, "--unix", os.path.join(tmp, "v.sock")], "UNIX:") as (path, pid),
+                unix_connect(BenchService, path) as proxy,
+            ):
+                yield Session("vgi-rpc", proxy, pid)
         elif transport == "http":
             from vgi_rpc.http import http_connect
 
-            with worker([*VGI_WORKER, "--http"], "PORT:") as (port, pid):
-                with http_connect(BenchService, f"http://127.0.0.1:{port}") as proxy:
-                    yield Session("vgi-rpc", proxy, pid)
+            with (
+                worker([*VGI_WORKER, "--http"], "PORT:") as (port, pid),
+                http_connect(BenchService, f"http://127.0.0.1:{port}") as proxy,
+            ):
+                yield Session("vgi-rpc", proxy, pid)
         elif transport == "http-wsgi":
             from vgi_rpc.http import http_connect, make_sync_client
 
@@ -1007,6 +1014,7 @@ def _unary_row(name: str, q: dict[str, Any], v: dict[str, Any]) -> str:
 
 def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
     """A horizontal bar per figure: quiver ÷ vgi-rpc, log scale, with the 1× and 5× lines."""
+
     def label(r: dict[str, Any]) -> str:
         if r["section"] == "codec":
             direction, _, payload = r["workload"].partition(" ")

@@ -29,8 +29,8 @@ from .rpc import (
     serve_tcp,
     serve_unix,
 )
-from .transport import connect_tcp, connect_unix, pipe_pair, spawn
 from .rpc import connect as _rpc_connect
+from .transport import connect_tcp, connect_unix, pipe_pair, spawn
 from .wire import Level, Limits, LogRecord
 
 if TYPE_CHECKING:
@@ -38,9 +38,12 @@ if TYPE_CHECKING:
 
 
 def connect(*args: Any, **kwargs: Any) -> "Client[Any] | duckdb.DuckDBPyConnection":
-    """``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
+    """Connect to DuckDB with quiver loaded, or to an RPC worker, depending on the first argument.
+
+    ``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
     extension loaded (:func:`quiver.sql.connect`). ``connect(Protocol, connection, **options)``: an
-    RPC client (:func:`quiver.rpc.connect`)."""
+    RPC client (:func:`quiver.rpc.connect`).
+    """
     if args and isinstance(args[0], type):
         return _rpc_connect(*args, **kwargs)
     from .sql import connect as sql_connect
