@@ -50,8 +50,9 @@ from quiver.rpc import protocol_spec
 from quiver.rpc.conform import decode_params
 from quiver.rpc.dispatch import request_envelope
 from quiver.transport.http import HttpClient, WsgiApp, WsgiConnection
-from quiver.wire.reader import read_buffered_stream
-from quiver.wire.writer import Gather, StreamWriter
+from quiver.wire.reader import decode_stream
+from quiver.wire.sink import GatherBuffer
+from quiver.wire.writer import StreamWriter
 
 SMALL_ROWS = 1024
 LARGE_ROWS = 2 * 1024 * 1024
@@ -285,7 +286,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
             return _stream_bytes(batch, metadata)
 
         def deserialize(data: bytes, spec: Any = spec) -> Any:
-            decoded = read_buffered_stream(pa.py_buffer(data))
+            decoded = decode_stream(pa.py_buffer(data))
             assert decoded is not None
             _, _, batch = request_envelope(decoded[0])
             return decode_params(spec, batch)["value"]
@@ -298,7 +299,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
             return _stream_bytes(batch, {})
 
         def deserialize_batch(data: bytes) -> pa.RecordBatch:
-            decoded = read_buffered_stream(pa.py_buffer(data))
+            decoded = decode_stream(pa.py_buffer(data))
             assert decoded is not None
             return decoded[0].batches[0][0]
 
@@ -308,7 +309,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
 
 
 def _stream_bytes(batch: pa.RecordBatch, metadata: dict[str, str]) -> bytes:
-    out = Gather()
+    out = GatherBuffer()
     writer = StreamWriter(out, batch.schema, expected_bytes=batch.nbytes)
     writer.write(batch, metadata)
     writer.close()
@@ -887,7 +888,7 @@ def write_markdown(path: Path, recs: list[dict[str, Any]], info: dict[str, Any],
         "",
         "Serialize = Python value → request batch → complete IPC stream (bytes) with the request metadata; "
         "deserialize = bytes → validated batch → Python value (each library's own client and server code paths: "
-        "quiver `MethodSpec.request_batch` + `StreamWriter`, `read_buffered_stream` + `decode_params`; vgi-rpc "
+        "quiver `MethodSpec.request_batch` + `StreamWriter`, `decode_stream` + `decode_params`; vgi-rpc "
         "`_send_request`, `_read_request` + `_deserialize_params`). Batches are data batches as a stream turn "
         "sends them (full validation on read, as both do by default).",
         "",

@@ -31,7 +31,10 @@ from .rpc import (
 )
 from .rpc import connect as _rpc_connect
 from .transport import connect_tcp, connect_unix, pipe_pair, spawn
-from .wire import Level, Limits, LogRecord
+from .wire import Limits, LogLevel, LogRecord
+
+# `Level` was this name before the wire layer's LogLevel; user code imports it from here.
+Level = LogLevel
 
 if TYPE_CHECKING:
     import duckdb
@@ -61,6 +64,7 @@ __all__ = [
     "ExchangeState",
     "Level",
     "Limits",
+    "LogLevel",
     "LogRecord",
     "Output",
     "ProducerState",

@@ -26,8 +26,8 @@ import pyarrow as pa
 from ..rpc import ArrowType, CallContext, ExchangeState, MethodKind, Output, Server, Stream
 from ..rpc.session import Session
 from ..rpc.stream import AnnotatedBatch
-from ..transport.process import stdio_connection
-from ..transport.sockets import SocketConnection, listen_unix
+from ..transport.socket import SocketConnection, listen_unix
+from ..transport.subprocess import stdio_connection
 from . import filters as vgi_filters
 from . import wire
 from .errors import ArgumentValidationError, InvalidArgumentError, NotFoundError, OpaqueDataNotRecognizedError

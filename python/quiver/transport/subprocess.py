@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from .connection import FdConnection
-from .pipes import grow_pipe
+from .pipe import grow_pipe
 
 EXIT_WAIT_SECONDS = 10.0
 
