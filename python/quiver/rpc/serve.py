@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..transport.socket import listen_tcp, listen_unix
-from ..transport.subprocess import stdio_connection
+from ..transport.stdio import stdio_connection
 from .server import Server
 
 

@@ -27,7 +27,7 @@ from ..rpc import ArrowType, CallContext, ExchangeState, MethodKind, Output, Ser
 from ..rpc.session import Session
 from ..rpc.stream import AnnotatedBatch
 from ..transport.socket import SocketConnection, listen_unix
-from ..transport.subprocess import stdio_connection
+from ..transport.stdio import stdio_connection
 from . import filters as vgi_filters
 from . import wire
 from .errors import ArgumentValidationError, InvalidArgumentError, NotFoundError, OpaqueDataNotRecognizedError
