@@ -20,7 +20,11 @@ SHM_SEGMENT_BYTES = 256 << 20
 
 QUERIES = [
     ("scan      numbers (table)", f"SELECT sum(n) FROM w.numbers({SCAN_ROWS})", SCAN_ROWS),
-    ("round trip echo (table-in-out)", f"SELECT count(*) FROM w.echo((SELECT * FROM w.numbers({ECHO_ROWS})))", ECHO_ROWS),
+    (
+        "round trip echo (table-in-out)",
+        f"SELECT count(*) FROM w.echo((SELECT * FROM w.numbers({ECHO_ROWS})))",
+        ECHO_ROWS,
+    ),
     (
         "scalar    upper_case",
         f"SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range({SCALAR_ROWS}) t(i)",

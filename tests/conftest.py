@@ -1,8 +1,9 @@
-"""Shared fixtures: where the built binaries and the vgi-rpc oracle live."""
+"""Shared fixtures: where the built binaries, the DuckDB extension and the vgi-rpc oracle live."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,23 @@ def oracle_bin() -> Path:
 @pytest.fixture(scope="session")
 def conformance_worker(quiver_bin: Path) -> Path:
     return _require(quiver_bin / "quiver-conformance-worker", "conformance worker")
+
+
+@pytest.fixture(scope="session")
+def extension() -> Path:
+    """target/extension/quiver.duckdb_extension, built incrementally (or QUIVER_EXTENSION)."""
+    prebuilt = os.environ.get("QUIVER_EXTENSION")
+    if prebuilt:
+        return Path(prebuilt)
+    subprocess.run([str(ROOT / "extension" / "build.sh")], check=True)
+    path = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "extension" / "quiver.duckdb_extension"
+    assert path.is_file(), path
+    return path
+
+
+@pytest.fixture(scope="session")
+def allinone() -> Path:
+    path = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-allinone"
+    if not path.exists():
+        pytest.fail(f"quiver-allinone not found at {path}; run ./quiver test (it builds the workspace)")
+    return path

@@ -4,7 +4,6 @@ catalog (and in duckdb_functions()), DETACH shutting it down, and attach errors 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from extension_support import allinone, children, connect, extension, zombies  # noqa: F401 (fixtures)
+from extension_support import children, connect, zombies
 
 SUM_1000 = 499_500
 
@@ -65,7 +64,9 @@ def test_unix_socket_worker_run_by_someone_else(extension: Path, allinone: Path)
         socket = Path(directory) / "w.sock"
         worker = subprocess.Popen(
             [str(allinone), "--unix", str(socket), "--idle-timeout", "30"],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
         )
         try:
             assert worker.stdout.readline().strip() == f"UNIX:{socket}"
@@ -99,9 +100,10 @@ def test_two_attachments_and_bind_errors(extension: Path, allinone: Path) -> Non
     con = connect(extension)
     con.execute(f"ATTACH '{allinone}' AS a (TYPE quiver)")
     con.execute(f"ATTACH 'launch:{allinone}' AS b (TYPE quiver)")
-    assert con.execute(
-        "SELECT (SELECT sum(n) FROM a.numbers(10)), (SELECT sum(n) FROM b.numbers(100))"
-    ).fetchone() == (45, 4950)
+    assert con.execute("SELECT (SELECT sum(n) FROM a.numbers(10)), (SELECT sum(n) FROM b.numbers(100))").fetchone() == (
+        45,
+        4950,
+    )
     with pytest.raises(duckdb.BinderException, match=r"bind of numbers\(\)"):
         con.execute("SELECT * FROM a.numbers(-1)")
     with pytest.raises(duckdb.Error, match="batch_rows"):

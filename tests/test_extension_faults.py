@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from extension_support import allinone, children, connect, extension, shm_segments, zombies  # noqa: F401
+from extension_support import children, connect, shm_segments, zombies
 
 ENDLESS = "SELECT sum(n) FROM w.numbers(1000000000000, batch_rows := 1000000)"
 

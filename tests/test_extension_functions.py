@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from extension_support import allinone, children, connect, extension, shm_segments, zombies  # noqa: F401
+from extension_support import children, connect, shm_segments, zombies
 
 
 @pytest.fixture(params=["stdio", "launch"])
@@ -33,22 +33,25 @@ def test_scalar_upper_case(con: duckdb.DuckDBPyConnection) -> None:
         "WHERE w.upper_case(s) IS DISTINCT FROM upper(s)"
     ).fetchone()
     assert mismatches == (0,)
-    assert con.execute(
-        "SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range(1000000) t(i)"
-    ).fetchone() == (5_888_890,)
+    assert con.execute("SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range(1000000) t(i)").fetchone() == (
+        5_888_890,
+    )
 
 
 def test_scalar_in_expressions_and_filters(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE words AS SELECT * FROM (VALUES ('a', 1), ('b', 2), (NULL, 3)) t(s, k)")
     assert con.execute("SELECT k FROM words WHERE w.upper_case(s) = 'B'").fetchall() == [(2,)]
     assert con.execute("SELECT w.upper_case(w.upper_case(s) || s) FROM words ORDER BY k").fetchall() == [
-        ("AA",), ("BB",), (None,)
+        ("AA",),
+        ("BB",),
+        (None,),
     ]
 
 
 def test_table_in_out_echo(con: duckdb.DuckDBPyConnection) -> None:
     assert con.execute("SELECT * FROM w.echo((SELECT 1 AS x, 'a' AS s UNION ALL SELECT 2, NULL))").fetchall() == [
-        (1, "a"), (2, None)
+        (1, "a"),
+        (2, None),
     ]
     assert con.execute(
         "SELECT count(*), sum(x), count(DISTINCT s) FROM w.echo((SELECT range AS x, (range % 10)::VARCHAR AS s "
@@ -56,9 +59,7 @@ def test_table_in_out_echo(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchone() == (1_000_000, 499_999_500_000, 10)
     assert con.execute("SELECT count(*) FROM w.echo((SELECT * FROM range(0)))").fetchone() == (0,)
     # Chained: a table function's output through a table-in-out function.
-    assert con.execute("SELECT sum(n) FROM w.echo((SELECT n FROM w.numbers(100000)))").fetchone() == (
-        4_999_950_000,
-    )
+    assert con.execute("SELECT sum(n) FROM w.echo((SELECT n FROM w.numbers(100000)))").fetchone() == (4_999_950_000,)
 
 
 def test_table_in_out_sees_the_same_transaction(con: duckdb.DuckDBPyConnection) -> None:
@@ -75,11 +76,12 @@ def test_shm_round_trip_through_echo(extension: Path, allinone: Path, monkeypatc
     con = connect(extension)
     con.execute(f"ATTACH 'launch:{allinone}' AS w (TYPE quiver)")
     assert con.execute("SELECT count(*), sum(x) FROM w.echo((SELECT range AS x FROM range(2000000)))").fetchone() == (
-        2_000_000, 1_999_999_000_000
+        2_000_000,
+        1_999_999_000_000,
     )
-    assert con.execute("SELECT count(*) FROM range(100000) t(i) WHERE w.upper_case(i::VARCHAR) = i::VARCHAR").fetchone() == (
-        100_000,
-    )
+    assert con.execute(
+        "SELECT count(*) FROM range(100000) t(i) WHERE w.upper_case(i::VARCHAR) = i::VARCHAR"
+    ).fetchone() == (100_000,)
     con.execute("DETACH w")
     assert shm_segments() - before == set()
     assert not children() and not zombies()

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 import quiver
-from extension_support import ROOT, allinone, children, extension, zombies  # noqa: F401
+from extension_support import ROOT, children, zombies
 
 
 @pytest.fixture()
@@ -55,7 +55,10 @@ def test_bad_worker_fails_connect_cleanly(built: Path) -> None:
 def run_sql(*args: str, extension: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "quiver.sql", *args],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
         env={**os.environ, "QUIVER_EXTENSION": str(extension)},
     )
 

@@ -1,5 +1,6 @@
 """The Python SDK's allinone worker (quiver.vgi.allinone) attached by the DuckDB extension: the same
-three functions as the Rust example, over stdio and launch:, shared memory off and on."""
+three functions as the Rust example, over stdio and launch:, shared memory off and on.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import quiver
-from extension_support import extension, zombies  # noqa: F401
+from extension_support import zombies
 
 PYTHON_WORKER = f"{sys.executable} -m quiver.vgi.allinone"
 
@@ -22,9 +23,7 @@ def built(extension: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("location", [PYTHON_WORKER, f"launch:{PYTHON_WORKER}"])
 @pytest.mark.parametrize("shm", [False, True])
-def test_python_allinone_under_duckdb(
-    built: Path, location: str, shm: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_python_allinone_under_duckdb(built: Path, location: str, shm: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if shm:
         monkeypatch.setenv("VGI_RPC_SHM_SIZE_BYTES", str(64 << 20))
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from extension_support import allinone, children, connect, extension, shm_segments, zombies  # noqa: F401
+from extension_support import children, connect, shm_segments, zombies
 
 N = 3_000_000
 
@@ -26,7 +26,8 @@ def attach(con: duckdb.DuckDBPyConnection, location: str) -> None:
 
 def worker_log(capfd, pattern: str, count: int, timeout_s: float = 5.0) -> str:
     """Our stderr (where the worker's log is echoed) until `pattern` occurs `count` times: the
-    worker writes its log asynchronously, after it answered."""
+    worker writes its log asynchronously, after it answered.
+    """
     text = ""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -111,9 +112,7 @@ def test_shared_memory_carries_the_batches(
     prefix = "launch:" if mode == "launch" else ""
     attach(con, f"{prefix}{allinone}")
     n = 20_000_000
-    assert con.execute(f"SELECT sum(n) FROM w.numbers({n}, batch_rows := 1000000)").fetchone() == (
-        n * (n - 1) // 2,
-    )
+    assert con.execute(f"SELECT sum(n) FROM w.numbers({n}, batch_rows := 1000000)").fetchone() == (n * (n - 1) // 2,)
     assert shm_segments() - before, "the engine created its segments"
     con.execute("DETACH w")
     log = capfd.readouterr().err

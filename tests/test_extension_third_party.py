@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from extension_support import ROOT, children, connect, extension, zombies  # noqa: F401
+from extension_support import ROOT, children, connect, zombies
 
 WORKER = ROOT / "tests" / "vgi_oracle" / "third_party_worker.py"
 
@@ -51,16 +51,18 @@ def test_catalog(con: duckdb.DuckDBPyConnection) -> None:
 def test_scalar_with_a_constant_argument(con: duckdb.DuckDBPyConnection) -> None:
     rows = con.execute("SELECT tp.repeat_text(s, 3) FROM (VALUES ('ab'), (NULL), ('x')) t(s)").fetchall()
     assert rows == [("ababab",), (None,), ("xxx",)]
-    assert con.execute("SELECT count(*) FROM range(5000) t(i) WHERE tp.repeat_text(i::VARCHAR, 2) = i::VARCHAR || i::VARCHAR").fetchone() == (
-        5000,
-    )
+    assert con.execute(
+        "SELECT count(*) FROM range(5000) t(i) WHERE tp.repeat_text(i::VARCHAR, 2) = i::VARCHAR || i::VARCHAR"
+    ).fetchone() == (5000,)
     with pytest.raises(duckdb.Error):
         con.execute("SELECT tp.repeat_text(s, k) FROM (VALUES ('a', 1)) t(s, k)")  # not a constant
 
 
 def test_table_function_with_projection(con: duckdb.DuckDBPyConnection) -> None:
     assert con.execute("SELECT count(*), sum(i), sum(sq) FROM tp.squares(10000)").fetchone() == (
-        10000, 49_995_000, 333_283_335_000
+        10000,
+        49_995_000,
+        333_283_335_000,
     )
     assert con.execute("SELECT sum(sq) FROM tp.squares(100)").fetchone() == (328_350,)
     assert con.execute("SELECT sq, i FROM tp.squares(3) ORDER BY i").fetchall() == [(0, 0), (1, 1), (4, 2)]
@@ -70,6 +72,8 @@ def test_table_function_with_projection(con: duckdb.DuckDBPyConnection) -> None:
 def test_table_in_out_in_parts_then_finalize(con: duckdb.DuckDBPyConnection) -> None:
     rows = con.execute("SELECT x FROM tp.chunked((SELECT range AS x FROM range(7)))").fetchall()
     assert sorted(rows) == [(-7,), (0,), (1,), (2,), (3,), (4,), (5,), (6,)]
-    total, count = con.execute("SELECT sum(x), count(*) FROM tp.chunked((SELECT range AS x FROM range(100)))").fetchone()
+    total, count = con.execute(
+        "SELECT sum(x), count(*) FROM tp.chunked((SELECT range AS x FROM range(100)))"
+    ).fetchone()
     # Every row comes back, plus one trailer row per stream holding -rows seen on that stream.
     assert total == 4950 - 100 and count in (101, 102)

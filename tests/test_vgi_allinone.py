@@ -36,7 +36,8 @@ IDLE_EXIT_SLACK_S = 60.0
 
 def vgi_python() -> Path:
     """The vgi venv's interpreter: QUIVER_VGI_PYTHON, then .venv-vgi, then the
-    bootstrap venv used before setup.sh builds .venv-vgi."""
+    bootstrap venv used before setup.sh builds .venv-vgi.
+    """
     candidates = [os.environ.get("QUIVER_VGI_PYTHON"), ROOT / ".venv-vgi" / "bin" / "python", "/tmp/vgi047/bin/python"]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
@@ -63,7 +64,8 @@ def held_open(socket_path: Path) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def oracle(allinone: Path) -> dict[str, Any]:
     """Runs every scenario once (one interpreter start), plus a worker on a Unix
-    socket that the client reaches the way `launch:` does."""
+    socket that the client reaches the way `launch:` does.
+    """
     with tempfile.TemporaryDirectory(prefix="quiver-vgi-") as directory:
         directory = Path(directory)
         socket = directory / "allinone.sock"
@@ -117,12 +119,25 @@ def oracle(allinone: Path) -> dict[str, Any]:
 def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
-    assert catalog["attach"] == {"default_schema": "main", "supports_catalog_contents": True, "supports_transactions": False}
-    assert catalog["schemas"] == [{
-        "path": ["main"],
-        "counts": {"aggregate_function": 0, "index": 0, "macro": 0, "scalar_function": 1, "table": 0,
-                   "table_function": 2, "view": 0},
-    }]
+    assert catalog["attach"] == {
+        "default_schema": "main",
+        "supports_catalog_contents": True,
+        "supports_transactions": False,
+    }
+    assert catalog["schemas"] == [
+        {
+            "path": ["main"],
+            "counts": {
+                "aggregate_function": 0,
+                "index": 0,
+                "macro": 0,
+                "scalar_function": 1,
+                "table": 0,
+                "table_function": 2,
+                "view": 0,
+            },
+        }
+    ]
     functions = catalog["functions"]
     assert set(functions) == {"numbers", "echo", "upper_case"}
 
@@ -142,7 +157,9 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
 
     echo = functions["echo"]
     assert (echo["listed_as"], echo["function_type"]) == ("TABLE_FUNCTION", "TABLE")
-    assert [(a["name"], a["type"], a["metadata"].get("vgi_type")) for a in echo["arguments"]] == [("data", "null", "table")]
+    assert [(a["name"], a["type"], a["metadata"].get("vgi_type")) for a in echo["arguments"]] == [
+        ("data", "null", "table")
+    ]
     assert echo["max_workers"] == 1
     assert all(f["description"] for f in functions.values())
 
@@ -152,7 +169,9 @@ def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -
     # The client checks every category's schema for exact equality with its own
     # dataclass schema and falls back to per-schema calls on any mismatch.
     assert catalog["load_catalog"] == {
-        "source": "catalog_contents", "fallback_reason": None, "functions": ["echo", "numbers", "upper_case"],
+        "source": "catalog_contents",
+        "fallback_reason": None,
+        "functions": ["echo", "numbers", "upper_case"],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every test: Rust unit and integration tests, then the cross-implementation suite
-# (the vgi-rpc oracle against our worker and our client against the oracle).
+# Every test: the lint gate (tools/lint.sh), Rust unit and integration tests, then the
+# cross-implementation suite (the vgi-rpc oracle against our worker and our client against the oracle).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -10,5 +10,6 @@ export QUIVER_BIN="$ROOT/target/release"
 export QUIVER_VGI_PYTHON="$ROOT/.venv-vgi/bin/python"
 export QUIVER_HAYBARN_PYTHON="$ROOT/.venv-haybarn/bin/python"
 
+tools/lint.sh
 cargo test --release --workspace --locked
 .venv/bin/python -m pytest -q tests python/tests "$@"

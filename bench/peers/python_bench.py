@@ -43,14 +43,16 @@ sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(HERE))
 
 import pyarrow as pa
+
 import quiver
 from quiver import CallContext, ExchangeState, Output, ProducerState, Server, Stream
 from quiver.rpc import protocol_spec
 from quiver.rpc.conform import decode_params
 from quiver.rpc.dispatch import request_envelope
 from quiver.transport.http import HttpClient, WsgiApp, WsgiConnection
-from quiver.wire.reader import read_buffered_stream
-from quiver.wire.writer import Gather, StreamWriter
+from quiver.wire.reader import decode_stream
+from quiver.wire.sink import GatherBuffer
+from quiver.wire.writer import StreamWriter
 
 SMALL_ROWS = 1024
 LARGE_ROWS = 2 * 1024 * 1024
@@ -284,7 +286,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
             return _stream_bytes(batch, metadata)
 
         def deserialize(data: bytes, spec: Any = spec) -> Any:
-            decoded = read_buffered_stream(pa.py_buffer(data))
+            decoded = decode_stream(pa.py_buffer(data))
             assert decoded is not None
             _, _, batch = request_envelope(decoded[0])
             return decode_params(spec, batch)["value"]
@@ -297,7 +299,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
             return _stream_bytes(batch, {})
 
         def deserialize_batch(data: bytes) -> pa.RecordBatch:
-            decoded = read_buffered_stream(pa.py_buffer(data))
+            decoded = decode_stream(pa.py_buffer(data))
             assert decoded is not None
             return decoded[0].batches[0][0]
 
@@ -307,7 +309,7 @@ def quiver_codecs() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]
 
 
 def _stream_bytes(batch: pa.RecordBatch, metadata: dict[str, str]) -> bytes:
-    out = Gather()
+    out = GatherBuffer()
     writer = StreamWriter(out, batch.schema, expected_bytes=batch.nbytes)
     writer.write(batch, metadata)
     writer.close()
@@ -527,13 +529,15 @@ def quiver_session(transport: str) -> Iterator[Session]:
         finally:
             client.close()
     elif transport == "unix":
-        with tempfile.TemporaryDirectory(prefix="quiver-bench-") as tmp:
-            with worker([*QUIVER_WORKER, "--unix", os.path.join(tmp, "q.sock")], "UNIX:") as (path, pid):
-                client = quiver.connect(QBench, quiver.connect_unix(path))
-                try:
-                    yield Session("quiver", client.api, pid)
-                finally:
-                    client.close()
+        with (
+            tempfile.TemporaryDirectory(prefix="quiver-bench-") as tmp,
+            worker([*QUIVER_WORKER, "--unix", os.path.join(tmp, "q.sock")], "UNIX:") as (path, pid),
+        ):
+            client = quiver.connect(QBench, quiver.connect_unix(path))
+            try:
+                yield Session("quiver", client.api, pid)
+            finally:
+                client.close()
     elif transport == "http":
         with worker([*QUIVER_WORKER, "--http"], "PORT:") as (port, pid):
             http = HttpClient(QBench, f"http://127.0.0.1:{port}")
@@ -586,16 +590,20 @@ def vgi_session(transport: str) -> Iterator[Session]:
             finally:
                 sub.close()
         elif transport == "unix":
-            with tempfile.TemporaryDirectory(prefix="vgi-bench-") as tmp:
-                with worker([*VGI_WORKER, "--unix", os.path.join(tmp, "v.sock")], "UNIX:") as (path, pid):
-                    with unix_connect(BenchService, path) as proxy:
-                        yield Session("vgi-rpc", proxy, pid)
+            with (
+                tempfile.TemporaryDirectory(prefix="vgi-bench-") as tmp,
+                worker([*VGI_WORKER, "--unix", os.path.join(tmp, "v.sock")], "UNIX:") as (path, pid),
+                unix_connect(BenchService, path) as proxy,
+            ):
+                yield Session("vgi-rpc", proxy, pid)
         elif transport == "http":
             from vgi_rpc.http import http_connect
 
-            with worker([*VGI_WORKER, "--http"], "PORT:") as (port, pid):
-                with http_connect(BenchService, f"http://127.0.0.1:{port}") as proxy:
-                    yield Session("vgi-rpc", proxy, pid)
+            with (
+                worker([*VGI_WORKER, "--http"], "PORT:") as (port, pid),
+                http_connect(BenchService, f"http://127.0.0.1:{port}") as proxy,
+            ):
+                yield Session("vgi-rpc", proxy, pid)
         elif transport == "http-wsgi":
             from vgi_rpc.http import http_connect, make_sync_client
 
@@ -880,7 +888,7 @@ def write_markdown(path: Path, recs: list[dict[str, Any]], info: dict[str, Any],
         "",
         "Serialize = Python value → request batch → complete IPC stream (bytes) with the request metadata; "
         "deserialize = bytes → validated batch → Python value (each library's own client and server code paths: "
-        "quiver `MethodSpec.request_batch` + `StreamWriter`, `read_buffered_stream` + `decode_params`; vgi-rpc "
+        "quiver `MethodSpec.request_batch` + `StreamWriter`, `decode_stream` + `decode_params`; vgi-rpc "
         "`_send_request`, `_read_request` + `_deserialize_params`). Batches are data batches as a stream turn "
         "sends them (full validation on read, as both do by default).",
         "",
@@ -1007,6 +1015,7 @@ def _unary_row(name: str, q: dict[str, Any], v: dict[str, Any]) -> str:
 
 def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
     """A horizontal bar per figure: quiver ÷ vgi-rpc, log scale, with the 1× and 5× lines."""
+
     def label(r: dict[str, Any]) -> str:
         if r["section"] == "codec":
             direction, _, payload = r["workload"].partition(" ")

@@ -75,10 +75,16 @@ def workloads(n: int, m: int, k: int) -> list[dict[str, Any]]:
             "rows": n,
             "worker_sql": f"SELECT sum(n) FROM w.numbers({n})",
             "ceilings": [
-                ("in-process", f"SELECT sum(n) FROM quiver_numbers({n})",
-                 f"quiver_numbers({n:,}): the same BIGINTs made in Rust inside DuckDB (parallel, Arrow scan), no worker"),
-                ("in-process range()", f"SELECT sum(range) FROM range({n})",
-                 f"DuckDB's own range({n:,}) (single-threaded in 2.0), for reference"),
+                (
+                    "in-process",
+                    f"SELECT sum(n) FROM quiver_numbers({n})",
+                    f"quiver_numbers({n:,}): the same BIGINTs made in Rust inside DuckDB (parallel, Arrow scan), no worker",
+                ),
+                (
+                    "in-process range()",
+                    f"SELECT sum(range) FROM range({n})",
+                    f"DuckDB's own range({n:,}) (single-threaded in 2.0), for reference",
+                ),
             ],
             # one direction, 8 bytes per row
             "bytes": lambda result: 8 * n,
@@ -89,10 +95,13 @@ def workloads(n: int, m: int, k: int) -> list[dict[str, Any]]:
             "rows": m,
             "worker_sql": f"SELECT count(*) FROM w.echo((SELECT * FROM w.numbers({m})))",
             "ceilings": [
-                ("in-process", f"SELECT count(n) FROM (SELECT * FROM quiver_numbers({m}))",
-                 f"count(n) FROM (SELECT * FROM quiver_numbers({m:,})): the same plan shape in process — "
-                 "generator → passthrough subquery → count over the materialized column "
-                 "(count(*) would let DuckDB skip the column; range() would not even produce it)"),
+                (
+                    "in-process",
+                    f"SELECT count(n) FROM (SELECT * FROM quiver_numbers({m}))",
+                    f"count(n) FROM (SELECT * FROM quiver_numbers({m:,})): the same plan shape in process — "
+                    "generator → passthrough subquery → count over the materialized column "
+                    "(count(*) would let DuckDB skip the column; range() would not even produce it)",
+                ),
             ],
             # numbers → engine, engine → echo, echo → engine: three transfers of 8 bytes per row
             "bytes": lambda result: 3 * 8 * m,
@@ -103,8 +112,11 @@ def workloads(n: int, m: int, k: int) -> list[dict[str, Any]]:
             "rows": k,
             "worker_sql": f"SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range({k}) t(i)",
             "ceilings": [
-                ("in-process", f"SELECT sum(length(upper(i::VARCHAR))) FROM range({k}) t(i)",
-                 "DuckDB's built-in upper() on the same strings"),
+                (
+                    "in-process",
+                    f"SELECT sum(length(upper(i::VARCHAR))) FROM range({k}) t(i)",
+                    "DuckDB's built-in upper() on the same strings",
+                ),
             ],
             # strings out and back: UTF-8 bytes + 4-byte offsets, each direction
             "bytes": lambda result: 2 * (int(result) + 4 * k),
@@ -139,7 +151,9 @@ def measure(con, sql: str, warmup: int, measured: int) -> tuple[list[float], Any
     return times, result
 
 
-def record(w: dict[str, Any], variant: str, sql: str, times: list[float], result: Any, note: str = "") -> dict[str, Any]:
+def record(
+    w: dict[str, Any], variant: str, sql: str, times: list[float], result: Any, note: str = ""
+) -> dict[str, Any]:
     median = statistics.median(times)
     rows = w["rows"]
     nbytes = w["bytes"](result)
@@ -182,7 +196,10 @@ def debug_pass(n: int, m: int, k: int) -> dict[str, Any]:
     env = dict(os.environ, VGI_RPC_SHM_DEBUG="1")
     proc = subprocess.run(
         [sys.executable, __file__, "debug", "--n", str(n), "--m", str(m), "--k", str(k)],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     out: dict[str, Any] = {}
     current = None
@@ -209,11 +226,20 @@ def parse_timeline(lines: list[str]) -> list[dict[str, Any]]:
     for line in lines:
         if "conn closed" in line:
             m = re.search(r"outbound shm=(\d+)/(\d+).*inbound shm=(\d+)/(\d+)", line)
-            pending = {"side": "engine" if "conn closed worker '" in line else "worker",
-                       "out_shm": int(m[1]), "out": int(m[2]), "in_shm": int(m[3]), "in": int(m[4])}
+            pending = {
+                "side": "engine" if "conn closed worker '" in line else "worker",
+                "out_shm": int(m[1]),
+                "out": int(m[2]),
+                "in_shm": int(m[3]),
+                "in": int(m[4]),
+            }
         elif "timeline" in line and pending is not None:
-            m = re.search(r"-busy=([\d.]+) ms \(resolve=([\d.]+) process=([\d.]+) emit=([\d.]+)\), waiting=([\d.]+) ms", line)
-            pending.update(busy=float(m[1]), resolve=float(m[2]), process=float(m[3]), emit=float(m[4]), waiting=float(m[5]))
+            m = re.search(
+                r"-busy=([\d.]+) ms \(resolve=([\d.]+) process=([\d.]+) emit=([\d.]+)\), waiting=([\d.]+) ms", line
+            )
+            pending.update(
+                busy=float(m[1]), resolve=float(m[2]), process=float(m[3]), emit=float(m[4]), waiting=float(m[5])
+            )
             conns.append(pending)
             pending = None
     return conns
@@ -234,7 +260,10 @@ def machine_info(started: float) -> dict[str, Any]:
                 break
     except OSError:
         pass
-    git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain")
     return {
@@ -291,8 +320,14 @@ def run(args: argparse.Namespace) -> None:
     debug = debug_pass(n // 4, m // 4, k // 4)
     derive(recs)
     info = machine_info(started)
-    info.update(warmup=args.warmup, measured=args.measured, threads=THREADS, shm_bytes=SHM_BYTES,
-                sizes={"scan": n, "echo": m, "scalar": k}, quick=args.quick)
+    info.update(
+        warmup=args.warmup,
+        measured=args.measured,
+        threads=THREADS,
+        shm_bytes=SHM_BYTES,
+        sizes={"scan": n, "echo": m, "scalar": k},
+        quick=args.quick,
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     saved = {"info": info, "targets": TARGETS, "records": recs, "debug": debug, "python_worker": python_recs}
@@ -369,7 +404,7 @@ def met(ok: bool) -> str:
 
 
 def write_md(path: Path, saved: dict[str, Any]) -> None:
-    info, recs, debug = saved["info"], saved["records"], saved["debug"]
+    info, recs = saved["info"], saved["records"]
     by = {(r["workload"], r["variant"]): r for r in recs}
     sz = info["sizes"]
     L: list[str] = []
@@ -391,7 +426,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     )
     L.append("")
     # Targets
-    scan_shm, scan_in, scan_c = by[("scan", "shm")], by[("scan", "inline")], by[("scan", "in-process")]
+    scan_shm, scan_c = by[("scan", "shm")], by[("scan", "in-process")]
     echo_shm, echo_in, echo_c = by[("echo", "shm")], by[("echo", "inline")], by[("echo", "in-process")]
     sc_shm, sc_in = by[("scalar", "shm")], by[("scalar", "inline")]
     best_sc = max(sc_shm, sc_in, key=lambda r: r["rows_per_s"])
@@ -400,16 +435,24 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     L.append("")
     L.append("| target | measured | met? |")
     L.append("|---|---|---|")
-    L.append(f"| scan over shm ≥ {T['scan_vs_ceiling']}× the in-process ceiling | {fmt_x(scan_shm['vs_in_process'])} "
-             f"({fmt_rows(scan_shm['rows_per_s'])}rows/s vs {fmt_rows(scan_c['rows_per_s'])}rows/s) | {met(scan_shm['vs_in_process'] >= T['scan_vs_ceiling'])} |")
-    L.append(f"| scan over shm ≥ {T['scan_shm_vs_inline']}× inline | {fmt_x(scan_shm['shm_over_inline'])} | "
-             f"{met(scan_shm['shm_over_inline'] >= T['scan_shm_vs_inline'])} |")
-    L.append(f"| echo round trip (shm) ≥ {T['echo_vs_ceiling']}× the in-process passthrough | {fmt_x(echo_shm['vs_in_process'])} "
-             f"({fmt_rows(echo_shm['rows_per_s'])}rows/s vs {fmt_rows(echo_c['rows_per_s'])}rows/s; inline {fmt_x(echo_in['vs_in_process'])}) | "
-             f"{met(max(echo_shm['vs_in_process'], echo_in['vs_in_process']) >= T['echo_vs_ceiling'])} |")
-    L.append(f"| upper_case ≥ {T['scalar_mrows']:.0f} Mrows/s on {info['threads']} cores | {best_sc['rows_per_s'] / 1e6:.1f} Mrows/s "
-             f"({best_sc['variant']}; {'inline' if best_sc is sc_shm else 'shm'} {min(sc_shm, sc_in, key=lambda r: r['rows_per_s'])['rows_per_s'] / 1e6:.1f}) | "
-             f"{met(best_sc['rows_per_s'] / 1e6 >= T['scalar_mrows'])} |")
+    L.append(
+        f"| scan over shm ≥ {T['scan_vs_ceiling']}× the in-process ceiling | {fmt_x(scan_shm['vs_in_process'])} "
+        f"({fmt_rows(scan_shm['rows_per_s'])}rows/s vs {fmt_rows(scan_c['rows_per_s'])}rows/s) | {met(scan_shm['vs_in_process'] >= T['scan_vs_ceiling'])} |"
+    )
+    L.append(
+        f"| scan over shm ≥ {T['scan_shm_vs_inline']}× inline | {fmt_x(scan_shm['shm_over_inline'])} | "
+        f"{met(scan_shm['shm_over_inline'] >= T['scan_shm_vs_inline'])} |"
+    )
+    L.append(
+        f"| echo round trip (shm) ≥ {T['echo_vs_ceiling']}× the in-process passthrough | {fmt_x(echo_shm['vs_in_process'])} "
+        f"({fmt_rows(echo_shm['rows_per_s'])}rows/s vs {fmt_rows(echo_c['rows_per_s'])}rows/s; inline {fmt_x(echo_in['vs_in_process'])}) | "
+        f"{met(max(echo_shm['vs_in_process'], echo_in['vs_in_process']) >= T['echo_vs_ceiling'])} |"
+    )
+    L.append(
+        f"| upper_case ≥ {T['scalar_mrows']:.0f} Mrows/s on {info['threads']} cores | {best_sc['rows_per_s'] / 1e6:.1f} Mrows/s "
+        f"({best_sc['variant']}; {'inline' if best_sc is sc_shm else 'shm'} {min(sc_shm, sc_in, key=lambda r: r['rows_per_s'])['rows_per_s'] / 1e6:.1f}) | "
+        f"{met(best_sc['rows_per_s'] / 1e6 >= T['scalar_mrows'])} |"
+    )
     L.append("")
     L.append("![throughput per workload: inline vs shm vs in-process (log scale)](vgi.svg)")
     L.append("")
@@ -427,22 +470,34 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
         L.append(f"`{ws['inline']['sql']}`")
         L.append("")
         variants = [v for v in ("inline", "shm", "in-process", "in-process range()") if v in ws]
-        L.append("| metric | " + " | ".join({"inline": "Inline", "shm": "Shared memory"}.get(v, v) for v in variants) + " |")
+        L.append(
+            "| metric | " + " | ".join({"inline": "Inline", "shm": "Shared memory"}.get(v, v) for v in variants) + " |"
+        )
         L.append("|---|" + "---|" * len(variants))
         L.append("| Median time | " + " | ".join(fmt_t(ws[v]["median_s"]) for v in variants) + " |")
-        L.append("| Range (min–max) | " + " | ".join(f"{fmt_t(ws[v]['min_s'])}–{fmt_t(ws[v]['max_s'])}" for v in variants) + " |")
+        L.append(
+            "| Range (min–max) | "
+            + " | ".join(f"{fmt_t(ws[v]['min_s'])}–{fmt_t(ws[v]['max_s'])}" for v in variants)
+            + " |"
+        )
         L.append("| Throughput | " + " | ".join(f"{ws[v]['mb_per_s']:,.0f} MB/s" for v in variants) + " |")
         L.append("| Rows / second | " + " | ".join(f"{fmt_rows(ws[v]['rows_per_s'])}" for v in variants) + " |")
-        L.append("| Speedup (shm ÷ inline) | " + " | ".join(fmt_x(ws[v]["shm_over_inline"]) if v == "shm" else "—" for v in variants) + " |")
+        L.append(
+            "| Speedup (shm ÷ inline) | "
+            + " | ".join(fmt_x(ws[v]["shm_over_inline"]) if v == "shm" else "—" for v in variants)
+            + " |"
+        )
         L.append("| ÷ in-process ceiling | " + " | ".join(fmt_x(ws[v]["vs_in_process"]) for v in variants) + " |")
         L.append("")
         for v in variants:
             if ws[v]["note"]:
                 L.append(f"- **{v}**: `{ws[v]['sql']}` — {ws[v]['note']}.")
         L.append("")
-    L.append("MB/s counts column data moved: scan 8 B/row once; round trip 8 B/row × 3 transfers (numbers → engine, "
-             "engine → echo, echo → engine); scalar the strings' UTF-8 bytes + 4-byte offsets, out and back. "
-             "In-process columns use the same byte count (the data the worker path moves), so MB/s is comparable across a row.")
+    L.append(
+        "MB/s counts column data moved: scan 8 B/row once; round trip 8 B/row × 3 transfers (numbers → engine, "
+        "engine → echo, echo → engine); scalar the strings' UTF-8 bytes + 4-byte offsets, out and back. "
+        "In-process columns use the same byte count (the data the worker path moves), so MB/s is comparable across a row."
+    )
     L.append("")
     L.extend(where_time_goes(saved))
     L.extend(python_worker_section(saved))
@@ -470,19 +525,26 @@ def where_time_goes(saved: dict[str, Any]) -> list[str]:
         conns = parse_timeline(d["lines"])
         worker = [c for c in conns if c["side"] == "worker"]
         engine = [c for c in conns if c["side"] == "engine"]
-        wsum = lambda key: sum(c[key] for c in worker)
-        L.append(f"### {w} (debug run: {d['sizes'][w]:,} rows, {d.get('wall_s', float('nan')) * 1e3:.0f} ms wall, "
-                 f"{d['resolved']} pointer batches resolved zero-copy)")
+
+        def wsum(key: str, worker: list[dict[str, Any]] = worker) -> float:
+            return sum(c[key] for c in worker)
+
+        L.append(
+            f"### {w} (debug run: {d['sizes'][w]:,} rows, {d.get('wall_s', float('nan')) * 1e3:.0f} ms wall, "
+            f"{d['resolved']} pointer batches resolved zero-copy)"
+        )
         L.append("")
         L.append("```")
         L.extend(d["lines"])
         L.append("```")
         L.append("")
-        L.append(f"Worker side, all {len(worker)} connections: busy {wsum('busy'):.1f} ms (process {wsum('process'):.1f}, "
-                 f"emit {wsum('emit'):.1f}, resolve {wsum('resolve'):.1f}), waiting on the engine {wsum('waiting'):.1f} ms; "
-                 f"engine side waiting on the worker {sum(c['waiting'] for c in engine):.1f} ms over {len(engine)} connections; "
-                 f"batches worker→engine {sum(c['out'] for c in worker)} ({sum(c['out_shm'] for c in worker)} via shm), "
-                 f"engine→worker {sum(c['in'] for c in worker)} ({sum(c['in_shm'] for c in worker)} via shm).")
+        L.append(
+            f"Worker side, all {len(worker)} connections: busy {wsum('busy'):.1f} ms (process {wsum('process'):.1f}, "
+            f"emit {wsum('emit'):.1f}, resolve {wsum('resolve'):.1f}), waiting on the engine {wsum('waiting'):.1f} ms; "
+            f"engine side waiting on the worker {sum(c['waiting'] for c in engine):.1f} ms over {len(engine)} connections; "
+            f"batches worker→engine {sum(c['out'] for c in worker)} ({sum(c['out_shm'] for c in worker)} via shm), "
+            f"engine→worker {sum(c['in'] for c in worker)} ({sum(c['in_shm'] for c in worker)} via shm)."
+        )
         L.append("")
         L.extend(analysis(w, by, d, worker, engine))
         L.append("")
@@ -565,14 +627,21 @@ def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
 
     by = {(r["workload"], r["variant"]): r for r in recs}
     groups = [("scan", "scan: sum(numbers)"), ("echo", "round trip: echo(numbers)"), ("scalar", "scalar: upper_case")]
-    variants = [("inline", "inline (pipe)", "#9aa5b1"), ("shm", "shared memory", "#2b7bb9"), ("in-process", "in-process ceiling", "#e07b39")]
+    variants = [
+        ("inline", "inline (pipe)", "#9aa5b1"),
+        ("shm", "shared memory", "#2b7bb9"),
+        ("in-process", "in-process ceiling", "#e07b39"),
+    ]
     width, height = 760, 420
     left, right, top, bottom = 70, 20, 50, 80
     plot_h = height - top - bottom
     vals = [by[(g, v)]["rows_per_s"] / 1e6 for g, _ in groups for v, _, _ in variants if (g, v) in by]
     lo = 10 ** math.floor(math.log10(min(vals)))
     hi = 10 ** math.ceil(math.log10(max(vals)))
-    y = lambda v: top + plot_h * (1 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+
+    def y(v):
+        return top + plot_h * (1 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -586,11 +655,15 @@ def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
             if v > hi:
                 break
             yy = y(v)
-            out.append(f'<line x1="{left}" x2="{width - right}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{"#ccc" if mult == 1 else "#eee"}"/>')
+            out.append(
+                f'<line x1="{left}" x2="{width - right}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{"#ccc" if mult == 1 else "#eee"}"/>'
+            )
             if mult == 1 or hi / lo <= 1000:
                 out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#444">{v:g}</text>')
         dec *= 10
-    out.append(f'<text x="16" y="{top + plot_h / 2}" transform="rotate(-90 16 {top + plot_h / 2})" text-anchor="middle">Mrows/s</text>')
+    out.append(
+        f'<text x="16" y="{top + plot_h / 2}" transform="rotate(-90 16 {top + plot_h / 2})" text-anchor="middle">Mrows/s</text>'
+    )
     gw = (width - left - right) / len(groups)
     bw = gw / (len(variants) + 1.5)
     for gi, (g, label) in enumerate(groups):
@@ -602,13 +675,19 @@ def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
             val = r["rows_per_s"] / 1e6
             x = x0 + vi * bw
             yy = y(val)
-            out.append(f'<rect x="{x:.1f}" y="{yy:.1f}" width="{bw * 0.9:.1f}" height="{top + plot_h - yy:.1f}" fill="{color}">'
-                       f'<title>{g} {v}: {val:,.1f} Mrows/s, {r["mb_per_s"]:,.0f} MB/s, {fmt_s(r)}</title></rect>')
-            out.append(f'<text x="{x + bw * 0.45:.1f}" y="{yy - 4:.1f}" text-anchor="middle" font-size="11">{val:,.0f}</text>')
-        out.append(f'<text x="{left + gi * gw + gw / 2:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{label}</text>')
+            out.append(
+                f'<rect x="{x:.1f}" y="{yy:.1f}" width="{bw * 0.9:.1f}" height="{top + plot_h - yy:.1f}" fill="{color}">'
+                f"<title>{g} {v}: {val:,.1f} Mrows/s, {r['mb_per_s']:,.0f} MB/s, {fmt_s(r)}</title></rect>"
+            )
+            out.append(
+                f'<text x="{x + bw * 0.45:.1f}" y="{yy - 4:.1f}" text-anchor="middle" font-size="11">{val:,.0f}</text>'
+            )
+        out.append(
+            f'<text x="{left + gi * gw + gw / 2:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{label}</text>'
+        )
     out.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#333"/>')
     lx = left
-    for v, name, color in variants:
+    for _, name, color in variants:
         out.append(f'<rect x="{lx}" y="{height - 30}" width="14" height="14" fill="{color}"/>')
         out.append(f'<text x="{lx + 20}" y="{height - 18}">{name}</text>')
         lx += 190
@@ -639,7 +718,6 @@ def main() -> None:
     elif args.cmd == "report":
         out = Path(args.dir)
         saved = json.loads((out / "vgi.json").read_text())
-        ws = {w["workload"]: w for w in workloads(saved["info"]["sizes"]["scan"], saved["info"]["sizes"]["echo"], saved["info"]["sizes"]["scalar"])}
         write_md(out / "vgi.md", saved)
         write_svg(out / "vgi.svg", saved["records"])
     else:

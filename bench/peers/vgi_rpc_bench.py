@@ -34,7 +34,6 @@ from typing import Any, ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from vgi_rpc.metadata import SHM_SOURCE_KEY
 from vgi_rpc.rpc import (
     AnnotatedBatch,
@@ -273,7 +272,8 @@ def with_segment(size: int | None) -> Iterator[ShmSegment | None]:
 @contextlib.contextmanager
 def open_session(transport: str, cpus: tuple[int, int], shm_size: int | None) -> Iterator[Any]:
     """A typed BenchService proxy over `transport`, client on cpus[0] and server on
-    cpus[1], with shm when `shm_size` is set."""
+    cpus[1], with shm when `shm_size` is set.
+    """
     client_cpu, server_cpu = cpus
     pin(client_cpu)
     with with_segment(shm_size) as segment:
@@ -306,9 +306,7 @@ def open_session(transport: str, cpus: tuple[int, int], shm_size: int | None) ->
         elif transport in ("unix", "tcp"):
             with tempfile.TemporaryDirectory(prefix="vgi-bench-") as tmp:
                 args = ["--unix", os.path.join(tmp, "bench.sock")] if transport == "unix" else ["--tcp", "127.0.0.1:0"]
-                proc = subprocess.Popen(
-                    worker_cmd(server_cpu, *args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
-                )
+                proc = subprocess.Popen(worker_cmd(server_cpu, *args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
                 try:
                     assert proc.stdout is not None
                     line = proc.stdout.readline().decode().strip()
@@ -362,7 +360,7 @@ def producer_small(proxy: Any, plan: dict[str, Any]) -> list[dict[str, float]]:
     for _ in range(plan["reps"]):
         session = proxy.produce(count=plan["stream_warmup"] + plan["stream_ops"])
 
-        def tick() -> None:
+        def tick(session: Any = session) -> None:
             ab = session.tick()
             if ab.batch.num_rows != SMALL_ROWS:
                 raise RuntimeError(f"producer batch has {ab.batch.num_rows} rows")
@@ -386,7 +384,7 @@ def exchange_small(proxy: Any, plan: dict[str, Any]) -> list[dict[str, float]]:
             raise RuntimeError("echo returned a different batch")
         first.release()
 
-        def exchange() -> None:
+        def exchange(session: Any = session) -> None:
             ab = session.exchange(request)
             ab.release()
 
@@ -403,7 +401,7 @@ def large_producer(proxy: Any, plan: dict[str, Any], shm: bool, total: bool) -> 
     for _ in range(plan["reps"]):
         session = proxy.produce_large(count=plan["large_warmup"] + plan["large_ops"])
 
-        def tick() -> None:
+        def tick(session: Any = session) -> None:
             ab = session.tick()
             if ab.batch.num_rows != LARGE_ROWS:
                 raise RuntimeError(f"large batch has {ab.batch.num_rows} rows")
@@ -427,7 +425,7 @@ def large_sink(proxy: Any, plan: dict[str, Any]) -> list[dict[str, float]]:
     for _ in range(plan["reps"]):
         session = proxy.sink()
 
-        def exchange() -> None:
+        def exchange(session: Any = session) -> None:
             ab = session.exchange(request)
             rows = ab.batch.column(0)[0].as_py()
             if rows != LARGE_ROWS:
@@ -455,7 +453,7 @@ def large_echo(proxy: Any, plan: dict[str, Any], shm: bool) -> list[dict[str, fl
             raise RuntimeError("shm session echoed a large batch inline")
         first.release()
 
-        def exchange() -> None:
+        def exchange(session: Any = session) -> None:
             ab = session.exchange(request)
             ab.release()
 
@@ -523,7 +521,7 @@ def bench(plan: dict[str, Any]) -> int:
         log(f"{transport}/{variant}/{placement}")
         try:
             run_session(plan, transport, shm, placement, workloads)
-        except Exception as exc:  # noqa: BLE001 - reported, then the next session runs
+        except Exception as exc:
             failures += 1
             traceback.print_exc(file=sys.stderr)
             emit("failure", f"vgi-rpc {transport}/{variant}/{placement}: {type(exc).__name__}: {exc}")

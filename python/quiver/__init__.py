@@ -29,18 +29,24 @@ from .rpc import (
     serve_tcp,
     serve_unix,
 )
-from .transport import connect_tcp, connect_unix, pipe_pair, spawn
 from .rpc import connect as _rpc_connect
-from .wire import Level, Limits, LogRecord
+from .transport import connect_tcp, connect_unix, pipe_pair, spawn
+from .wire import Limits, LogLevel, LogRecord
+
+# `Level` was this name before the wire layer's LogLevel; user code imports it from here.
+Level = LogLevel
 
 if TYPE_CHECKING:
     import duckdb
 
 
 def connect(*args: Any, **kwargs: Any) -> "Client[Any] | duckdb.DuckDBPyConnection":
-    """``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
+    """Connect to DuckDB with quiver loaded, or to an RPC worker, depending on the first argument.
+
+    ``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
     extension loaded (:func:`quiver.sql.connect`). ``connect(Protocol, connection, **options)``: an
-    RPC client (:func:`quiver.rpc.connect`)."""
+    RPC client (:func:`quiver.rpc.connect`).
+    """
     if args and isinstance(args[0], type):
         return _rpc_connect(*args, **kwargs)
     from .sql import connect as sql_connect
@@ -58,6 +64,7 @@ __all__ = [
     "ExchangeState",
     "Level",
     "Limits",
+    "LogLevel",
     "LogRecord",
     "Output",
     "ProducerState",

@@ -119,14 +119,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = _parse_attach(args.attach) if args.attach else {"w": f"launch:{example_worker()}"}
     try:
         con = connect(args.database, workers=workers)
-    except Exception as error:  # noqa: BLE001 - one line for the shell, not a traceback
+    except Exception as error:
         print(f"quiver sql: {error}", file=sys.stderr)
         return 1
     try:
         result = con.sql(args.query)
         if result is not None:
             result.show(max_rows=args.max_rows)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         print(f"quiver sql: {error}", file=sys.stderr)
         return 1
     finally:

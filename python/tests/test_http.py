@@ -28,7 +28,7 @@ from quiver.rpc import protocol_spec
 from quiver.transport.http import HttpClient, HttpConnection, HttpServer, WsgiApp, http_connect
 from quiver.transport.http.codec import encode
 from quiver.wire import keys
-from quiver.wire.writer import serialize_stream
+from quiver.wire.writer import encode_stream
 
 EXCLUDE = "!large_payload.echo_binary_over_int32_max"
 CAP_BYTES = 65536
@@ -267,7 +267,7 @@ def demo() -> Iterator[tuple[WsgiApp, str]]:
 def request_body(method: str, batch: pa.RecordBatch, **extra: str) -> bytes:
     metadata = {keys.METHOD: method, keys.REQUEST_VERSION: "1", keys.PROTOCOL: "Demo", keys.PROTOCOL_VERSION: "1.0.0"}
     metadata.update(extra)
-    return serialize_stream(batch, metadata).to_pybytes()
+    return encode_stream(batch, metadata).to_pybytes()
 
 
 ADD = protocol_spec(Demo).methods["add"].request_batch({"a": 1.0, "b": 2.0})

@@ -13,7 +13,7 @@ from quiver.conformance import ConformanceService, ConformanceServiceImpl
 from quiver.conformance.types import AllTypes, BoundingBox, ConformanceHeader, Point, Status, build_rich_header
 from quiver.rpc import ExchangeState, ProducerState, Stream, StreamState
 from quiver.shm import ShmConfig
-from quiver.wire import ErrorReport, Gather, StreamReader, StreamWriter, keys
+from quiver.wire import ErrorReport, GatherBuffer, StreamReader, StreamWriter, keys
 
 NO_SHM = ShmConfig()
 VALUES = pa.schema([("value", pa.float64())])
@@ -264,7 +264,7 @@ def raw_request(
     base = {keys.REQUEST_VERSION: "1", keys.PROTOCOL: "ConformanceService", keys.PROTOCOL_VERSION: "2.0.0"}
     if method is not None:
         base[keys.METHOD] = method
-    sink = Gather()
+    sink = GatherBuffer()
     writer = StreamWriter(sink, batch.schema)
     writer.write(batch, {**base, **(metadata or {})})
     writer.close()
@@ -318,7 +318,7 @@ def test_a_rejected_stream_call_drains_its_input(server: Server) -> None:
     request = raw_request("produce_n", {}, pa.RecordBatch.from_pydict({"count": ["x"]}))
     connection.send(request)
     assert "expected Arrow type int64" in error_of(connection).message
-    ticks = Gather()
+    ticks = GatherBuffer()
     writer = StreamWriter(ticks, pa.schema([]))
     writer.write(pa.RecordBatch.from_pydict({}))
     writer.close()

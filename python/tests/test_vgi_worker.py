@@ -1,5 +1,7 @@
-"""quiver.vgi: unit tests (filters, projection, bind), and the oracle: vgi-python 0.47.0's
-engine-role client (`vgi.client.Client`) drives `python -m quiver.vgi.allinone`.
+"""quiver.vgi: unit tests (filters, projection, bind), and the vgi-python oracle.
+
+The oracle is vgi-python 0.47.0's engine-role client (`vgi.client.Client`); it drives
+`python -m quiver.vgi.allinone`.
 
 The client needs Python >= 3.13, so it runs in its own venv (QUIVER_VGI_PYTHON, default
 /work/main/.venv-vgi/bin/python) through tests/vgi_oracle/drive_allinone.py, which prints
@@ -23,9 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from quiver.vgi import ArgumentValidationError, FilterDeserializationError, InvalidArgumentError, NotFoundError
+from quiver.vgi import ArgumentValidationError, FilterDeserializationError, InvalidArgumentError, NotFoundError, wire
 from quiver.vgi import filters as vgi_filters
-from quiver.vgi import wire
 from quiver.vgi.allinone import worker as allinone
 from quiver.vgi.execution import FileCounter, MemoryCounter
 from quiver.vgi.worker import _shape, bind
@@ -56,15 +57,25 @@ def lit(ref: int) -> dict[str, Any]:
 
 
 def container(predicates: list[dict[str, Any]], values: dict[int, pa.Scalar], context: str = "vgi.none.v1") -> bytes:
-    document = {"encoding": "vgi.filters.v2", "semantics": "vgi.duckdb.standard.v1", "kind": "snapshot",
-                "predicates": [{"id": f"q{i}", "revision": 0, "source": "query", **p} for i, p in enumerate(predicates)]}
+    document = {
+        "encoding": "vgi.filters.v2",
+        "semantics": "vgi.duckdb.standard.v1",
+        "kind": "snapshot",
+        "predicates": [{"id": f"q{i}", "revision": 0, "source": "query", **p} for i, p in enumerate(predicates)],
+    }
     fields = [pa.field("filter_spec", pa.string(), nullable=False)]
     arrays = [pa.array([json.dumps(document)])]
     for ref, value in sorted(values.items()):
         fields.append(pa.field(f"value_{ref}", value.type))
         arrays.append(pa.array([value.as_py()], value.type))
-    schema = pa.schema(fields, metadata={"vgi_filter_encoding": "vgi.filters.v2", "vgi_filter_version": "2",
-                                         "vgi_evaluation_context": context})
+    schema = pa.schema(
+        fields,
+        metadata={
+            "vgi_filter_encoding": "vgi.filters.v2",
+            "vgi_filter_version": "2",
+            "vgi_evaluation_context": context,
+        },
+    )
     return wire.stream_bytes([pa.RecordBatch.from_arrays(arrays, schema=schema)], schema)
 
 
@@ -81,11 +92,19 @@ def test_comparisons_and_three_valued_logic() -> None:
     n = [0, 1, 2, 3, 4, 5, None]
     ge = required({"node": "comparison", "op": "ge", "left": col(), "right": lit(0)})
     assert kept([ge], {0: pa.scalar(3, pa.int64())}, n) == [3, 4, 5]
-    either = required({"node": "or", "children": [
-        {"node": "comparison", "op": "lt", "left": col(), "right": lit(0)},
-        {"node": "comparison", "op": "eq", "left": col(), "right": lit(1)}]})
+    either = required(
+        {
+            "node": "or",
+            "children": [
+                {"node": "comparison", "op": "lt", "left": col(), "right": lit(0)},
+                {"node": "comparison", "op": "eq", "left": col(), "right": lit(1)},
+            ],
+        }
+    )
     assert kept([either], {0: pa.scalar(2, pa.int64()), 1: pa.scalar(5, pa.int64())}, n) == [0, 1, 5]
-    negated = required({"node": "not", "expression": {"node": "comparison", "op": "eq", "left": col(), "right": lit(0)}})
+    negated = required(
+        {"node": "not", "expression": {"node": "comparison", "op": "eq", "left": col(), "right": lit(0)}}
+    )
     assert kept([negated], {0: pa.scalar(4, pa.int64())}, n) == [0, 1, 2, 3, 5]  # NOT NULL is NULL: dropped
     distinct = required({"node": "comparison", "op": "distinct_from", "left": col(), "right": lit(0)})
     assert kept([distinct], {0: pa.scalar(4, pa.int64())}, n) == [0, 1, 2, 3, 5, None]
@@ -110,13 +129,20 @@ def test_advisory_predicates_are_left_to_the_engine() -> None:
     assert kept([advisory], {}, [1, 2]) == [1, 2]
 
 
-@pytest.mark.parametrize("expression", [
-    {"node": "arithmetic", "op": "add", "left": col(), "right": col()},
-    {"node": "call", "function": "starts_with", "arguments": [col(1, "s"), lit(0)]},
-    {"node": "in", "expression": col(), "set": {"kind": "external", "batch_index": 0, "column_index": 0,
-                                                "column_name": "k"}, "negated": False},
-    {"node": "comparison", "op": "eq", "left": col(0, "wrong"), "right": lit(0)},
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        {"node": "arithmetic", "op": "add", "left": col(), "right": col()},
+        {"node": "call", "function": "starts_with", "arguments": [col(1, "s"), lit(0)]},
+        {
+            "node": "in",
+            "expression": col(),
+            "set": {"kind": "external", "batch_index": 0, "column_index": 0, "column_name": "k"},
+            "negated": False,
+        },
+        {"node": "comparison", "op": "eq", "left": col(0, "wrong"), "right": lit(0)},
+    ],
+)
 def test_required_predicates_outside_the_subset_are_declined(expression: dict[str, Any]) -> None:
     with pytest.raises(FilterDeserializationError):
         vgi_filters.parse(container([required(expression)], {0: pa.scalar("x")}), N_SCHEMA)
@@ -145,16 +171,26 @@ def test_projection_selects_after_filtering() -> None:
 def arguments(positional: list[pa.Scalar] = (), named: dict[str, pa.Scalar] | None = None) -> bytes:
     children = {f"positional_{i}": v for i, v in enumerate(positional)}
     children.update({f"named_{k}": v for k, v in (named or {}).items()})
-    struct = pa.StructArray.from_arrays([pa.array([v.as_py()], v.type) for v in children.values()],
-                                        fields=[pa.field(k, v.type) for k, v in children.items()]) \
-        if children else pa.array([{}], pa.struct([]))
+    struct = (
+        pa.StructArray.from_arrays(
+            [pa.array([v.as_py()], v.type) for v in children.values()],
+            fields=[pa.field(k, v.type) for k, v in children.items()],
+        )
+        if children
+        else pa.array([{}], pa.struct([]))
+    )
     batch = pa.RecordBatch.from_arrays([struct], names=["args"])
     return wire.stream_bytes([batch], batch.schema)
 
 
 def request(name: str, args: bytes, function_type: str = "TABLE", input_schema: pa.Schema | None = None) -> dict:
-    return {"function_name": name, "arguments": args, "function_type": function_type, "schema_path": ["main"],
-            "input_schema": None if input_schema is None else wire.schema_bytes(input_schema)}
+    return {
+        "function_name": name,
+        "arguments": args,
+        "function_type": function_type,
+        "schema_path": ["main"],
+        "input_schema": None if input_schema is None else wire.schema_bytes(input_schema),
+    }
 
 
 def test_bind_checks_arguments_and_fills_defaults() -> None:
@@ -170,24 +206,42 @@ def test_bind_checks_arguments_and_fills_defaults() -> None:
     assert bind(allinone, request("echo", arguments(), "TABLE", echo_in)).output_schema == echo_in
 
 
-@pytest.mark.parametrize(("call", "error", "text"), [
-    (request("nope", arguments()), NotFoundError, "Unknown function: 'nope'"),
-    (request("numbers", arguments([pa.scalar("abc")])), ArgumentValidationError, "must be BIGINT, got VARCHAR"),
-    (request("numbers", arguments()), ArgumentValidationError, "missing argument 0 'n' (BIGINT)"),
-    (request("numbers", arguments([pa.scalar(1), pa.scalar(2)])), ArgumentValidationError,
-     "takes 1 positional argument(s) but 2 were given"),
-    (request("numbers", arguments([pa.scalar(1)], {"nope": pa.scalar(1)})), ArgumentValidationError,
-     "no named argument 'nope'"),
-    (request("numbers", arguments([pa.scalar(-1)])), ArgumentValidationError, "-1 is too small (must be >= 0)"),
-    (request("upper_case", arguments()), InvalidArgumentError, "is a scalar function, but was bound as TABLE"),
-    (request("numbers", arguments([pa.scalar(1)]), "SCALAR"), InvalidArgumentError,
-     "is a table function, but was bound as SCALAR"),
-    (request("echo", arguments()), InvalidArgumentError, "is a table-in-out function: it needs an input table"),
-    (request("numbers", arguments([pa.scalar(1)]), "TABLE", pa.schema([("x", pa.int64())])), InvalidArgumentError,
-     "is a table function: it takes no input table"),
-    (request("upper_case", arguments(), "SCALAR", pa.schema([("a", pa.string()), ("b", pa.string())])),
-     ArgumentValidationError, "takes 1 column argument(s), got 2"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "text"),
+    [
+        (request("nope", arguments()), NotFoundError, "Unknown function: 'nope'"),
+        (request("numbers", arguments([pa.scalar("abc")])), ArgumentValidationError, "must be BIGINT, got VARCHAR"),
+        (request("numbers", arguments()), ArgumentValidationError, "missing argument 0 'n' (BIGINT)"),
+        (
+            request("numbers", arguments([pa.scalar(1), pa.scalar(2)])),
+            ArgumentValidationError,
+            "takes 1 positional argument(s) but 2 were given",
+        ),
+        (
+            request("numbers", arguments([pa.scalar(1)], {"nope": pa.scalar(1)})),
+            ArgumentValidationError,
+            "no named argument 'nope'",
+        ),
+        (request("numbers", arguments([pa.scalar(-1)])), ArgumentValidationError, "-1 is too small (must be >= 0)"),
+        (request("upper_case", arguments()), InvalidArgumentError, "is a scalar function, but was bound as TABLE"),
+        (
+            request("numbers", arguments([pa.scalar(1)]), "SCALAR"),
+            InvalidArgumentError,
+            "is a table function, but was bound as SCALAR",
+        ),
+        (request("echo", arguments()), InvalidArgumentError, "is a table-in-out function: it needs an input table"),
+        (
+            request("numbers", arguments([pa.scalar(1)]), "TABLE", pa.schema([("x", pa.int64())])),
+            InvalidArgumentError,
+            "is a table function: it takes no input table",
+        ),
+        (
+            request("upper_case", arguments(), "SCALAR", pa.schema([("a", pa.string()), ("b", pa.string())])),
+            ArgumentValidationError,
+            "takes 1 column argument(s), got 2",
+        ),
+    ],
+)
 def test_bind_rejects_bad_calls(call: dict, error: type, text: str) -> None:
     with pytest.raises(error) as raised:
         bind(allinone, call)
@@ -210,8 +264,9 @@ def test_counters_hand_out_each_unit_once(tmp_path: Path, monkeypatch: pytest.Mo
 def vgi_python() -> Path:
     path = Path(os.environ.get("QUIVER_VGI_PYTHON", "/work/main/.venv-vgi/bin/python"))
     if not path.exists():
-        pytest.fail(f"no vgi-python interpreter at {path}: set QUIVER_VGI_PYTHON to a Python 3.13 venv "
-                    "with vgi-python==0.47.0")
+        pytest.fail(
+            f"no vgi-python interpreter at {path}: set QUIVER_VGI_PYTHON to a Python 3.13 venv with vgi-python==0.47.0"
+        )
     return path
 
 
@@ -226,7 +281,11 @@ def oracle() -> dict[str, Any]:
         with stderr_path.open("w+") as unix_stderr:
             unix_worker = subprocess.Popen(
                 [*WORKER, "--unix", str(socket_path), "--idle-timeout", str(IDLE_S), "--debug"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=unix_stderr, text=True)
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=unix_stderr,
+                text=True,
+            )
             try:
                 announced = unix_worker.stdout.readline().strip()
                 config = {"worker_argv": WORKER, "unix_socket": str(socket_path), "launch_state_dir": str(state_dir)}
@@ -242,9 +301,13 @@ def oracle() -> dict[str, Any]:
                 started = time.monotonic()
                 exit_code = unix_worker.wait(timeout=IDLE_S + IDLE_EXIT_SLACK_S)
                 results["unix_process"] = {
-                    "announced": announced, "socket": str(socket_path), "exit_code": exit_code,
-                    "exit_after_s": time.monotonic() - started, "stdout_rest": unix_worker.stdout.read(),
-                    "socket_left": socket_path.exists(), "stderr": stderr_path.read_text(),
+                    "announced": announced,
+                    "socket": str(socket_path),
+                    "exit_code": exit_code,
+                    "exit_after_s": time.monotonic() - started,
+                    "stdout_rest": unix_worker.stdout.read(),
+                    "socket_left": socket_path.exists(),
+                    "stderr": stderr_path.read_text(),
                 }
             finally:
                 if unix_worker.poll() is None:
@@ -259,10 +322,20 @@ def oracle() -> dict[str, Any]:
 def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
-    assert catalog["attach"] == {"default_schema": "main", "supports_catalog_contents": True,
-                                 "supports_transactions": False}
-    assert catalog["schemas"][0]["counts"] == {"aggregate_function": 0, "index": 0, "macro": 0, "scalar_function": 1,
-                                               "table": 0, "table_function": 2, "view": 0}
+    assert catalog["attach"] == {
+        "default_schema": "main",
+        "supports_catalog_contents": True,
+        "supports_transactions": False,
+    }
+    assert catalog["schemas"][0]["counts"] == {
+        "aggregate_function": 0,
+        "index": 0,
+        "macro": 0,
+        "scalar_function": 1,
+        "table": 0,
+        "table_function": 2,
+        "view": 0,
+    }
     functions = catalog["functions"]
     assert set(functions) == {"numbers", "echo", "upper_case"}
     upper = functions["upper_case"]
@@ -279,11 +352,15 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
     assert numbers["max_workers"] > 1
     echo = functions["echo"]
     assert [(a["name"], a["type"], a["metadata"].get("vgi_type")) for a in echo["arguments"]] == [
-        ("data", "null", "table")]
+        ("data", "null", "table")
+    ]
     assert echo["max_workers"] == 1 and echo["has_finalize"] is True
     assert all(f["description"] for f in functions.values())
-    assert catalog["load_catalog"] == {"source": "catalog_contents", "fallback_reason": None,
-                                       "functions": ["echo", "numbers", "upper_case"]}
+    assert catalog["load_catalog"] == {
+        "source": "catalog_contents",
+        "fallback_reason": None,
+        "functions": ["echo", "numbers", "upper_case"],
+    }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []
     assert catalog["detach"]["error_class"] is None
@@ -322,19 +399,22 @@ def test_oracle_echo_with_finalize_returns_its_input(oracle: dict[str, Any]) -> 
     assert oracle["functions"]["echo"] == oracle["functions"]["echo_input"]
 
 
-@pytest.mark.parametrize(("case", "error_type", "text"), [
-    ("unknown_function", "NotFoundError", "Unknown function: 'nope'"),
-    ("wrong_argument_type", "ArgumentValidationError", "must be BIGINT, got VARCHAR"),
-    ("missing_argument", "ArgumentValidationError", "missing argument 0 'n' (BIGINT)"),
-    ("extra_argument", "ArgumentValidationError", "takes 1 positional argument(s) but 2 were given"),
-    ("unknown_named_argument", "ArgumentValidationError", "no named argument 'nope'"),
-    ("out_of_range", "ArgumentValidationError", "-1 is too small (must be >= 0)"),
-    ("scalar_bound_as_table", "InvalidArgumentError", "upper_case() is a scalar function, but was bound as TABLE"),
-    ("table_bound_as_scalar", "InvalidArgumentError", "numbers() is a table function, but was bound as SCALAR"),
-    ("table_in_out_as_table", "InvalidArgumentError", "echo() is a table-in-out function: it needs an input table"),
-    ("table_as_table_in_out", "InvalidArgumentError", "numbers() is a table function: it takes no input table"),
-    ("scalar_wrong_column_count", "ArgumentValidationError", "upper_case() takes 1 column argument(s), got 2"),
-])
+@pytest.mark.parametrize(
+    ("case", "error_type", "text"),
+    [
+        ("unknown_function", "NotFoundError", "Unknown function: 'nope'"),
+        ("wrong_argument_type", "ArgumentValidationError", "must be BIGINT, got VARCHAR"),
+        ("missing_argument", "ArgumentValidationError", "missing argument 0 'n' (BIGINT)"),
+        ("extra_argument", "ArgumentValidationError", "takes 1 positional argument(s) but 2 were given"),
+        ("unknown_named_argument", "ArgumentValidationError", "no named argument 'nope'"),
+        ("out_of_range", "ArgumentValidationError", "-1 is too small (must be >= 0)"),
+        ("scalar_bound_as_table", "InvalidArgumentError", "upper_case() is a scalar function, but was bound as TABLE"),
+        ("table_bound_as_scalar", "InvalidArgumentError", "numbers() is a table function, but was bound as SCALAR"),
+        ("table_in_out_as_table", "InvalidArgumentError", "echo() is a table-in-out function: it needs an input table"),
+        ("table_as_table_in_out", "InvalidArgumentError", "numbers() is a table function: it takes no input table"),
+        ("scalar_wrong_column_count", "ArgumentValidationError", "upper_case() takes 1 column argument(s), got 2"),
+    ],
+)
 def test_oracle_bad_input_is_a_clear_error(oracle: dict[str, Any], case: str, error_type: str, text: str) -> None:
     result = oracle["errors"][case]
     assert result["error_class"] == "ClientError", result

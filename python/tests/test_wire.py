@@ -11,15 +11,15 @@ import pytest
 
 from quiver.wire import (
     END_OF_STREAM,
+    BatchRole,
     ConnectionClosed,
     ErrorReport,
-    Gather,
-    Level,
+    GatherBuffer,
     LimitExceeded,
     Limits,
+    LogLevel,
     LogRecord,
-    MalformedStream,
-    Role,
+    Malformed,
     StreamReader,
     StreamWriter,
     Truncated,
@@ -32,7 +32,7 @@ SCHEMA = pa.schema([("value", pa.int64())])
 
 
 def stream(*batches: tuple[pa.RecordBatch, dict[str, str] | None], schema: pa.Schema = SCHEMA) -> bytes:
-    sink = Gather()
+    sink = GatherBuffer()
     writer = StreamWriter(sink, schema)
     for batch, metadata in batches:
         writer.write(batch, metadata)
@@ -92,7 +92,7 @@ def test_drain_skips_the_rest_of_a_stream() -> None:
 
 
 def test_garbage_is_not_recoverable() -> None:
-    with pytest.raises(MalformedStream, match="continuation marker") as caught:
+    with pytest.raises(Malformed, match="continuation marker") as caught:
         StreamReader.open(io.BytesIO(b"GET / HTTP/1.1\r\n\r\n"))
     assert not caught.value.recoverable
 
@@ -125,7 +125,7 @@ def test_oversized_header_and_too_many_messages_are_refused() -> None:
         io.BytesIO(stream(*[(batch(i), None) for i in range(5)])), Limits(messages_per_stream_max=3)
     )
     assert reader is not None
-    with pytest.raises(MalformedStream, match="more than 3 messages"):
+    with pytest.raises(Malformed, match="more than 3 messages"):
         while reader.read() is not None:
             pass
 
@@ -139,7 +139,7 @@ def test_invalid_batches_fail_validation_but_keep_the_framing() -> None:
     )
     reader = StreamReader.open(source)
     assert reader is not None
-    with pytest.raises(MalformedStream, match="validation") as caught:
+    with pytest.raises(Malformed, match="validation") as caught:
         reader.read()
     assert caught.value.recoverable
     reader.drain()
@@ -148,13 +148,13 @@ def test_invalid_batches_fail_validation_but_keep_the_framing() -> None:
 
 
 def test_a_stream_must_start_with_a_schema() -> None:
-    with pytest.raises(MalformedStream, match="ended before its schema"):
+    with pytest.raises(Malformed, match="ended before its schema"):
         StreamReader.open(io.BytesIO(END_OF_STREAM))
 
 
 def test_gather_coalesces_small_writes_and_keeps_large_buffers_by_reference() -> None:
     big = pa.RecordBatch.from_pydict({"value": list(range(100_000))}, schema=SCHEMA)
-    sink = Gather()
+    sink = GatherBuffer()
     writer = StreamWriter(sink, SCHEMA)
     writer.write(big, {"k": "v"})
     writer.close()
@@ -165,7 +165,7 @@ def test_gather_coalesces_small_writes_and_keeps_large_buffers_by_reference() ->
 
 
 def test_log_record_metadata_round_trip() -> None:
-    record = LogRecord(Level.INFO, "info: x", {"source": "conformance"})
+    record = LogRecord(LogLevel.INFO, "info: x", {"source": "conformance"})
     metadata = record.to_metadata()
     assert metadata == {
         keys.LOG_LEVEL: "INFO",
@@ -173,7 +173,7 @@ def test_log_record_metadata_round_trip() -> None:
         keys.LOG_EXTRA: '{"source": "conformance"}',
     }
     assert LogRecord.from_metadata({**metadata, keys.SERVER_ID: "s"}) == LogRecord(
-        Level.INFO, "info: x", {"source": "conformance"}, "s"
+        LogLevel.INFO, "info: x", {"source": "conformance"}, "s"
     )
     with pytest.raises(ValueError):
         LogRecord.from_metadata({keys.LOG_LEVEL: "WARNING", keys.LOG_MESSAGE: "m"})
@@ -221,17 +221,17 @@ def test_oversized_error_details_are_dropped() -> None:
 @pytest.mark.parametrize(
     ("rows", "metadata", "role"),
     [
-        (1, {keys.LOG_LEVEL: "INFO", keys.LOG_MESSAGE: "m"}, Role.DATA),
-        (0, {}, Role.DATA),
-        (0, {keys.LOG_LEVEL: "INFO", keys.LOG_MESSAGE: "m"}, Role.LOG),
-        (0, {keys.LOG_LEVEL: "INFO"}, Role.DATA),
-        (0, {keys.LOG_LEVEL: "EXCEPTION", keys.LOG_MESSAGE: "m"}, Role.ERROR),
-        (0, {keys.SHM_OFFSET: "65536", keys.SHM_LENGTH: "8"}, Role.SHM_POINTER),
-        (0, {keys.CANCEL: "1"}, Role.CANCEL),
-        (0, {keys.LOCATION: "s3://x"}, Role.EXTERNAL),
+        (1, {keys.LOG_LEVEL: "INFO", keys.LOG_MESSAGE: "m"}, BatchRole.DATA),
+        (0, {}, BatchRole.DATA),
+        (0, {keys.LOG_LEVEL: "INFO", keys.LOG_MESSAGE: "m"}, BatchRole.LOG),
+        (0, {keys.LOG_LEVEL: "INFO"}, BatchRole.DATA),
+        (0, {keys.LOG_LEVEL: "EXCEPTION", keys.LOG_MESSAGE: "m"}, BatchRole.ERROR),
+        (0, {keys.SHM_OFFSET: "65536", keys.SHM_LENGTH: "8"}, BatchRole.SHM_POINTER),
+        (0, {keys.CANCEL: "1"}, BatchRole.CANCEL),
+        (0, {keys.LOCATION: "s3://x"}, BatchRole.EXTERNAL),
     ],
 )
-def test_classify(rows: int, metadata: dict[str, str], role: Role) -> None:
+def test_classify(rows: int, metadata: dict[str, str], role: BatchRole) -> None:
     assert classify(batch(*range(rows)), metadata) is role
 
 

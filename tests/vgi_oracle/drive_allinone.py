@@ -18,7 +18,8 @@ import json
 import os
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # The client clamps parallelism to the CPU count; a 1-CPU runner would never
 # fan out. The scan's correctness does not depend on real cores.
@@ -40,7 +41,7 @@ UPPER_INPUT = [
 def error_of(call: Callable[[], Any]) -> dict[str, Any]:
     try:
         value = call()
-    except Exception as error:  # noqa: BLE001 - the error is the result
+    except Exception as error:
         return {"error_class": type(error).__name__, "message": str(error).split("\n\nRemote traceback")[0]}
     return {"error_class": None, "value": repr(value)[:500]}
 
@@ -68,7 +69,11 @@ def catalog(worker: list[str]) -> dict[str, Any]:
         {"path": s.path, "counts": s.estimated_object_count} for s in client.schemas(attach_opaque_data=token)
     ]
     functions = {}
-    for kind in (SchemaObjectType.SCALAR_FUNCTION, SchemaObjectType.TABLE_FUNCTION, SchemaObjectType.AGGREGATE_FUNCTION):
+    for kind in (
+        SchemaObjectType.SCALAR_FUNCTION,
+        SchemaObjectType.TABLE_FUNCTION,
+        SchemaObjectType.AGGREGATE_FUNCTION,
+    ):
         for info in client.schema_contents(attach_opaque_data=token, path=["main"], type=kind):
             functions[info.name] = {
                 "listed_as": kind.name,
@@ -86,9 +91,7 @@ def catalog(worker: list[str]) -> dict[str, Any]:
     out["load_catalog"] = {
         "source": str(snapshot.source),
         "fallback_reason": snapshot.fallback_reason,
-        "functions": sorted(
-            f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions]
-        ),
+        "functions": sorted(f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions]),
     }
     contents = client.contents(attach_opaque_data=token, if_none_match=None)
     again = client.contents(attach_opaque_data=token, if_none_match=contents.etag)
@@ -113,19 +116,64 @@ def filter_batch() -> pa.RecordBatch:
         "semantics": "vgi.duckdb.standard.v1",
         "kind": "snapshot",
         "predicates": [
-            {"id": "q0", "revision": 0, "mode": "required", "source": "query",
-             "expression": {"node": "comparison", "op": "ge", "left": column(), "right": {"node": "literal", "value_ref": 0}}},
-            {"id": "q1", "revision": 0, "mode": "required", "source": "query",
-             "expression": {"node": "or", "children": [
-                 {"node": "comparison", "op": "lt", "left": column(), "right": {"node": "literal", "value_ref": 1}},
-                 {"node": "in", "expression": column(), "set": {"kind": "literal", "value_ref": 2}, "negated": False},
-             ]}},
-            {"id": "q2", "revision": 0, "mode": "required", "source": "query",
-             "expression": {"node": "not", "expression": {"node": "comparison", "op": "eq", "left": column(),
-                                                          "right": {"node": "literal", "value_ref": 3}}}},
+            {
+                "id": "q0",
+                "revision": 0,
+                "mode": "required",
+                "source": "query",
+                "expression": {
+                    "node": "comparison",
+                    "op": "ge",
+                    "left": column(),
+                    "right": {"node": "literal", "value_ref": 0},
+                },
+            },
+            {
+                "id": "q1",
+                "revision": 0,
+                "mode": "required",
+                "source": "query",
+                "expression": {
+                    "node": "or",
+                    "children": [
+                        {
+                            "node": "comparison",
+                            "op": "lt",
+                            "left": column(),
+                            "right": {"node": "literal", "value_ref": 1},
+                        },
+                        {
+                            "node": "in",
+                            "expression": column(),
+                            "set": {"kind": "literal", "value_ref": 2},
+                            "negated": False,
+                        },
+                    ],
+                },
+            },
+            {
+                "id": "q2",
+                "revision": 0,
+                "mode": "required",
+                "source": "query",
+                "expression": {
+                    "node": "not",
+                    "expression": {
+                        "node": "comparison",
+                        "op": "eq",
+                        "left": column(),
+                        "right": {"node": "literal", "value_ref": 3},
+                    },
+                },
+            },
             # Not evaluated by the worker: advisory, so it is left to the engine.
-            {"id": "q3", "revision": 0, "mode": "advisory", "source": "query",
-             "expression": {"node": "arithmetic", "op": "add", "left": column(), "right": column()}},
+            {
+                "id": "q3",
+                "revision": 0,
+                "mode": "advisory",
+                "source": "query",
+                "expression": {"node": "arithmetic", "op": "add", "left": column(), "right": column()},
+            },
         ],
     }
     payload = [
@@ -141,22 +189,53 @@ def functions(worker: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with Client(worker, pool=None, worker_limit=1) as client:
         batches = [pa.record_batch({"value": pa.array(values, pa.string())}) for values in UPPER_INPUT]
-        out["upper_case"] = rows(list(client.scalar_function(
-            function_name="upper_case", schema_path=["main"], input=iter(batches), arguments=None)))
-        out["numbers_projection"] = rows(list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(10, 4), projection_ids=[0])))
-        out["numbers_empty_projection"] = [b.num_rows for b in client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(10, 4), projection_ids=[])]
-        out["numbers_filtered"] = rows(list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(20, 6), projection_ids=[0],
-            pushdown_filters=filter_batch())))
+        out["upper_case"] = rows(
+            list(
+                client.scalar_function(
+                    function_name="upper_case", schema_path=["main"], input=iter(batches), arguments=None
+                )
+            )
+        )
+        out["numbers_projection"] = rows(
+            list(
+                client.table_function(
+                    function_name="numbers", schema_path=["main"], arguments=numbers_args(10, 4), projection_ids=[0]
+                )
+            )
+        )
+        out["numbers_empty_projection"] = [
+            b.num_rows
+            for b in client.table_function(
+                function_name="numbers", schema_path=["main"], arguments=numbers_args(10, 4), projection_ids=[]
+            )
+        ]
+        out["numbers_filtered"] = rows(
+            list(
+                client.table_function(
+                    function_name="numbers",
+                    schema_path=["main"],
+                    arguments=numbers_args(20, 6),
+                    projection_ids=[0],
+                    pushdown_filters=filter_batch(),
+                )
+            )
+        )
         echo_input = [
             pa.record_batch({"x": pa.array([1, 2, 3], pa.int64()), "s": pa.array(["a", None, "ç"])}),
             pa.record_batch({"x": pa.array([4, 5], pa.int64()), "s": pa.array(["d", "e"])}),
         ]
         out["echo_input"] = rows(echo_input)
-        out["echo"] = rows(list(client.table_in_out_function(
-            function_name="echo", schema_path=["main"], input=iter(echo_input), arguments=None, has_finalize=True)))
+        out["echo"] = rows(
+            list(
+                client.table_in_out_function(
+                    function_name="echo",
+                    schema_path=["main"],
+                    input=iter(echo_input),
+                    arguments=None,
+                    has_finalize=True,
+                )
+            )
+        )
     return out
 
 
@@ -164,8 +243,11 @@ def parallel(worker: list[str]) -> dict[str, Any]:
     # --debug: each worker process logs its init and what it emitted, on stderr.
     client = Client([*worker, "--debug"], pool=None, worker_limit=2)
     with client:
-        batches = list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(1000, 10), projection_ids=[0]))
+        batches = list(
+            client.table_function(
+                function_name="numbers", schema_path=["main"], arguments=numbers_args(1000, 10), projection_ids=[0]
+            )
+        )
     values = [v for b in batches for v in b.column(0).to_pylist()]
     return {"values": values, "stderr": client.get_worker_stderr()}
 
@@ -175,6 +257,7 @@ def errors(worker: list[str]) -> dict[str, Any]:
     # passthrough_stderr: otherwise the client waits a second per error for a
     # live worker's stderr to reach EOF, to quote it in the message.
     with Client(worker, pool=None, worker_limit=1, passthrough_stderr=True) as client:
+
         def bind(name: str, args: Arguments, kind: FunctionType = FunctionType.TABLE) -> Callable[[], Any]:
             return lambda: client.bind(function_name=name, schema_path=["main"], arguments=args, function_type=kind)
 
@@ -183,43 +266,79 @@ def errors(worker: list[str]) -> dict[str, Any]:
         out["missing_argument"] = error_of(bind("numbers", Arguments(positional=())))
         out["extra_argument"] = error_of(bind("numbers", Arguments(positional=(pa.scalar(1), pa.scalar(2)))))
         out["unknown_named_argument"] = error_of(
-            bind("numbers", Arguments(positional=(pa.scalar(1),), named={"nope": pa.scalar(1)})))
+            bind("numbers", Arguments(positional=(pa.scalar(1),), named={"nope": pa.scalar(1)}))
+        )
         out["out_of_range"] = error_of(bind("numbers", Arguments(positional=(pa.scalar(-1),))))
         out["scalar_bound_as_table"] = error_of(bind("upper_case", Arguments(positional=())))
         out["table_bound_as_scalar"] = error_of(bind("numbers", numbers_args(3), FunctionType.SCALAR))
-        out["table_in_out_as_table"] = error_of(lambda: list(client.table_function(
-            function_name="echo", schema_path=["main"], arguments=Arguments(positional=()))))
-        out["table_as_table_in_out"] = error_of(lambda: list(client.table_in_out_function(
-            function_name="numbers", schema_path=["main"], input=iter([pa.record_batch({"x": [1]})]),
-            arguments=numbers_args(3))))
-        out["scalar_wrong_column_count"] = error_of(lambda: list(client.scalar_function(
-            function_name="upper_case", schema_path=["main"],
-            input=iter([pa.record_batch({"a": ["x"], "b": ["y"]})]), arguments=None)))
-        out["still_serving"] = rows(list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(3))))
+        out["table_in_out_as_table"] = error_of(
+            lambda: list(
+                client.table_function(function_name="echo", schema_path=["main"], arguments=Arguments(positional=()))
+            )
+        )
+        out["table_as_table_in_out"] = error_of(
+            lambda: list(
+                client.table_in_out_function(
+                    function_name="numbers",
+                    schema_path=["main"],
+                    input=iter([pa.record_batch({"x": [1]})]),
+                    arguments=numbers_args(3),
+                )
+            )
+        )
+        out["scalar_wrong_column_count"] = error_of(
+            lambda: list(
+                client.scalar_function(
+                    function_name="upper_case",
+                    schema_path=["main"],
+                    input=iter([pa.record_batch({"a": ["x"], "b": ["y"]})]),
+                    arguments=None,
+                )
+            )
+        )
+        out["still_serving"] = rows(
+            list(client.table_function(function_name="numbers", schema_path=["main"], arguments=numbers_args(3)))
+        )
     return out
 
 
 def unix(worker: list[str], socket: str) -> dict[str, Any]:
     client = Client(transport="launch", launch_argv=worker, launch_socket_path=socket, pool=None, worker_limit=2)
     with client:
-        batches = list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(500, 7)))
+        batches = list(
+            client.table_function(function_name="numbers", schema_path=["main"], arguments=numbers_args(500, 7))
+        )
         values = [v for b in batches for v in b.column(0).to_pylist()]
-        upper = rows(list(client.scalar_function(
-            function_name="upper_case", schema_path=["main"],
-            input=iter([pa.record_batch({"v": pa.array(["a", "é"])}), pa.record_batch({"v": pa.array(["b"])})]),
-            arguments=None)))
+        upper = rows(
+            list(
+                client.scalar_function(
+                    function_name="upper_case",
+                    schema_path=["main"],
+                    input=iter([pa.record_batch({"v": pa.array(["a", "é"])}), pa.record_batch({"v": pa.array(["b"])})]),
+                    arguments=None,
+                )
+            )
+        )
     return {"values": values, "upper_case": upper}
 
 
 def launch(worker: list[str], state_dir: str) -> dict[str, Any]:
-    client = Client(transport="launch", launch_argv=worker, launch_state_dir=state_dir,
-                    launch_idle_timeout=2.0, pool=None, worker_limit=2)
+    client = Client(
+        transport="launch",
+        launch_argv=worker,
+        launch_state_dir=state_dir,
+        launch_idle_timeout=2.0,
+        pool=None,
+        worker_limit=2,
+    )
     with client:
-        batches = list(client.table_function(
-            function_name="numbers", schema_path=["main"], arguments=numbers_args(300, 9)))
-    return {"values": [v for b in batches for v in b.column(0).to_pylist()], "state_files": sorted(os.listdir(state_dir))}
+        batches = list(
+            client.table_function(function_name="numbers", schema_path=["main"], arguments=numbers_args(300, 9))
+        )
+    return {
+        "values": [v for b in batches for v in b.column(0).to_pylist()],
+        "state_files": sorted(os.listdir(state_dir)),
+    }
 
 
 def main() -> None:
@@ -239,7 +358,7 @@ def main() -> None:
     for name, scenario in scenarios.items():
         try:
             results[name] = scenario()
-        except Exception:  # noqa: BLE001 - report, let the asserting side fail
+        except Exception:
             results[name] = {"crashed": traceback.format_exc()}
     json.dump(results, sys.stdout, default=str)
 

@@ -19,15 +19,14 @@ from typing import Annotated, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from vgi_rpc import ArrowSerializableDataclass
-from vgi_rpc.rpc import OutputCollector
-
 from vgi import ConstParam, Param, Returns, ScalarFunction, Worker
 from vgi.arguments import Arg, TableInput
 from vgi.catalog import Catalog, Schema
 from vgi.invocation import BindResponse
 from vgi.table_function import BindParams, ProcessParams, TableFunctionGenerator, init_single_worker
 from vgi.table_in_out_function import TableInOutGenerator
+from vgi_rpc import ArrowSerializableDataclass
+from vgi_rpc.rpc import OutputCollector
 
 SQUARES = pa.schema([("i", pa.int64()), ("sq", pa.int64())])
 

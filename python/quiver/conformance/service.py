@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from ..rpc.context import CallContext
 from ..rpc.stream import Stream
-from ..wire.log import Level
+from ..wire.log import LogLevel
 from . import states
 from .types import ConformanceHeader, NestedContainers, Point, Status, build_rich_header
 
@@ -93,20 +93,20 @@ class ConformanceServiceImpl:
         raise TypeError(message)
 
     def echo_with_info_log(self, value: str, ctx: CallContext) -> str:
-        ctx.log(Level.INFO, f"info: {value}")
+        ctx.log(LogLevel.INFO, f"info: {value}")
         return value
 
     def echo_with_multi_logs(self, value: str, ctx: CallContext) -> str:
-        for level in (Level.DEBUG, Level.INFO, Level.WARN):
+        for level in (LogLevel.DEBUG, LogLevel.INFO, LogLevel.WARN):
             ctx.log(level, f"{level.value.lower()}: {value}")
         return value
 
     def echo_with_log_extras(self, value: str, ctx: CallContext) -> str:
-        ctx.log(Level.INFO, f"info: {value}", source="conformance", detail=value)
+        ctx.log(LogLevel.INFO, f"info: {value}", source="conformance", detail=value)
         return value
 
     def echo_with_all_log_levels(self, value: str, ctx: CallContext) -> str:
-        for level in (Level.TRACE, Level.DEBUG, Level.INFO, Level.WARN, Level.ERROR):
+        for level in (LogLevel.TRACE, LogLevel.DEBUG, LogLevel.INFO, LogLevel.WARN, LogLevel.ERROR):
             ctx.log(level, f"{level.value.lower()}: {value}")
         return value
 
@@ -147,7 +147,7 @@ class ConformanceServiceImpl:
         return Stream(states.COUNTER_SCHEMA, states.Counter(count), header=header)
 
     def produce_with_header_and_logs(self, count: int, ctx: CallContext) -> Stream[Any, ConformanceHeader]:
-        ctx.log(Level.INFO, "stream init log")
+        ctx.log(LogLevel.INFO, "stream init log")
         header = ConformanceHeader(count, f"producing {count} with logs")
         return Stream(states.COUNTER_SCHEMA, states.Counter(count), header=header)
 

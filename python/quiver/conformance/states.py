@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ..rpc.context import CallContext
 from ..rpc.stream import AnnotatedBatch, ExchangeState, Output, ProducerState, StreamState
-from ..wire.log import Level
+from ..wire.log import LogLevel
 
 COUNTER_SCHEMA = pa.schema([pa.field("index", pa.int64()), pa.field("value", pa.int64())])
 VALUE_SCHEMA = pa.schema([pa.field("value", pa.float64())])
@@ -73,7 +73,7 @@ class Counter(ProducerState):
             out.finish()
             return
         if self.log_each:
-            out.log(Level.INFO, f"producing batch {self.current}")
+            out.log(LogLevel.INFO, f"producing batch {self.current}")
         out.emit_pydict({"index": [self.current], "value": [self.current * 10]})
         self.current += 1
 
@@ -215,8 +215,8 @@ class LoggingEcho(ExchangeState):
     """Logs INFO then DEBUG, then echoes the input."""
 
     def exchange(self, input: AnnotatedBatch, out: Output, ctx: CallContext) -> None:
-        out.log(Level.INFO, "exchange processing")
-        out.log(Level.DEBUG, "exchange debug")
+        out.log(LogLevel.INFO, "exchange processing")
+        out.log(LogLevel.DEBUG, "exchange debug")
         out.emit(input.batch)
 
 

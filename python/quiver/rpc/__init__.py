@@ -16,10 +16,9 @@ through a typed client::
         calc.add(1.0, 2.0)
 """
 
-from .client import Client, StreamCall, connect
+from .client import Client, RpcError, StreamCall, connect
 from .context import CallContext
-from .errors import RpcError
-from .methods import MethodKind, MethodSpec, ProtocolSpec, protocol_spec
+from .method import MethodKind, MethodSpec, ProtocolSpec, protocol_spec
 from .serve import serve_stdio, serve_tcp, serve_unix
 from .server import Server
 from .stream import AnnotatedBatch, ExchangeState, Output, ProducerState, Stream, StreamState

@@ -28,22 +28,69 @@ from ..shm.config import ShmConfig
 from ..shm.segment import Segment
 from ..transport.connection import Connection
 from ..wire import keys
-from ..wire.errors import ConnectionClosed, MalformedStream
+from ..wire.error import ConnectionClosed, Malformed
 from ..wire.framing import END_OF_STREAM
 from ..wire.limits import DEFAULT_LIMITS, Limits
 from ..wire.log import ErrorReport, LogRecord
-from ..wire.metadata import Metadata
+from ..wire.metadata import BatchMetadata
 from ..wire.reader import Item, StreamReader, read_stream
-from ..wire.roles import Role, classify
-from ..wire.writer import Gather, StreamWriter, empty_batch
-from .errors import RpcError, protocol_error
-from .methods import RESULT_FIELD, MethodKind, MethodSpec, protocol_spec
+from ..wire.role import BatchRole, classify
+from ..wire.sink import GatherBuffer
+from ..wire.writer import StreamWriter, empty_batch
+from .method import RESULT_FIELD, MethodKind, MethodSpec, protocol_spec
 from .shm_route import ShmRoute
 from .stream import EMPTY_SCHEMA, AnnotatedBatch
 from .types import dataclass_from_batch
 
 P = TypeVar("P")
 LogHandler = Callable[[LogRecord], None]
+
+
+class RpcError(Exception):
+    """A call failed: the server raised, or the conversation broke the protocol.
+
+    ``error_type`` is the remote exception's class name (``"ValueError"``), or
+    ``"ProtocolError"`` for a conversation that went wrong; ``str(error)`` is
+    ``"<error_type>: <error_message>"``.
+    """
+
+    def __init__(
+        self,
+        error_type: str,
+        error_message: str,
+        *,
+        remote_traceback: str | None = None,
+        request_id: str | None = None,
+        error_code: str = "UNKNOWN",
+        error_kind: str | None = None,
+        error_details: list[Any] | None = None,
+    ) -> None:
+        super().__init__(f"{error_type}: {error_message}")
+        self.error_type = error_type
+        self.error_message = error_message
+        self.remote_traceback = remote_traceback
+        self.request_id = request_id
+        self.error_code = error_code
+        self.error_kind = error_kind
+        self.error_details = error_details
+
+    @classmethod
+    def from_report(cls, report: ErrorReport) -> RpcError:
+        """The error described by an EXCEPTION batch."""
+        return cls(
+            report.exception_type,
+            report.message,
+            remote_traceback=report.traceback,
+            request_id=report.request_id,
+            error_code=report.code,
+            error_kind=report.kind,
+            error_details=report.details,
+        )
+
+
+def protocol_error(message: str) -> RpcError:
+    """A client-side protocol violation (``error_type == "ProtocolError"``)."""
+    return RpcError("ProtocolError", message)
 
 
 class Client(Generic[P]):
@@ -68,7 +115,7 @@ class Client(Generic[P]):
         self.connection = connection
         self.on_log = on_log
         self.limits = limits
-        self._out = Gather()
+        self._out = GatherBuffer()
         self._open_stream: StreamCall | None = None
         config = ShmConfig.from_env() if shm is None else shm
         if shm_size is not None:
@@ -171,18 +218,18 @@ class Client(Generic[P]):
     def _interpret(self, batch: pa.RecordBatch, metadata: dict[str, str]) -> Item | RpcError | None:
         """Data (pointers resolved), an error, or ``None`` for a log handed to ``on_log``."""
         role = classify(batch, metadata)
-        if role is Role.LOG:
+        if role is BatchRole.LOG:
             self._deliver_log(metadata)
             return None
-        if role is Role.ERROR:
+        if role is BatchRole.ERROR:
             return RpcError.from_report(ErrorReport.from_metadata(metadata))
-        if role is Role.EXTERNAL:
+        if role is BatchRole.EXTERNAL:
             raise protocol_error("externally stored batches are not supported on this transport")
         if self.route is not None:
             # The server is answering with data, so it attached the segment when the request named
             # it (servers attach on first sight and never re-open by name): drop the name.
             self.route.segment.unlink_name()
-        if role is Role.SHM_POINTER:
+        if role is BatchRole.SHM_POINTER:
             return self._resolve(batch, metadata)
         return batch, metadata
 
@@ -190,7 +237,7 @@ class Client(Generic[P]):
         started = time.perf_counter()
         try:
             item = reader.read()
-        except MalformedStream as exc:
+        except Malformed as exc:
             if exc.recoverable:
                 reader.drain()
             raise
@@ -207,7 +254,7 @@ class Client(Generic[P]):
             raise protocol_error("the server sent a shared-memory pointer but this client has no segment")
         return self.route.resolve(batch, metadata, self.limits)
 
-    def _deliver_log(self, metadata: Metadata) -> None:
+    def _deliver_log(self, metadata: BatchMetadata) -> None:
         try:
             record = LogRecord.from_metadata(metadata)
         except ValueError as exc:
@@ -217,7 +264,7 @@ class Client(Generic[P]):
 
     # -- output -------------------------------------------------------------------------
 
-    def _write(self, writer: StreamWriter, batch: pa.RecordBatch, metadata: Metadata) -> None:
+    def _write(self, writer: StreamWriter, batch: pa.RecordBatch, metadata: BatchMetadata) -> None:
         routed = self.route.try_write(batch, metadata) if self.route is not None else None
         if routed is not None:
             batch, metadata = routed
@@ -250,7 +297,7 @@ class StreamCall:
         self._output: StreamReader | None = None
         self.closed = False
 
-    def tick(self, metadata: Metadata | None = None) -> AnnotatedBatch | None:
+    def tick(self, metadata: BatchMetadata | None = None) -> AnnotatedBatch | None:
         """Asks a producer for its next batch; ``None`` once it has finished."""
         if self.spec.kind is not MethodKind.PRODUCER:
             raise TypeError(f"{self.spec.name}() is an exchange; use exchange()")
@@ -262,7 +309,7 @@ class StreamCall:
             self._send(empty_batch(EMPTY_SCHEMA), metadata or {})
         return self._receive()
 
-    def exchange(self, batch: pa.RecordBatch, metadata: Metadata | None = None) -> AnnotatedBatch:
+    def exchange(self, batch: pa.RecordBatch, metadata: BatchMetadata | None = None) -> AnnotatedBatch:
         """Sends one batch to an exchange and returns its answer."""
         if self.spec.kind is not MethodKind.EXCHANGE:
             raise TypeError(f"{self.spec.name}() is a producer; use tick() or iterate")
@@ -318,7 +365,7 @@ class StreamCall:
             raise error or protocol_error(f"{self.spec.name}(): the header stream carried no header")
         self.header = dataclass_from_batch(self.spec.header_type, batches[0])  # type: ignore[arg-type]
 
-    def _send(self, batch: pa.RecordBatch, metadata: Metadata) -> None:
+    def _send(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> None:
         if self._input is None:
             self._input = StreamWriter(self._client._out, batch.schema)
         self._client._write(self._input, batch, metadata)
@@ -378,7 +425,7 @@ def _tick_message() -> bytes:
 
 def _empty_schema_stream(batch: pa.RecordBatch | None) -> bytes:
     """An empty-schema IPC stream holding ``batch`` (or nothing)."""
-    sink = Gather()
+    sink = GatherBuffer()
     writer = StreamWriter(sink, EMPTY_SCHEMA, expected_bytes=0)
     if batch is not None:
         writer.write(batch)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .methods import MethodSpec, Param
+from .method import MethodSpec, Param
 
 
 def decode_params(spec: MethodSpec, batch: pa.RecordBatch) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire.log import Level, LogRecord
+from ..wire.log import LogLevel, LogRecord
 
 
 class CallContext:
@@ -34,7 +34,7 @@ class CallContext:
         self.peer = peer
         self._records: list[Any] = [] if records is None else records
 
-    def log(self, level: Level | str, message: str, **extra: Any) -> None:
+    def log(self, level: LogLevel | str, message: str, **extra: Any) -> None:
         """Sends a log record to the client (``EXCEPTION`` is reserved for errors)."""
         self._records.append(log_record(level, message, extra))
 
@@ -45,9 +45,9 @@ class CallContext:
         return records
 
 
-def log_record(level: Level | str, message: str, extra: Mapping[str, Any]) -> LogRecord:
+def log_record(level: LogLevel | str, message: str, extra: Mapping[str, Any]) -> LogRecord:
     """A client-directed log record; extras travel as strings."""
-    level = Level(level)
-    if level is Level.EXCEPTION:
+    level = LogLevel(level)
+    if level is LogLevel.EXCEPTION:
         raise ValueError("level EXCEPTION is reserved for errors; raise an exception instead")
     return LogRecord(level, message, {key: str(value) for key, value in extra.items()})

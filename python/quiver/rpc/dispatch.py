@@ -17,12 +17,12 @@ import pyarrow as pa
 
 from ..wire import keys
 from ..wire.log import ErrorReport, LogRecord
-from ..wire.metadata import Metadata
+from ..wire.metadata import BatchMetadata
 from ..wire.reader import WholeStream
-from . import faults
+from . import errors
 from .conform import conform_output
 from .context import CallContext
-from .methods import MethodKind, MethodSpec
+from .method import MethodKind, MethodSpec
 from .stream import AnnotatedBatch, Output, Stream
 from .types import dataclass_to_batch
 
@@ -69,47 +69,47 @@ def request_envelope(stream: WholeStream) -> tuple[str, dict[str, str], pa.Recor
     """
     if len(stream.batches) != 1:
         count = len(stream.batches)
-        raise Rejected(faults.protocol_error(f"request stream carries {count} batches; expected exactly one"))
+        raise Rejected(errors.protocol_error(f"request stream carries {count} batches; expected exactly one"))
     batch, metadata = stream.batches[0]
     method = metadata.get(keys.METHOD)
     if method is None:
-        raise Rejected(faults.missing_method())
+        raise Rejected(errors.missing_method())
     version = metadata.get(keys.REQUEST_VERSION)
     if version != keys.REQUEST_VERSION_VALUE:
-        raise Rejected(faults.bad_request_version(version))
+        raise Rejected(errors.bad_request_version(version))
     if not is_utf8(method):
-        raise Rejected(faults.protocol_error(f"Invalid 'vgi_rpc.method' {method!r}: not a UTF-8 method name."))
+        raise Rejected(errors.protocol_error(f"Invalid 'vgi_rpc.method' {method!r}: not a UTF-8 method name."))
     return method, metadata, batch
 
 
 def check_request_rows(batch: pa.RecordBatch) -> None:
     """A request with parameters carries exactly one row."""
     if batch.num_columns and batch.num_rows != 1:
-        raise Rejected(faults.protocol_error(f"Expected 1 row in request batch, got {batch.num_rows}."))
+        raise Rejected(errors.protocol_error(f"Expected 1 row in request batch, got {batch.num_rows}."))
 
 
 def route(
-    protocols: Mapping[str, HostedProtocol], method: str, metadata: Metadata
+    protocols: Mapping[str, HostedProtocol], method: str, metadata: BatchMetadata
 ) -> tuple[HostedProtocol, BoundMethod]:
     """Finds the protocol and method a request addresses (``vgi_rpc.protocol`` names it)."""
     if method.startswith("__") and method.endswith("__") and len(method) > 4:
-        raise Rejected(faults.reserved_method(method))
+        raise Rejected(errors.reserved_not_implemented(method))
     name = metadata.get(keys.PROTOCOL)
-    report = faults.check_protocol_name(name, list(protocols))
+    report = errors.check_protocol_name(name, list(protocols))
     if report is not None:
         raise Rejected(report)
     protocol = protocols[name or ""]
     bound = protocol.methods.get(method)
     if bound is None:
-        raise Rejected(faults.unknown_method(protocol.name, method, list(protocol.methods)))
+        raise Rejected(errors.method_not_found(protocol.name, method, list(protocol.methods)))
     return protocol, bound
 
 
-def version_gate(protocol: HostedProtocol, metadata: Metadata) -> ErrorReport | None:
+def version_gate(protocol: HostedProtocol, metadata: BatchMetadata) -> ErrorReport | None:
     """The version error for a call to a version-gated protocol, if any."""
     if protocol.version is None:
         return None
-    return faults.check_protocol_version(protocol.name, metadata.get(keys.PROTOCOL_VERSION), protocol.version)
+    return errors.check_protocol_version(protocol.name, metadata.get(keys.PROTOCOL_VERSION), protocol.version)
 
 
 def check_stream(spec: MethodSpec, value: Any) -> Stream[Any, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..transport.process import stdio_connection
-from ..transport.sockets import listen_tcp, listen_unix
+from ..transport.socket import listen_tcp, listen_unix
+from ..transport.stdio import stdio_connection
 from .server import Server
 
 

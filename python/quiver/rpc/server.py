@@ -10,10 +10,10 @@ from typing import Any
 
 from ..shm.config import ShmConfig
 from ..transport.connection import Connection
-from ..transport.pipes import pipe_pair
+from ..transport.pipe import pipe_pair
 from ..wire.limits import DEFAULT_LIMITS, Limits
 from .dispatch import BoundMethod, HostedProtocol
-from .methods import CONTEXT_PARAMETER, MethodSpec, protocol_spec
+from .method import CONTEXT_PARAMETER, MethodSpec, protocol_spec
 from .session import Session
 
 

@@ -25,14 +25,15 @@ from ..shm.segment import Segment
 from ..shm.table import ShmError
 from ..transport.connection import Connection
 from ..wire import keys
-from ..wire.errors import ConnectionClosed, MalformedStream, Truncated, WireError
+from ..wire.error import ConnectionClosed, Malformed, Truncated, WireError
 from ..wire.limits import Limits
 from ..wire.log import ErrorReport, LogRecord
-from ..wire.metadata import Metadata
+from ..wire.metadata import BatchMetadata
 from ..wire.reader import Item, StreamReader, read_stream
-from ..wire.roles import Role, classify
-from ..wire.writer import Gather, StreamWriter, empty_batch
-from . import faults
+from ..wire.role import BatchRole, classify
+from ..wire.sink import GatherBuffer
+from ..wire.writer import StreamWriter, empty_batch
+from . import errors
 from .conform import conform_input, decode_params
 from .context import CallContext
 from .dispatch import (
@@ -48,7 +49,7 @@ from .dispatch import (
     route,
     version_gate,
 )
-from .methods import MethodSpec
+from .method import MethodSpec
 from .shm_route import ShmRoute, debug
 from .stream import EMPTY_SCHEMA, AnnotatedBatch, Output, Stream
 
@@ -78,7 +79,7 @@ class Session:
         self.limits = limits
         self.shm = shm
         self.server_id = server_id
-        self.out = Gather()
+        self.out = GatherBuffer()
         self.route: ShmRoute | None = None
         self.request_id = ""
 
@@ -103,8 +104,8 @@ class Session:
             self._write_error_stream(EMPTY_SCHEMA, rejected.report)
             self._flush()
             return True
-        except MalformedStream as exc:
-            self._write_error_stream(EMPTY_SCHEMA, faults.malformed(str(exc)))
+        except Malformed as exc:
+            self._write_error_stream(EMPTY_SCHEMA, errors.malformed(str(exc)))
             self._flush()
             return exc.recoverable
         if request is None:
@@ -127,7 +128,7 @@ class Session:
         check_request_rows(batch)
         return _Request(method, metadata, batch)
 
-    def _attach_shm(self, metadata: Metadata) -> None:
+    def _attach_shm(self, metadata: BatchMetadata) -> None:
         """Attaches (or re-attaches) the segment a request advertises."""
         name = metadata.get(keys.SHM_SEGMENT_NAME)
         if name is None or self.shm.disabled or not self.connection.local:
@@ -137,7 +138,7 @@ class Session:
         try:
             segment = Segment.attach(name)
         except ShmError as exc:
-            raise Rejected(faults.protocol_error(f"cannot attach shared memory {name!r}: {exc}")) from exc
+            raise Rejected(errors.protocol_error(f"cannot attach shared memory {name!r}: {exc}")) from exc
         if self.shm.debug:
             debug(f"attached {segment.name} size={segment.size_bytes} data_size={segment.data_size_bytes}")
         self._close_shm()
@@ -147,10 +148,10 @@ class Session:
         """Replaces a shared-memory pointer batch by the batch it points at."""
         if self.route is not None:
             self.route.stats.inbound_total += 1
-        if classify(batch, metadata) is not Role.SHM_POINTER:
+        if classify(batch, metadata) is not BatchRole.SHM_POINTER:
             return batch, metadata
         if self.route is None:
-            raise MalformedStream("shm pointer batch but no shared-memory segment is attached", recoverable=True)
+            raise Malformed("shm pointer batch but no shared-memory segment is attached", recoverable=True)
         return self.route.resolve(batch, metadata, self.limits)
 
     def _dispatch(self, request: _Request) -> None:
@@ -233,8 +234,8 @@ class Session:
         with self._waiting():
             try:
                 reader = StreamReader.open(self.connection.reader, self.limits)
-            except MalformedStream as exc:
-                return self._write_error_stream(EMPTY_SCHEMA, faults.malformed(str(exc)))
+            except Malformed as exc:
+                return self._write_error_stream(EMPTY_SCHEMA, errors.malformed(str(exc)))
         if reader is None:
             raise ConnectionClosed("the client closed the connection before opening the stream input")
         output = StreamWriter(self.out, stream.output_schema)
@@ -253,7 +254,12 @@ class Session:
         writer.close()
 
     def _next_turn(
-        self, spec: MethodSpec, stream: Stream[Any, Any], reader: StreamReader, output: StreamWriter, metadata: Metadata
+        self,
+        spec: MethodSpec,
+        stream: Stream[Any, Any],
+        reader: StreamReader,
+        output: StreamWriter,
+        metadata: BatchMetadata,
     ) -> bool:
         """Answers the next input batch; ``False`` at the end of input, a cancel, a finish or an error.
 
@@ -264,10 +270,10 @@ class Session:
         try:
             with self._waiting():
                 item = reader.read()
-        except MalformedStream as exc:
+        except Malformed as exc:
             if not exc.recoverable:
                 raise
-            output.write_empty(self._stamp(faults.malformed(str(exc)).to_metadata()))
+            output.write_empty(self._stamp(errors.malformed(str(exc)).to_metadata()))
             return False
         if item is None:
             return False
@@ -296,7 +302,7 @@ class Session:
                 self._write_data(output, answer.batch, answer.metadata)
         return not out.finished
 
-    def _cancel(self, stream: Stream[Any, Any], spec: MethodSpec, metadata: Metadata) -> None:
+    def _cancel(self, stream: Stream[Any, Any], spec: MethodSpec, metadata: BatchMetadata) -> None:
         with contextlib.suppress(Exception):  # errors in a cancel hook are deliberately ignored
             stream.state.on_cancel(self._context(spec.name, metadata))
 
@@ -306,7 +312,7 @@ class Session:
         for record in records:
             writer.write_empty(self._stamp(record.to_metadata()))
 
-    def _write_data(self, writer: StreamWriter, batch: pa.RecordBatch, metadata: Metadata) -> None:
+    def _write_data(self, writer: StreamWriter, batch: pa.RecordBatch, metadata: BatchMetadata) -> None:
         """Writes a data batch, through shared memory when it qualifies."""
         routed = self.route.try_write(batch, metadata) if self.route is not None else None
         if routed is not None:
@@ -340,7 +346,7 @@ class Session:
             if reader is not None:
                 reader.drain()
 
-    def _context(self, method: str, metadata: Metadata, records: list[Any] | None = None) -> CallContext:
+    def _context(self, method: str, metadata: BatchMetadata, records: list[Any] | None = None) -> CallContext:
         return CallContext(
             method,
             metadata,

@@ -19,10 +19,10 @@ from ..shm.config import ShmConfig
 from ..shm.segment import Segment
 from ..shm.table import ShmError
 from ..wire import keys
-from ..wire.errors import MalformedStream
+from ..wire.error import Malformed
 from ..wire.framing import CONTINUATION, END_OF_STREAM, MessageKind, parse_header
 from ..wire.limits import Limits
-from ..wire.metadata import Metadata
+from ..wire.metadata import BatchMetadata
 from ..wire.writer import StreamWriter, empty_batch
 
 
@@ -64,7 +64,7 @@ class ShmRoute:
         self.config = config
         self.stats = ShmStats()
 
-    def try_write(self, batch: pa.RecordBatch, metadata: Metadata) -> tuple[pa.RecordBatch, dict[str, str]] | None:
+    def try_write(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> tuple[pa.RecordBatch, dict[str, str]] | None:
         """Writes ``batch`` into the segment; returns the pointer batch and metadata, or ``None``."""
         self.stats.outbound_total += 1
         if not self.config.wants_shm_for(batch.num_rows, batch.nbytes) or _has_dictionary(batch.schema):
@@ -86,7 +86,7 @@ class ShmRoute:
         return empty_batch(batch.schema), pointer_metadata
 
     def resolve(
-        self, pointer: pa.RecordBatch, metadata: Metadata, limits: Limits
+        self, pointer: pa.RecordBatch, metadata: BatchMetadata, limits: Limits
     ) -> tuple[pa.RecordBatch, dict[str, str]]:
         """The batch a pointer refers to, decoded over the segment without a copy."""
         started = time.perf_counter()
@@ -94,9 +94,9 @@ class ShmRoute:
             offset, length = int(metadata[keys.SHM_OFFSET]), int(metadata[keys.SHM_LENGTH])
             region = self.segment.claim(offset, length)
         except (KeyError, ValueError, ShmError) as exc:
-            raise MalformedStream(f"unusable shm pointer {dict(metadata)}: {exc}", recoverable=True) from exc
+            raise Malformed(f"unusable shm pointer {dict(metadata)}: {exc}", recoverable=True) from exc
         if length > limits.body_bytes_max:
-            raise MalformedStream(f"shm region of {length} bytes exceeds the body limit", recoverable=True)
+            raise Malformed(f"shm region of {length} bytes exceeds the body limit", recoverable=True)
         batch = _decode_region(region, pointer.schema, limits)
         resolved = {k: v for k, v in metadata.items() if k not in (keys.SHM_OFFSET, keys.SHM_LENGTH)}
         self.stats.inbound_shm += 1
@@ -125,10 +125,10 @@ def _decode_region(region: pa.Buffer, schema: pa.Schema, limits: Limits) -> pa.R
         batch = pa.ipc.open_stream(region).read_next_batch()
         if limits.validate:
             batch.validate(full=True)
-    except (pa.ArrowException, StopIteration, ValueError, MalformedStream) as exc:
-        raise MalformedStream(f"shm region does not hold a valid IPC batch: {exc}", recoverable=True) from exc
+    except (pa.ArrowException, StopIteration, ValueError, Malformed) as exc:
+        raise Malformed(f"shm region does not hold a valid IPC batch: {exc}", recoverable=True) from exc
     if not batch.schema.equals(schema):
-        raise MalformedStream(
+        raise Malformed(
             f"shm region schema differs from the pointer batch's: {batch.schema} vs {schema}", recoverable=True
         )
     return batch

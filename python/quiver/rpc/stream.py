@@ -13,8 +13,8 @@ from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
-from ..wire.log import Level, LogRecord
-from ..wire.metadata import Metadata
+from ..wire.log import LogLevel, LogRecord
+from ..wire.metadata import BatchMetadata
 from .context import CallContext, log_record
 
 EMPTY_SCHEMA = pa.schema([])
@@ -39,22 +39,22 @@ class Output:
         self.data_count = 0
         self.finished = False
 
-    def emit(self, batch: pa.RecordBatch, metadata: Metadata | None = None) -> None:
+    def emit(self, batch: pa.RecordBatch, metadata: BatchMetadata | None = None) -> None:
         """Emits this turn's data batch (conformed to the output schema by the server)."""
         if self.data_count:
             raise RuntimeError("Only one data batch may be emitted per call")
         self.data_count = 1
         self.items.append(AnnotatedBatch(batch, dict(metadata or {})))
 
-    def emit_pydict(self, columns: dict[str, Any], metadata: Metadata | None = None) -> None:
+    def emit_pydict(self, columns: dict[str, Any], metadata: BatchMetadata | None = None) -> None:
         """Emits a batch built from Python lists, one per output column."""
         self.emit(pa.RecordBatch.from_pydict(columns, schema=self.schema), metadata)
 
-    def emit_arrays(self, arrays: list[pa.Array], metadata: Metadata | None = None) -> None:
+    def emit_arrays(self, arrays: list[pa.Array], metadata: BatchMetadata | None = None) -> None:
         """Emits a batch built from arrays in output-schema order."""
         self.emit(pa.RecordBatch.from_arrays(arrays, schema=self.schema), metadata)
 
-    def log(self, level: Level | str, message: str, **extra: Any) -> None:
+    def log(self, level: LogLevel | str, message: str, **extra: Any) -> None:
         """Sends a log record to the client ahead of this turn's data."""
         self.items.append(log_record(level, message, extra))
 

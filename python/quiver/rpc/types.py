@@ -32,7 +32,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import pyarrow as pa
 
-from ..wire.writer import serialize_stream
+from ..wire.writer import encode_stream
 
 ENUM_TYPE = pa.dictionary(pa.int16(), pa.string())
 _SIMPLE: dict[Any, pa.DataType] = {
@@ -296,7 +296,7 @@ def _dataclass_from_ipc(cls: type, data: bytes) -> Any:
 
 
 def _batch_to_ipc(batch: pa.RecordBatch) -> bytes:
-    return bytes(serialize_stream(batch))
+    return bytes(encode_stream(batch))
 
 
 def _batch_from_ipc(data: bytes) -> pa.RecordBatch:

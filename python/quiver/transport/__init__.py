@@ -9,9 +9,10 @@ call or turn per request, so it maps RPC calls onto requests and imports :mod:`q
 """
 
 from .connection import Connection, FdConnection, SocketConnection
-from .pipes import grow_pipe, pipe_pair
-from .process import ProcessConnection, spawn, stdio_connection
-from .sockets import Listener, connect_tcp, connect_unix, listen_tcp, listen_unix
+from .pipe import grow_pipe, pipe_pair
+from .socket import Listener, connect_tcp, connect_unix, listen_tcp, listen_unix
+from .stdio import stdio_connection
+from .subprocess import ProcessConnection, spawn
 
 __all__ = [
     "Connection",

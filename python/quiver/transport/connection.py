@@ -9,7 +9,7 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ..wire.errors import ConnectionClosed
+from ..wire.error import ConnectionClosed
 
 READ_BUFFER_BYTES = 256 * 1024
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)

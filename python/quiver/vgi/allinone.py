@@ -28,9 +28,13 @@ def upper_case(s: pa.Array) -> pa.Array:
 
 @worker.table(
     output=NUMBERS,
-    args=[Arg("n", pa.int64(), "how many numbers", min=0),
-          Arg("batch_rows", pa.int64(), "rows per batch", named=True, default=DEFAULT_BATCH_ROWS, min=1)],
-    projection=True, filters=True, max_workers=8,
+    args=[
+        Arg("n", pa.int64(), "how many numbers", min=0),
+        Arg("batch_rows", pa.int64(), "rows per batch", named=True, default=DEFAULT_BATCH_ROWS, min=1),
+    ],
+    projection=True,
+    filters=True,
+    max_workers=8,
     shared_work=lambda args: args["n"],
 )
 def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
@@ -44,8 +48,7 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays([pc.add(base.slice(0, end - start), start)], schema=NUMBERS)
 
 
-@worker.table_in_out(args=[Arg.table_input("data", "the rows to pass through")],
-                     finalize=lambda args, state: [])
+@worker.table_in_out(args=[Arg.table_input("data", "the rows to pass through")], finalize=lambda args, state: [])
 def echo(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.RecordBatch:
     """Returns its input table unchanged (finalize adds nothing)."""
     return batch

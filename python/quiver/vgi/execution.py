@@ -85,7 +85,7 @@ def counter_dir() -> Path:
 
 
 class Executions:
-    """This process's executions: counters (memory or file) and table-in-out states."""
+    """The executions of this process: counters (memory or file) and table-in-out states."""
 
     def __init__(self) -> None:
         self.in_memory = False

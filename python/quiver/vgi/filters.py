@@ -25,7 +25,12 @@ SEMANTICS = "vgi.duckdb.standard.v1"
 CONTEXT_NONE = "vgi.none.v1"
 _TOP_KEYS = {"encoding", "semantics", "kind", "predicates"}
 _COMPARISONS = {
-    "eq": pc.equal, "ne": pc.not_equal, "lt": pc.less, "le": pc.less_equal, "gt": pc.greater, "ge": pc.greater_equal,
+    "eq": pc.equal,
+    "ne": pc.not_equal,
+    "lt": pc.less,
+    "le": pc.less_equal,
+    "gt": pc.greater,
+    "ge": pc.greater_equal,
 }
 _MAX_DEPTH = 64
 
@@ -73,7 +78,9 @@ def parse(data: bytes, schema: pa.Schema) -> Filter:
     except (TypeError, ValueError) as exc:
         raise FilterDeserializationError(f"Failed to parse filters: bad JSON: {exc}") from exc
     if not isinstance(document, dict) or set(document) != _TOP_KEYS:
-        raise FilterDeserializationError("Failed to parse filters: top level must be encoding/semantics/kind/predicates")
+        raise FilterDeserializationError(
+            "Failed to parse filters: top level must be encoding/semantics/kind/predicates"
+        )
     if document["encoding"] != ENCODING or document["semantics"] != SEMANTICS or document["kind"] != "snapshot":
         raise FilterDeserializationError("Failed to parse filters: unsupported encoding, semantics or kind")
     values: dict[int, pa.Scalar] = {}
@@ -105,7 +112,8 @@ def _check(node: Any, schema: pa.Schema, values: dict[int, pa.Scalar], depth: in
         if schema.field(index).name != name:
             raise FilterDeserializationError(
                 f"Failed to parse filters: column_ref name {name!r} does not match index {index} "
-                f"({schema.field(index).name!r})")
+                f"({schema.field(index).name!r})"
+            )
     elif kind == "literal":
         if node.get("value_ref") not in values:
             raise FilterDeserializationError(f"Failed to parse filters: no value_{node.get('value_ref')}")

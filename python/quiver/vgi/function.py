@@ -14,10 +14,22 @@ from .wire import read_batch
 
 SCALAR, TABLE, TABLE_IN_OUT = "scalar", "table", "table-in-out"
 _SQL_NAMES = {
-    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-    pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINTEGER", pa.uint64(): "UBIGINT",
-    pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR",
-    pa.bool_(): "BOOLEAN", pa.binary(): "BLOB", pa.null(): "NULL", pa.date32(): "DATE",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.uint8(): "UTINYINT",
+    pa.uint16(): "USMALLINT",
+    pa.uint32(): "UINTEGER",
+    pa.uint64(): "UBIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.large_string(): "VARCHAR",
+    pa.bool_(): "BOOLEAN",
+    pa.binary(): "BLOB",
+    pa.null(): "NULL",
+    pa.date32(): "DATE",
 }
 
 
@@ -66,20 +78,24 @@ class Arg:
             if not both_numeric:
                 raise ArgumentValidationError(
                     f"{function}(): argument {where} '{self.name}' must be {sql_name(self.type)}, "
-                    f"got {sql_name(value.type)}")
+                    f"got {sql_name(value.type)}"
+                )
             try:
                 value = value.cast(self.type)
             except pa.ArrowInvalid as exc:
                 raise ArgumentValidationError(
-                    f"{function}(): argument {where} '{self.name}' does not fit {sql_name(self.type)}") from exc
+                    f"{function}(): argument {where} '{self.name}' does not fit {sql_name(self.type)}"
+                ) from exc
         python = value.as_py()
         if python is not None:
             if self.min is not None and python < self.min:
                 raise ArgumentValidationError(
-                    f"{function}(): argument '{self.name}' = {python} is too small (must be >= {self.min})")
+                    f"{function}(): argument '{self.name}' = {python} is too small (must be >= {self.min})"
+                )
             if self.max is not None and python > self.max:
                 raise ArgumentValidationError(
-                    f"{function}(): argument '{self.name}' = {python} is too large (must be <= {self.max})")
+                    f"{function}(): argument '{self.name}' = {python} is too large (must be <= {self.max})"
+                )
         return python
 
 
@@ -117,8 +133,9 @@ class Function:
         with_default = [a for a in self.args if a.default is not None]
         if not with_default:
             return None
-        return pa.record_batch([pa.array([a.default], a.type) for a in with_default],
-                               names=[a.name for a in with_default])
+        return pa.record_batch(
+            [pa.array([a.default], a.type) for a in with_default], names=[a.name for a in with_default]
+        )
 
     def bind_arguments(self, data: bytes | None) -> dict[str, Any]:
         """Decodes ``BindRequest.arguments`` and checks it against the signature."""
@@ -131,18 +148,20 @@ class Function:
                 for index, child in enumerate(column.type):
                     value = column.field(index)[0] if batch.num_rows else pa.scalar(None)
                     if child.name.startswith("positional_"):
-                        positional[int(child.name[len("positional_"):])] = value
+                        positional[int(child.name[len("positional_") :])] = value
                     elif child.name.startswith("named_"):
-                        named[child.name[len("named_"):]] = value
+                        named[child.name[len("named_") :]] = value
         declared = self.positional if self.kind != SCALAR else []
         if len(positional) > len(declared):
             raise ArgumentValidationError(
-                f"{self.name}() takes {len(declared)} positional argument(s) but {len(positional)} were given")
+                f"{self.name}() takes {len(declared)} positional argument(s) but {len(positional)} were given"
+            )
         values: dict[str, Any] = {}
         for index, arg in enumerate(declared):
             if index not in positional:
                 raise ArgumentValidationError(
-                    f"{self.name}(): missing argument {index} '{arg.name}' ({sql_name(arg.type)})")
+                    f"{self.name}(): missing argument {index} '{arg.name}' ({sql_name(arg.type)})"
+                )
             values[arg.name] = arg.check(self.name, str(index), positional[index])
         by_name = {a.name: a for a in self.named}
         for name, value in named.items():

@@ -25,113 +25,160 @@ def _f(name: str, arrow_type: pa.DataType, nullable: bool = True) -> pa.Field:
 
 
 def _capability() -> pa.DataType:
-    return pa.list_(pa.struct([_f("namespace", pa.string(), False), _f("name", pa.string(), False),
-                               _f("version", pa.uint64(), False)]))
+    return pa.list_(
+        pa.struct(
+            [_f("namespace", pa.string(), False), _f("name", pa.string(), False), _f("version", pa.uint64(), False)]
+        )
+    )
 
 
-BIND_RESPONSE = pa.schema([
-    _f("output_schema", pa.binary(), False),
-    _f("opaque_data", pa.binary()),
-    _f("lookup_secret_types", STRINGS, False),
-    _f("lookup_scopes", STRINGS, False),
-    _f("lookup_names", STRINGS, False),
-])
+BIND_RESPONSE = pa.schema(
+    [
+        _f("output_schema", pa.binary(), False),
+        _f("opaque_data", pa.binary()),
+        _f("lookup_secret_types", STRINGS, False),
+        _f("lookup_scopes", STRINGS, False),
+        _f("lookup_names", STRINGS, False),
+    ]
+)
 
-CATALOG_ATTACH_RESULT = pa.schema([
-    _f("attach_opaque_data", pa.binary(), False),
-    _f("supports_transactions", pa.bool_(), False),
-    _f("supports_time_travel", pa.bool_(), False),
-    _f("catalog_version_frozen", pa.bool_(), False),
-    _f("catalog_version", pa.int64(), False),
-    _f("attach_opaque_data_required", pa.bool_(), False),
-    _f("default_schema", pa.string(), False),
-    _f("settings", BINARIES, False),
-    _f("secret_types", BINARIES, False),
-    _f("attach_catalogs", BINARIES, False),
-    _f("comment", pa.string()),
-    _f("tags", TAGS, False),
-    _f("supports_column_statistics", pa.bool_(), False),
-    _f("global_functions", BINARIES, False),
-    _f("global_function_prefix", pa.string(), False),
-    _f("resolved_data_version", pa.string()),
-    _f("resolved_implementation_version", pa.string()),
-    _f("supports_catalog_contents", pa.bool_(), False),
-])
+CATALOG_ATTACH_RESULT = pa.schema(
+    [
+        _f("attach_opaque_data", pa.binary(), False),
+        _f("supports_transactions", pa.bool_(), False),
+        _f("supports_time_travel", pa.bool_(), False),
+        _f("catalog_version_frozen", pa.bool_(), False),
+        _f("catalog_version", pa.int64(), False),
+        _f("attach_opaque_data_required", pa.bool_(), False),
+        _f("default_schema", pa.string(), False),
+        _f("settings", BINARIES, False),
+        _f("secret_types", BINARIES, False),
+        _f("attach_catalogs", BINARIES, False),
+        _f("comment", pa.string()),
+        _f("tags", TAGS, False),
+        _f("supports_column_statistics", pa.bool_(), False),
+        _f("global_functions", BINARIES, False),
+        _f("global_function_prefix", pa.string(), False),
+        _f("resolved_data_version", pa.string()),
+        _f("resolved_implementation_version", pa.string()),
+        _f("supports_catalog_contents", pa.bool_(), False),
+    ]
+)
 
 ITEMS = pa.schema([_f("items", BINARIES, False)])
 
-CATALOG_INFO = pa.schema([
-    _f("name", pa.string(), False),
-    _f("implementation_version", pa.string()),
-    _f("data_version_spec", pa.string()),
-    _f("attach_option_specs", BINARIES, False),
-    _f("releases", pa.list_(pa.struct([
-        _f("version", pa.string(), False), _f("released_at", pa.timestamp("us", tz="UTC")),
-        _f("summary", pa.string(), False), _f("notes_url", pa.string())])), False),
-    _f("source_url", pa.string()),
-])
+CATALOG_INFO = pa.schema(
+    [
+        _f("name", pa.string(), False),
+        _f("implementation_version", pa.string()),
+        _f("data_version_spec", pa.string()),
+        _f("attach_option_specs", BINARIES, False),
+        _f(
+            "releases",
+            pa.list_(
+                pa.struct(
+                    [
+                        _f("version", pa.string(), False),
+                        _f("released_at", pa.timestamp("us", tz="UTC")),
+                        _f("summary", pa.string(), False),
+                        _f("notes_url", pa.string()),
+                    ]
+                )
+            ),
+            False,
+        ),
+        _f("source_url", pa.string()),
+    ]
+)
 
-SCHEMA_INFO = pa.schema([
-    _f("comment", pa.string()),
-    _f("tags", TAGS, False),
-    _f("path", STRINGS, False),
-    _f("estimated_object_count", pa.map_(pa.string(), pa.int64())),
-])
+SCHEMA_INFO = pa.schema(
+    [
+        _f("comment", pa.string()),
+        _f("tags", TAGS, False),
+        _f("path", STRINGS, False),
+        _f("estimated_object_count", pa.map_(pa.string(), pa.int64())),
+    ]
+)
 
-FUNCTION_INFO = pa.schema([
-    _f("comment", pa.string()),
-    _f("tags", TAGS, False),
-    _f("name", pa.string(), False),
-    _f("schema_path", STRINGS, False),
-    _f("function_type", ENUM, False),
-    _f("arguments", DICT_BINARY, False),
-    _f("output_schema", DICT_BINARY, False),
-    _f("parameter_default_values", DICT_BINARY),
-    _f("stability", ENUM),
-    _f("null_handling", ENUM),
-    _f("argument_monotonicity", STRINGS),
-    _f("description", pa.string(), False),
-    _f("examples", pa.list_(pa.struct([_f("sql", pa.string(), False), _f("description", pa.string(), False),
-                                       _f("expected_output", pa.string())])), False),
-    _f("categories", STRINGS, False),
-    _f("projection_pushdown", pa.bool_()),
-    _f("filter_pushdown", pa.bool_()),
-    _f("sampling_pushdown", pa.bool_()),
-    _f("late_materialization", pa.bool_()),
-    _f("filter_semantic_profiles", STRINGS, False),
-    _f("additional_filter_functions", _capability(), False),
-    _f("runtime_filter_algorithms", _capability(), False),
-    _f("filter_evaluation_contexts", pa.list_(pa.struct([_f("profile", pa.string(), False),
-                                                         _f("provider_fingerprint", pa.string())])), False),
-    _f("order_preservation", ENUM),
-    _f("max_workers", pa.int32()),
-    _f("supports_batch_index", pa.bool_(), False),
-    _f("supports_splits", pa.bool_(), False),
-    _f("filters_exactly_applied", pa.bool_(), False),
-    _f("supports_positions", pa.bool_(), False),
-    _f("split_token_ttl_seconds", pa.int64()),
-    _f("partition_kind", ENUM, False),
-    _f("order_dependent", ENUM, False),
-    _f("distinct_dependent", ENUM, False),
-    _f("supports_window", pa.bool_(), False),
-    _f("streaming_partitioned", pa.bool_(), False),
-    _f("has_finalize", pa.bool_(), False),
-    _f("source_order_dependent", pa.bool_(), False),
-    _f("sink_order_dependent", pa.bool_(), False),
-    _f("requires_input_batch_index", pa.bool_(), False),
-    _f("input_from_args", pa.bool_(), False),
-    _f("input_rows_per_call", pa.int64()),
-    _f("required_settings", STRINGS, False),
-    _f("required_secrets", pa.list_(pa.struct([_f("secret_type", pa.string(), False), _f("scope", pa.string()),
-                                               _f("secret_name", pa.string())])), False),
-])
+FUNCTION_INFO = pa.schema(
+    [
+        _f("comment", pa.string()),
+        _f("tags", TAGS, False),
+        _f("name", pa.string(), False),
+        _f("schema_path", STRINGS, False),
+        _f("function_type", ENUM, False),
+        _f("arguments", DICT_BINARY, False),
+        _f("output_schema", DICT_BINARY, False),
+        _f("parameter_default_values", DICT_BINARY),
+        _f("stability", ENUM),
+        _f("null_handling", ENUM),
+        _f("argument_monotonicity", STRINGS),
+        _f("description", pa.string(), False),
+        _f(
+            "examples",
+            pa.list_(
+                pa.struct(
+                    [
+                        _f("sql", pa.string(), False),
+                        _f("description", pa.string(), False),
+                        _f("expected_output", pa.string()),
+                    ]
+                )
+            ),
+            False,
+        ),
+        _f("categories", STRINGS, False),
+        _f("projection_pushdown", pa.bool_()),
+        _f("filter_pushdown", pa.bool_()),
+        _f("sampling_pushdown", pa.bool_()),
+        _f("late_materialization", pa.bool_()),
+        _f("filter_semantic_profiles", STRINGS, False),
+        _f("additional_filter_functions", _capability(), False),
+        _f("runtime_filter_algorithms", _capability(), False),
+        _f(
+            "filter_evaluation_contexts",
+            pa.list_(pa.struct([_f("profile", pa.string(), False), _f("provider_fingerprint", pa.string())])),
+            False,
+        ),
+        _f("order_preservation", ENUM),
+        _f("max_workers", pa.int32()),
+        _f("supports_batch_index", pa.bool_(), False),
+        _f("supports_splits", pa.bool_(), False),
+        _f("filters_exactly_applied", pa.bool_(), False),
+        _f("supports_positions", pa.bool_(), False),
+        _f("split_token_ttl_seconds", pa.int64()),
+        _f("partition_kind", ENUM, False),
+        _f("order_dependent", ENUM, False),
+        _f("distinct_dependent", ENUM, False),
+        _f("supports_window", pa.bool_(), False),
+        _f("streaming_partitioned", pa.bool_(), False),
+        _f("has_finalize", pa.bool_(), False),
+        _f("source_order_dependent", pa.bool_(), False),
+        _f("sink_order_dependent", pa.bool_(), False),
+        _f("requires_input_batch_index", pa.bool_(), False),
+        _f("input_from_args", pa.bool_(), False),
+        _f("input_rows_per_call", pa.int64()),
+        _f("required_settings", STRINGS, False),
+        _f(
+            "required_secrets",
+            pa.list_(
+                pa.struct(
+                    [_f("secret_type", pa.string(), False), _f("scope", pa.string()), _f("secret_name", pa.string())]
+                )
+            ),
+            False,
+        ),
+    ]
+)
 
-CATALOG_CONTENTS_RESPONSE = pa.schema([
-    _f("catalog_version", pa.int64(), False),
-    _f("etag", pa.string()),
-    _f("not_modified", pa.bool_(), False),
-    *[_f(name, pa.binary()) for name in ("schemas", "tables", "views", "functions", "macros", "indexes")],
-])
+CATALOG_CONTENTS_RESPONSE = pa.schema(
+    [
+        _f("catalog_version", pa.int64(), False),
+        _f("etag", pa.string()),
+        _f("not_modified", pa.bool_(), False),
+        *[_f(name, pa.binary()) for name in ("schemas", "tables", "views", "functions", "macros", "indexes")],
+    ]
+)
 
 CATALOG_VERSION_RESPONSE = pa.schema([_f("version", pa.int64(), False)])
 TABLE_CARDINALITY = pa.schema([_f("estimate", pa.int64()), _f("max", pa.int64())])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import socket
 import sys
 import threading
 import time
@@ -27,8 +26,8 @@ import pyarrow as pa
 from ..rpc import ArrowType, CallContext, ExchangeState, MethodKind, Output, Server, Stream
 from ..rpc.session import Session
 from ..rpc.stream import AnnotatedBatch
-from ..transport.process import stdio_connection
-from ..transport.sockets import SocketConnection, listen_unix
+from ..transport.socket import SocketConnection, listen_unix
+from ..transport.stdio import stdio_connection
 from . import filters as vgi_filters
 from . import wire
 from .errors import ArgumentValidationError, InvalidArgumentError, NotFoundError, OpaqueDataNotRecognizedError
@@ -72,17 +71,24 @@ class VgiV2:
     def catalog_catalogs(self) -> bytes: ...
     def catalog_attach(self, request: bytes) -> bytes: ...
     def catalog_schemas(self, attach_opaque_data: bytes, transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_get(self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_contents_functions(self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType,
-                                          transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_contents_tables(self, attach_opaque_data: bytes, path: list[str],
-                                       transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_contents_views(self, attach_opaque_data: bytes, path: list[str],
-                                      transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_contents_indexes(self, attach_opaque_data: bytes, path: list[str],
-                                        transaction_opaque_data: Tx = None) -> bytes: ...
-    def catalog_schema_contents_macros(self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType,
-                                       transaction_opaque_data: Tx = None) -> bytes: ...
+    def catalog_schema_get(
+        self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Tx = None
+    ) -> bytes: ...
+    def catalog_schema_contents_functions(
+        self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType, transaction_opaque_data: Tx = None
+    ) -> bytes: ...
+    def catalog_schema_contents_tables(
+        self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Tx = None
+    ) -> bytes: ...
+    def catalog_schema_contents_views(
+        self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Tx = None
+    ) -> bytes: ...
+    def catalog_schema_contents_indexes(
+        self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Tx = None
+    ) -> bytes: ...
+    def catalog_schema_contents_macros(
+        self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType, transaction_opaque_data: Tx = None
+    ) -> bytes: ...
     def catalog_contents(self, attach_opaque_data: bytes, if_none_match: str | None = None) -> bytes: ...
     def catalog_version(self, attach_opaque_data: bytes, transaction_opaque_data: Tx = None) -> bytes: ...
     def catalog_detach(self, attach_opaque_data: bytes) -> None: ...
@@ -130,31 +136,64 @@ class Worker:
         self.functions[function.name] = function
         return function
 
-    def scalar(self, *, returns: pa.DataType, args: list[Arg], name: str | None = None,
-               doc: str | None = None) -> Callable[[Callable[..., Any]], Function]:
+    def scalar(
+        self, *, returns: pa.DataType, args: list[Arg], name: str | None = None, doc: str | None = None
+    ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(*columns) -> pa.Array``: one output value per input row."""
+
         def wrap(body: Callable[..., Any]) -> Function:
-            return self.add(Function(name or body.__name__, SCALAR, body, list(args), doc or _doc(body), returns=returns))
+            return self.add(
+                Function(name or body.__name__, SCALAR, body, list(args), doc or _doc(body), returns=returns)
+            )
+
         return wrap
 
-    def table(self, *, output: pa.Schema, args: list[Arg] = (), name: str | None = None, doc: str | None = None,
-              projection: bool = False, filters: bool = False, max_workers: int = 1,
-              shared_work: Callable[[dict[str, Any]], int] | None = None) -> Callable[[Callable[..., Any]], Function]:
+    def table(
+        self,
+        *,
+        output: pa.Schema,
+        args: list[Arg] = (),
+        name: str | None = None,
+        doc: str | None = None,
+        projection: bool = False,
+        filters: bool = False,
+        max_workers: int = 1,
+        shared_work: Callable[[dict[str, Any]], int] | None = None,
+    ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, scan) -> Iterator[pa.RecordBatch]``, full output columns; the SDK filters and projects.
 
         With ``shared_work(args) -> total units``, ``scan.claim(n)`` hands out ``(start, end)`` ranges
         across every connection of the execution (``None`` when done); then ``max_workers`` may exceed 1.
         """
+
         def wrap(body: Callable[..., Any]) -> Function:
-            return self.add(Function(name or body.__name__, TABLE, body, list(args), doc or _doc(body), output=output,
-                                     projection_pushdown=projection, filter_pushdown=filters,
-                                     max_workers=max_workers if shared_work else 1, shared_work=shared_work))
+            return self.add(
+                Function(
+                    name or body.__name__,
+                    TABLE,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    output=output,
+                    projection_pushdown=projection,
+                    filter_pushdown=filters,
+                    max_workers=max_workers if shared_work else 1,
+                    shared_work=shared_work,
+                )
+            )
+
         return wrap
 
-    def table_in_out(self, *, args: list[Arg], output: Callable[[pa.Schema, dict[str, Any]], pa.Schema] | pa.Schema
-                     | None = None, name: str | None = None, doc: str | None = None,
-                     finalize: Callable[[dict[str, Any], Any], Any] | None = None,
-                     initial_state: Callable[[dict[str, Any]], Any] | None = None) -> Callable[[Callable[..., Any]], Function]:
+    def table_in_out(
+        self,
+        *,
+        args: list[Arg],
+        output: Callable[[pa.Schema, dict[str, Any]], pa.Schema] | pa.Schema | None = None,
+        name: str | None = None,
+        doc: str | None = None,
+        finalize: Callable[[dict[str, Any], Any], Any] | None = None,
+        initial_state: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, state, batch) -> RecordBatch | Iterable[RecordBatch]``; ``finalize(args, state)`` likewise.
 
         ``output`` is the output schema, or a function of the input schema (default: the input schema).
@@ -164,8 +203,20 @@ class Worker:
             raise ValueError("a table-in-out function needs an Arg.table_input(...) argument")
 
         def wrap(body: Callable[..., Any]) -> Function:
-            return self.add(Function(name or body.__name__, TABLE_IN_OUT, body, list(args), doc or _doc(body),
-                                     output=output, max_workers=1, finalize=finalize, initial_state=initial_state))
+            return self.add(
+                Function(
+                    name or body.__name__,
+                    TABLE_IN_OUT,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    output=output,
+                    max_workers=1,
+                    finalize=finalize,
+                    initial_state=initial_state,
+                )
+            )
+
         return wrap
 
     # serving -----------------------------------------------------------------------------
@@ -204,7 +255,7 @@ class Worker:
             while True:
                 try:
                     sock, _ = listener.socket.accept()
-                except (TimeoutError, socket.timeout):
+                except TimeoutError:
                     with lock:
                         idle = active[0] == 0 and time.monotonic() - idle_since[0] >= idle_timeout
                     if idle_timeout > 0 and idle:
@@ -250,35 +301,61 @@ class Worker:
         defaults = function.default_values()
         output = pa.schema([pa.field("result", function.returns)]) if function.kind == SCALAR else wire.EMPTY_SCHEMA
         return {
-            "comment": None, "tags": [], "name": function.name, "schema_path": [SCHEMA_NAME],
+            "comment": None,
+            "tags": [],
+            "name": function.name,
+            "schema_path": [SCHEMA_NAME],
             "function_type": "SCALAR" if function.kind == SCALAR else "TABLE",
             "arguments": wire.schema_bytes(function.arguments_schema()),
             "output_schema": wire.schema_bytes(output),
             "parameter_default_values": None if defaults is None else wire.stream_bytes([defaults], defaults.schema),
             "stability": None if table_like else "CONSISTENT",
             "null_handling": None if table_like else "DEFAULT",
-            "argument_monotonicity": None, "description": function.description, "examples": [], "categories": [],
+            "argument_monotonicity": None,
+            "description": function.description,
+            "examples": [],
+            "categories": [],
             "projection_pushdown": function.projection_pushdown if table_like else None,
             "filter_pushdown": function.filter_pushdown if table_like else None,
             "sampling_pushdown": False if table_like else None,
             "late_materialization": False if table_like else None,
             "filter_semantic_profiles": [vgi_filters.SEMANTICS] if function.filter_pushdown else [],
-            "additional_filter_functions": [], "runtime_filter_algorithms": [], "filter_evaluation_contexts": [],
+            "additional_filter_functions": [],
+            "runtime_filter_algorithms": [],
+            "filter_evaluation_contexts": [],
             "order_preservation": "PRESERVES_ORDER" if table_like else None,
             "max_workers": function.max_workers if table_like else None,
-            "supports_batch_index": False, "supports_splits": False, "filters_exactly_applied": False,
-            "supports_positions": False, "split_token_ttl_seconds": None, "partition_kind": "NOT_PARTITIONED",
-            "order_dependent": "NOT_ORDER_DEPENDENT", "distinct_dependent": "NOT_DISTINCT_DEPENDENT",
-            "supports_window": False, "streaming_partitioned": False,
-            "has_finalize": function.finalize is not None, "source_order_dependent": False,
-            "sink_order_dependent": False, "requires_input_batch_index": False, "input_from_args": False,
-            "input_rows_per_call": None, "required_settings": [], "required_secrets": [],
+            "supports_batch_index": False,
+            "supports_splits": False,
+            "filters_exactly_applied": False,
+            "supports_positions": False,
+            "split_token_ttl_seconds": None,
+            "partition_kind": "NOT_PARTITIONED",
+            "order_dependent": "NOT_ORDER_DEPENDENT",
+            "distinct_dependent": "NOT_DISTINCT_DEPENDENT",
+            "supports_window": False,
+            "streaming_partitioned": False,
+            "has_finalize": function.finalize is not None,
+            "source_order_dependent": False,
+            "sink_order_dependent": False,
+            "requires_input_batch_index": False,
+            "input_from_args": False,
+            "input_rows_per_call": None,
+            "required_settings": [],
+            "required_secrets": [],
         }
 
     def schema_info(self) -> dict[str, Any]:
         scalars = sum(1 for f in self.functions.values() if f.kind == SCALAR)
-        counts = {"aggregate_function": 0, "index": 0, "macro": 0, "scalar_function": scalars, "table": 0,
-                  "table_function": len(self.functions) - scalars, "view": 0}
+        counts = {
+            "aggregate_function": 0,
+            "index": 0,
+            "macro": 0,
+            "scalar_function": scalars,
+            "table": 0,
+            "table_function": len(self.functions) - scalars,
+            "view": 0,
+        }
         return {"comment": None, "tags": [], "path": [SCHEMA_NAME], "estimated_object_count": list(counts.items())}
 
 
@@ -309,11 +386,14 @@ def bind(worker: Worker, request: dict[str, Any]) -> Bound:
         if input_schema is None:
             raise InvalidArgumentError(f"{name}() is a scalar function: it needs its column arguments as input")
         if len(input_schema) != len(function.args):
-            raise ArgumentValidationError(f"{name}() takes {len(function.args)} column argument(s), got {len(input_schema)}")
+            raise ArgumentValidationError(
+                f"{name}() takes {len(function.args)} column argument(s), got {len(input_schema)}"
+            )
         for index, (arg, column) in enumerate(zip(function.args, input_schema, strict=True)):
             if column.type != arg.type and column.type != pa.null():
                 raise ArgumentValidationError(
-                    f"{name}(): column argument {index} '{arg.name}' must be {_sql(arg.type)}, got {_sql(column.type)}")
+                    f"{name}(): column argument {index} '{arg.name}' must be {_sql(arg.type)}, got {_sql(column.type)}"
+                )
         args = function.bind_arguments(request.get("arguments"))
         return Bound(function, args, input_schema, pa.schema([pa.field("result", function.returns)]))
     kind_name = "table function" if function.kind == TABLE else "table-in-out function"
@@ -360,8 +440,15 @@ class _Scan:
 
 
 class _TableState(ExchangeState):
-    def __init__(self, bound: Bound, batches: Iterator[pa.RecordBatch], filter: Any, projection: list[int] | None,
-                 output_schema: pa.Schema, scan: _Scan) -> None:
+    def __init__(
+        self,
+        bound: Bound,
+        batches: Iterator[pa.RecordBatch],
+        filter: Any,
+        projection: list[int] | None,
+        output_schema: pa.Schema,
+        scan: _Scan,
+    ) -> None:
         self.bound, self.batches, self.filter, self.projection = bound, batches, filter, projection
         self.output_schema, self.scan = output_schema, scan
 
@@ -436,8 +523,7 @@ def _empty(schema: pa.Schema) -> pa.RecordBatch:
 def _shape(batch: pa.RecordBatch, schema: pa.Schema, filter: Any, projection: list[int] | None) -> pa.RecordBatch:
     """Filters (on the unprojected columns) and then projects a batch the body produced."""
     if batch.schema != schema:
-        batch = pa.RecordBatch.from_arrays(
-            [batch.column(f.name).cast(f.type) for f in schema], schema=schema)
+        batch = pa.RecordBatch.from_arrays([batch.column(f.name).cast(f.type) for f in schema], schema=schema)
     if filter is not None:
         batch = filter.apply(batch)
     if projection is not None:
@@ -469,35 +555,58 @@ class _Service:
         return [] if wanted else functions
 
     def catalog_catalogs(self) -> bytes:
-        row = {"name": self.worker.name, "implementation_version": None, "data_version_spec": None,
-               "attach_option_specs": [], "releases": [], "source_url": None}
+        row = {
+            "name": self.worker.name,
+            "implementation_version": None,
+            "data_version_spec": None,
+            "attach_option_specs": [],
+            "releases": [],
+            "source_url": None,
+        }
         return self._items(wire.CATALOG_INFO, [row])
 
     def catalog_attach(self, request: bytes) -> bytes:
         name = wire.read_row(request)["name"]
         if name != self.worker.name:
             raise NotFoundError(f"Unknown catalog: '{name}' (this worker serves '{self.worker.name}')")
-        return wire.row_bytes(wire.CATALOG_ATTACH_RESULT, {
-            "attach_opaque_data": _ATTACH_PREFIX + name.encode(), "supports_transactions": False,
-            "supports_time_travel": False, "catalog_version_frozen": True, "catalog_version": CATALOG_VERSION,
-            "attach_opaque_data_required": False, "default_schema": SCHEMA_NAME, "settings": [],
-            "secret_types": [], "attach_catalogs": [], "comment": None, "tags": [],
-            "supports_column_statistics": False, "global_functions": [], "global_function_prefix": "",
-            "resolved_data_version": None, "resolved_implementation_version": None,
-            "supports_catalog_contents": True,
-        })
+        return wire.row_bytes(
+            wire.CATALOG_ATTACH_RESULT,
+            {
+                "attach_opaque_data": _ATTACH_PREFIX + name.encode(),
+                "supports_transactions": False,
+                "supports_time_travel": False,
+                "catalog_version_frozen": True,
+                "catalog_version": CATALOG_VERSION,
+                "attach_opaque_data_required": False,
+                "default_schema": SCHEMA_NAME,
+                "settings": [],
+                "secret_types": [],
+                "attach_catalogs": [],
+                "comment": None,
+                "tags": [],
+                "supports_column_statistics": False,
+                "global_functions": [],
+                "global_function_prefix": "",
+                "resolved_data_version": None,
+                "resolved_implementation_version": None,
+                "supports_catalog_contents": True,
+            },
+        )
 
     def catalog_schemas(self, attach_opaque_data: bytes, transaction_opaque_data: bytes | None = None) -> bytes:
         self._check_attach(attach_opaque_data)
         return self._items(wire.SCHEMA_INFO, [self.worker.schema_info()])
 
-    def catalog_schema_get(self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Any = None) -> bytes:
+    def catalog_schema_get(
+        self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Any = None
+    ) -> bytes:
         self._check_attach(attach_opaque_data)
         rows = [self.worker.schema_info()] if _is_main(path) else []
         return self._items(wire.SCHEMA_INFO, rows)
 
-    def catalog_schema_contents_functions(self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType,
-                                          transaction_opaque_data: Any = None) -> bytes:
+    def catalog_schema_contents_functions(
+        self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType, transaction_opaque_data: Any = None
+    ) -> bytes:
         self._check_attach(attach_opaque_data)
         functions = self._functions(type.name) if _is_main(path) else []
         return self._items(wire.FUNCTION_INFO, [self.worker.function_info(f) for f in functions])
@@ -520,7 +629,9 @@ class _Service:
             row["not_modified"] = True
         else:
             schemas = wire.rows_batch(wire.SCHEMA_INFO, [self.worker.schema_info()])
-            functions = wire.rows_batch(wire.FUNCTION_INFO, [self.worker.function_info(f) for f in self._functions(None)])
+            functions = wire.rows_batch(
+                wire.FUNCTION_INFO, [self.worker.function_info(f) for f in self._functions(None)]
+            )
             row["schemas"] = wire.stream_bytes([schemas], wire.SCHEMA_INFO)
             row["functions"] = wire.stream_bytes([functions], wire.FUNCTION_INFO)
         return wire.row_bytes(wire.CATALOG_CONTENTS_RESPONSE, row)
@@ -537,9 +648,16 @@ class _Service:
     def bind(self, request: bytes) -> bytes:
         bound = bind(self.worker, wire.read_row(request))
         log("debug", f"bind {bound.function.name}()")
-        return wire.row_bytes(wire.BIND_RESPONSE, {
-            "output_schema": wire.schema_bytes(bound.output_schema), "opaque_data": None,
-            "lookup_secret_types": [], "lookup_scopes": [], "lookup_names": []})
+        return wire.row_bytes(
+            wire.BIND_RESPONSE,
+            {
+                "output_schema": wire.schema_bytes(bound.output_schema),
+                "opaque_data": None,
+                "lookup_secret_types": [],
+                "lookup_scopes": [],
+                "lookup_names": [],
+            },
+        )
 
     def table_function_cardinality(self, request: bytes) -> bytes:
         return wire.row_bytes(wire.TABLE_CARDINALITY, {"estimate": None, "max": None})
@@ -551,8 +669,9 @@ class _Service:
         execution_id = init.get("execution_id")
         secondary = execution_id is not None
         execution_id = execution_id or uuid.uuid4().bytes
-        header = GlobalInitResponse(execution_id, init.get("init_opaque_data") if secondary else None,
-                                    UNBOUNDED_WORKERS)
+        header = GlobalInitResponse(
+            execution_id, init.get("init_opaque_data") if secondary else None, UNBOUNDED_WORKERS
+        )
         role = "secondary" if secondary else "primary"
         log("debug", f"init {function.name}() {role} phase={phase}")
         projection = init.get("projection_ids") if function.projection_pushdown else None
@@ -598,8 +717,10 @@ class _Service:
             batches = [produced] if isinstance(produced, pa.RecordBatch) else list(produced or [])
             shaped = iter([_shape(b, bound.output_schema, None, None) for b in batches])
             return _VgiStream(bound.output_schema, _FinalizeState(shaped), wire.EMPTY_SCHEMA, header, producer=True)
-        raise InvalidArgumentError(f"{function.name}() is a table-in-out function: init requires an input row "
-                                   f"stream (phase INPUT or FINALIZE, got {phase})")
+        raise InvalidArgumentError(
+            f"{function.name}() is a table-in-out function: init requires an input row "
+            f"stream (phase INPUT or FINALIZE, got {phase})"
+        )
 
 
 def _is_main(path: list[str] | None) -> bool:

@@ -3,36 +3,37 @@
 The vgi-rpc v1 wire is a sequence of complete IPC streams in each direction. This
 package reads them one at a time without reading past an end marker
 (:class:`StreamReader`), writes them into memory for a single vectored write
-(:class:`Gather`, :class:`StreamWriter`), models log and error batches
+(:class:`GatherBuffer`, :class:`StreamWriter`), models log and error batches
 (:class:`LogRecord`, :class:`ErrorReport`), tells batch roles apart
 (:func:`classify`) and enforces :class:`Limits`.
 """
 
 from . import keys
-from .errors import ConnectionClosed, LimitExceeded, MalformedStream, Truncated, WireError
+from .error import ConnectionClosed, LimitExceeded, Malformed, Truncated, WireError
 from .framing import END_OF_STREAM, MessageKind
 from .limits import DEFAULT_LIMITS, Limits
-from .log import ErrorCode, ErrorReport, Level, LogRecord
-from .metadata import Metadata, decode_metadata, encode_metadata
+from .log import ErrorCode, ErrorReport, LogLevel, LogRecord
+from .metadata import BatchMetadata, decode_metadata, encode_metadata
 from .reader import StreamReader
-from .roles import Role, classify
-from .writer import Gather, StreamWriter, empty_batch, serialize_stream
+from .role import BatchRole, classify
+from .sink import GatherBuffer
+from .writer import StreamWriter, empty_batch, encode_stream
 
 __all__ = [
     "DEFAULT_LIMITS",
     "END_OF_STREAM",
+    "BatchMetadata",
+    "BatchRole",
     "ConnectionClosed",
     "ErrorCode",
     "ErrorReport",
-    "Gather",
-    "Level",
+    "GatherBuffer",
     "LimitExceeded",
     "Limits",
+    "LogLevel",
     "LogRecord",
-    "MalformedStream",
+    "Malformed",
     "MessageKind",
-    "Metadata",
-    "Role",
     "StreamReader",
     "StreamWriter",
     "Truncated",
@@ -41,6 +42,6 @@ __all__ = [
     "decode_metadata",
     "empty_batch",
     "encode_metadata",
+    "encode_stream",
     "keys",
-    "serialize_stream",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from .errors import ConnectionClosed, LimitExceeded, MalformedStream, Truncated
+from .error import ConnectionClosed, LimitExceeded, Malformed, Truncated
 from .limits import Limits
 
 CONTINUATION = b"\xff\xff\xff\xff"
@@ -72,13 +72,13 @@ def read_header(source: ByteSource, limits: Limits) -> Header | None:
 
     Raises :class:`ConnectionClosed` on a clean end of input before the first byte,
     :class:`Truncated` on an end of input inside the message, and
-    :class:`MalformedStream` / :class:`LimitExceeded` for bytes that break the format
+    :class:`Malformed` / :class:`LimitExceeded` for bytes that break the format
     (``recoverable`` tells whether the source is still on a message boundary; an
     oversized body is skipped so that it is).
     """
     prefix = _read_exact(source, 4, at_boundary=True)
     if prefix != CONTINUATION:
-        raise MalformedStream(
+        raise Malformed(
             f"not an Arrow IPC stream: expected continuation marker ff ff ff ff, got {prefix.hex(' ')}",
             recoverable=False,
         )
@@ -152,9 +152,9 @@ def parse_header(flatbuffer: bytes) -> tuple[MessageKind, int]:
         body_length = struct.unpack_from("<q", flatbuffer, table + body_at)[0] if body_at else 0
         kind = MessageKind(kind_tag)
     except (struct.error, IndexError, ValueError) as exc:
-        raise MalformedStream(f"unreadable IPC message header: {exc}", recoverable=False) from exc
+        raise Malformed(f"unreadable IPC message header: {exc}", recoverable=False) from exc
     if body_length < 0:
-        raise MalformedStream(f"IPC message declares a negative body length {body_length}", recoverable=False)
+        raise Malformed(f"IPC message declares a negative body length {body_length}", recoverable=False)
     return kind, body_length
 
 

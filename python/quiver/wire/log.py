@@ -15,14 +15,14 @@ from enum import StrEnum
 from typing import Any
 
 from . import keys
-from .metadata import Metadata
+from .metadata import BatchMetadata
 
 TRACEBACK_CHARS_MAX = 16000
 ERROR_DETAILS_BYTES_MAX = 4096
 _TRACEBACK_FRAMES = 5
 
 
-class Level(StrEnum):
+class LogLevel(StrEnum):
     """Log levels, spelled exactly as on the wire."""
 
     EXCEPTION = "EXCEPTION"
@@ -48,7 +48,7 @@ class ErrorCode(StrEnum):
 class LogRecord:
     """A message for the client's log, with optional string-valued extras."""
 
-    level: Level
+    level: LogLevel
     message: str
     extra: Mapping[str, Any] = field(default_factory=dict)
     server_id: str | None = None
@@ -62,9 +62,9 @@ class LogRecord:
         return metadata
 
     @classmethod
-    def from_metadata(cls, metadata: Metadata) -> LogRecord:
+    def from_metadata(cls, metadata: BatchMetadata) -> LogRecord:
         """Parses a log batch's metadata; raises ``ValueError`` for an unknown level."""
-        level = Level(metadata[keys.LOG_LEVEL])
+        level = LogLevel(metadata[keys.LOG_LEVEL])
         return cls(
             level,
             metadata[keys.LOG_MESSAGE],
@@ -113,7 +113,7 @@ class ErrorReport:
             "error_code": self.code,
         }
         metadata = {
-            keys.LOG_LEVEL: Level.EXCEPTION.value,
+            keys.LOG_LEVEL: LogLevel.EXCEPTION.value,
             keys.LOG_MESSAGE: f"{self.exception_type}: {self.message}",
         }
         details = _encode_details(self.details)
@@ -134,14 +134,14 @@ class ErrorReport:
         return metadata
 
     @classmethod
-    def from_metadata(cls, metadata: Metadata) -> ErrorReport:
+    def from_metadata(cls, metadata: BatchMetadata) -> ErrorReport:
         """Parses an EXCEPTION batch; top-level keys win over their copies in the extras."""
         extra = parse_extra(metadata.get(keys.LOG_EXTRA))
         details_text = metadata.get(keys.ERROR_DETAILS)
         details = _parse_json(details_text) if details_text else extra.get("error_details")
         traceback_text = extra.get("traceback")
         return cls(
-            exception_type=str(extra.get("exception_type", Level.EXCEPTION.value)),
+            exception_type=str(extra.get("exception_type", LogLevel.EXCEPTION.value)),
             message=metadata.get(keys.LOG_MESSAGE, ""),
             code=metadata.get(keys.ERROR_CODE) or str(extra.get("error_code", ErrorCode.UNKNOWN.value)),
             kind=metadata.get(keys.ERROR_KIND) or extra.get("error_kind"),

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-Metadata = Mapping[str, str]
+BatchMetadata = Mapping[str, str]
 """Custom metadata of one batch."""
 
 
@@ -23,7 +23,7 @@ def decode_metadata(raw: pa.KeyValueMetadata | Mapping[bytes, bytes] | None) -> 
     }
 
 
-def encode_metadata(metadata: Metadata | None) -> dict[bytes, bytes] | None:
+def encode_metadata(metadata: BatchMetadata | None) -> dict[bytes, bytes] | None:
     """Converts metadata into what pyarrow's writers accept; ``None`` when there is none."""
     if not metadata:
         return None

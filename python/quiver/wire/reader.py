@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import ConnectionClosed, MalformedStream, WireError
+from .error import ConnectionClosed, Malformed, WireError
 from .framing import END_OF_STREAM, ByteSource, Message, MessageKind, read_message, read_messages, skip_stream
 from .limits import DEFAULT_LIMITS, Limits
 from .metadata import decode_metadata
@@ -43,7 +43,7 @@ def read_stream(source: ByteSource, limits: Limits = DEFAULT_LIMITS) -> WholeStr
         return None
     try:
         messages = [first, *read_messages(source, limits)]
-    except MalformedStream as exc:
+    except Malformed as exc:
         if exc.recoverable:
             skip_stream(source, limits)
         raise
@@ -56,10 +56,10 @@ def read_stream(source: ByteSource, limits: Limits = DEFAULT_LIMITS) -> WholeStr
     except StopIteration:
         return WholeStream(reader.schema, batches)
     except (pa.ArrowException, ValueError) as exc:
-        raise MalformedStream(f"invalid IPC stream: {exc}", recoverable=True) from exc
+        raise Malformed(f"invalid IPC stream: {exc}", recoverable=True) from exc
 
 
-def read_buffered_stream(
+def decode_stream(
     buffer: pa.Buffer, offset: int = 0, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[WholeStream, int] | None:
     """Decodes the stream that starts at ``offset`` of an in-memory body, all in C++.
@@ -67,7 +67,7 @@ def read_buffered_stream(
     For bodies that arrive whole (HTTP): no Python framing pass, no copy of the bodies.
     Returns the stream and the offset just past its end marker (where a next stream
     starts), or ``None`` when nothing is left at ``offset``. Malformed bytes raise
-    :class:`MalformedStream`; batches are validated as :func:`read_stream` does.
+    :class:`Malformed`; batches are validated as :func:`read_stream` does.
     """
     if offset >= buffer.size:
         return None
@@ -80,11 +80,11 @@ def read_buffered_stream(
             batch, raw = reader.read_next_batch_with_custom_metadata()
             batches.append(_checked(batch, raw, limits))
             if len(batches) >= limits.messages_per_stream_max:
-                raise MalformedStream("IPC stream has too many batches", recoverable=False)
+                raise Malformed("IPC stream has too many batches", recoverable=False)
     except StopIteration:
         return WholeStream(reader.schema, batches), source.tell()
     except (pa.ArrowException, ValueError) as exc:
-        raise MalformedStream(f"invalid IPC stream: {exc}", recoverable=False) from exc
+        raise Malformed(f"invalid IPC stream: {exc}", recoverable=False) from exc
 
 
 class StreamReader:
@@ -108,7 +108,7 @@ class StreamReader:
             raise
         except (pa.ArrowException, ValueError) as exc:
             self.drain()
-            raise MalformedStream(f"invalid IPC schema message: {exc}", recoverable=True) from exc
+            raise Malformed(f"invalid IPC schema message: {exc}", recoverable=True) from exc
         self.schema: pa.Schema = self._reader.schema
 
     @classmethod
@@ -133,7 +133,7 @@ class StreamReader:
         except WireError:
             raise
         except (pa.ArrowException, ValueError) as exc:
-            raise MalformedStream(f"invalid IPC message: {exc}", recoverable=True) from exc
+            raise Malformed(f"invalid IPC message: {exc}", recoverable=True) from exc
         return _checked(batch, raw, self._limits)
 
     def drain(self) -> int:
@@ -153,10 +153,10 @@ def _first_message(source: ByteSource, limits: Limits) -> Message | None:
     except ConnectionClosed:
         return None
     if first is None:
-        raise MalformedStream("IPC stream ended before its schema message", recoverable=True)
+        raise Malformed("IPC stream ended before its schema message", recoverable=True)
     if first.kind is not MessageKind.SCHEMA:
         skip_stream(source, limits)
-        raise MalformedStream(f"IPC stream starts with a {first.kind.name} message, not a schema", recoverable=True)
+        raise Malformed(f"IPC stream starts with a {first.kind.name} message, not a schema", recoverable=True)
     return first
 
 
@@ -165,7 +165,7 @@ def _checked(batch: pa.RecordBatch, raw: Any, limits: Limits) -> Item:
         try:
             batch.validate(full=True)
         except pa.ArrowException as exc:
-            raise MalformedStream(f"batch failed validation: {exc}", recoverable=True) from exc
+            raise Malformed(f"batch failed validation: {exc}", recoverable=True) from exc
     return batch, decode_metadata(raw)
 
 
@@ -207,7 +207,7 @@ class _Feeder:
     def queue(self, message: Message) -> None:
         self._messages += 1
         if self._messages > self._limits.messages_per_stream_max:
-            raise MalformedStream(
+            raise Malformed(
                 f"IPC stream has more than {self._limits.messages_per_stream_max} messages", recoverable=False
             )
         self._pending.append(memoryview(message.header))

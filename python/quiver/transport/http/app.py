@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...rpc import faults
+from ...rpc import errors
 from ...rpc.conform import conform_input, decode_params
 from ...rpc.context import CallContext
 from ...rpc.dispatch import (
@@ -54,16 +54,17 @@ from ...rpc.dispatch import (
     request_envelope,
     version_gate,
 )
-from ...rpc.methods import MethodKind
+from ...rpc.method import MethodKind
 from ...rpc.server import Server
 from ...rpc.stream import EMPTY_SCHEMA, AnnotatedBatch, Output
 from ...wire import keys
-from ...wire.errors import WireError
+from ...wire.error import WireError
 from ...wire.limits import Limits
 from ...wire.log import ErrorCode, ErrorReport, LogRecord
-from ...wire.metadata import Metadata
-from ...wire.reader import WholeStream, read_buffered_stream
-from ...wire.writer import Gather, StreamWriter, empty_batch
+from ...wire.metadata import BatchMetadata
+from ...wire.reader import WholeStream, decode_stream
+from ...wire.sink import GatherBuffer
+from ...wire.writer import StreamWriter, empty_batch
 from . import codec
 from .message import body_length
 from .streams import STREAM_TTL_S, STREAMS_MAX, OpenStream, StreamTable, StreamTokenError
@@ -178,7 +179,7 @@ class WsgiApp:
         if verb == "OPTIONS":
             return _Reply(204, [], content_type="text/plain", headers=[("Allow", "POST, OPTIONS")])
         if len(parts) == 1 and parts[0].startswith("__") and parts[0].endswith("__") and verb == "POST":
-            return self._refusal(_Refused(404, faults.reserved_method(parts[0])))
+            return self._refusal(_Refused(404, errors.reserved_not_implemented(parts[0])))
         if len(parts) == 2 or (len(parts) == 3 and parts[2] in ("init", "exchange")):
             if verb != "POST":
                 known = parts[0] in self.server.protocols
@@ -213,11 +214,11 @@ class WsgiApp:
     def _resolve(self, protocol_name: str, method_name: str) -> tuple[HostedProtocol, BoundMethod]:
         hosted = self.server.protocols.get(protocol_name)
         if hosted is None:
-            report = faults.check_protocol_name(protocol_name, list(self.server.protocols))
-            raise _Refused(404, report or faults.protocol_error(f"protocol {protocol_name!r} is not hosted"))
+            report = errors.check_protocol_name(protocol_name, list(self.server.protocols))
+            raise _Refused(404, report or errors.protocol_error(f"protocol {protocol_name!r} is not hosted"))
         bound = hosted.methods.get(method_name)
         if bound is None:
-            raise _Refused(404, faults.unknown_method(hosted.name, method_name, list(hosted.methods)))
+            raise _Refused(404, errors.method_not_found(hosted.name, method_name, list(hosted.methods)))
         return hosted, bound
 
     # -- requests -----------------------------------------------------------------------
@@ -268,15 +269,15 @@ class WsgiApp:
     def _stream(self, body: bytes) -> WholeStream:
         """The request stream of a body (decoded in C++: the body is already in memory)."""
         try:
-            decoded = read_buffered_stream(pa.py_buffer(body), 0, self.limits)
+            decoded = decode_stream(pa.py_buffer(body), 0, self.limits)
         except WireError as exc:
-            raise _Refused(400, faults.malformed(str(exc))) from exc
+            raise _Refused(400, errors.malformed(str(exc))) from exc
         if decoded is None:
-            raise _Refused(400, faults.malformed("the request body is empty; expected an Arrow IPC stream"))
+            raise _Refused(400, errors.malformed("the request body is empty; expected an Arrow IPC stream"))
         return decoded[0]
 
     def _params(
-        self, hosted: HostedProtocol, bound: BoundMethod, method: str, metadata: Metadata, batch: pa.RecordBatch
+        self, hosted: HostedProtocol, bound: BoundMethod, method: str, metadata: BatchMetadata, batch: pa.RecordBatch
     ) -> dict[str, Any]:
         """The checks between reading a request and running it; the decoded parameters."""
         spec = bound.spec
@@ -292,7 +293,7 @@ class WsgiApp:
         named = metadata.get(keys.PROTOCOL)
         if named is not None and named != hosted.name:
             raise _Refused(
-                400, faults.protocol_error(f"the URL names protocol '{hosted.name}' but the request names '{named}'")
+                400, errors.protocol_error(f"the URL names protocol '{hosted.name}' but the request names '{named}'")
             )
         report = version_gate(hosted, metadata)
         if report is not None:
@@ -323,7 +324,7 @@ class WsgiApp:
         except Exception as exc:  # the method's error goes to the client
             result = ErrorReport.from_exception(exc)
         size = 0 if isinstance(result, ErrorReport) else result.nbytes
-        out = Gather()
+        out = GatherBuffer()
         writer = StreamWriter(out, spec.result_schema, expected_bytes=size)
         self._write_logs(writer, ctx.take_logs(), ctx.request_id)
         if isinstance(result, ErrorReport):
@@ -335,7 +336,7 @@ class WsgiApp:
 
     def _open(self, hosted: HostedProtocol, bound: BoundMethod, params: dict[str, Any], ctx: CallContext) -> _Reply:
         spec = bound.spec
-        out = Gather()
+        out = GatherBuffer()
         try:
             stream = check_stream(spec, bound(params, ctx))
             header = header_batch(spec, stream.header)
@@ -367,7 +368,7 @@ class WsgiApp:
     def _exchange(self, hosted: HostedProtocol, bound: BoundMethod, body: bytes, peer: str) -> _Reply:
         stream = self._stream(body)
         if not stream.batches:
-            raise _Refused(400, faults.malformed("an /exchange request carries one batch"))
+            raise _Refused(400, errors.malformed("an /exchange request carries one batch"))
         batch, metadata = stream.batches[0]
         cursor = metadata.get(keys.STREAM_STATE)
         if cursor is None:
@@ -377,7 +378,7 @@ class WsgiApp:
         except StreamTokenError as exc:
             raise _Refused(400, ErrorReport.from_exception(exc)) from exc
         output_schema = entry.stream.output_schema
-        out = Gather()
+        out = GatherBuffer()
         if keys.CANCEL in metadata and batch.num_rows == 0:
             ctx = self._context(entry, metadata, peer)
             with contextlib.suppress(Exception):  # errors in a cancel hook are deliberately ignored
@@ -435,7 +436,7 @@ class WsgiApp:
         """Parks a stream that goes on, unless its answer breaks the response cap (which ends it)."""
         size = body_length(reply.chunks)
         if budget is not None and size > budget and not reply.failed:
-            out = Gather()
+            out = GatherBuffer()
             error = ResponseTooLargeError(
                 f"HTTP body exceeds max_response_bytes ({size} > {budget}) for method {method!r}"
             )
@@ -447,11 +448,13 @@ class WsgiApp:
         return reply
 
     def _refusal(self, refused: _Refused) -> _Reply:
-        out = Gather()
+        out = GatherBuffer()
         self._write_error_stream(out, refused.report, (), "")
         return _Reply(refused.status, out.take(), failed=refused.status >= 500)
 
-    def _write_error_stream(self, out: Gather, report: ErrorReport, logs: Sequence[LogRecord], request_id: str) -> None:
+    def _write_error_stream(
+        self, out: GatherBuffer, report: ErrorReport, logs: Sequence[LogRecord], request_id: str
+    ) -> None:
         writer = StreamWriter(out, EMPTY_SCHEMA, expected_bytes=0)
         self._write_logs(writer, logs, request_id)
         writer.write_empty(self._stamp(report.to_metadata(), request_id))
@@ -468,7 +471,7 @@ class WsgiApp:
         return metadata
 
     def _context(
-        self, entry: OpenStream, metadata: Metadata, peer: str, records: list[Any] | None = None
+        self, entry: OpenStream, metadata: BatchMetadata, peer: str, records: list[Any] | None = None
     ) -> CallContext:
         return CallContext(
             entry.bound.spec.name,
@@ -502,7 +505,7 @@ def _continuing(entry: OpenStream, turn: _Turn) -> OpenStream | None:
     return entry if turn is _Turn.CONTINUES else None
 
 
-def _user_metadata(metadata: Metadata) -> dict[str, str]:
+def _user_metadata(metadata: BatchMetadata) -> dict[str, str]:
     """Request metadata without the HTTP stream bookkeeping keys."""
     return {key: value for key, value in metadata.items() if key not in _FRAMEWORK_KEYS}
 

@@ -21,19 +21,19 @@ from typing import Any, Generic, TypeVar, cast
 
 import pyarrow as pa
 
-from ...rpc.client import MethodProxy, split_answers, unary_value
-from ...rpc.errors import RpcError, protocol_error
-from ...rpc.methods import MethodKind, MethodSpec, protocol_spec
+from ...rpc.client import MethodProxy, RpcError, protocol_error, split_answers, unary_value
+from ...rpc.method import MethodKind, MethodSpec, protocol_spec
 from ...rpc.stream import EMPTY_SCHEMA, AnnotatedBatch
 from ...rpc.types import dataclass_from_batch
 from ...wire import keys
-from ...wire.errors import WireError
+from ...wire.error import WireError
 from ...wire.limits import DEFAULT_LIMITS, Limits
 from ...wire.log import ErrorReport, LogRecord
-from ...wire.metadata import Metadata
-from ...wire.reader import Item, WholeStream, read_buffered_stream
-from ...wire.roles import Role, classify
-from ...wire.writer import Gather, StreamWriter, empty_batch
+from ...wire.metadata import BatchMetadata
+from ...wire.reader import Item, WholeStream, decode_stream
+from ...wire.role import BatchRole, classify
+from ...wire.sink import GatherBuffer
+from ...wire.writer import StreamWriter, empty_batch
 from . import codec
 from .app import ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM
 from .connection import HttpConnection, Response, WsgiConnection
@@ -188,7 +188,7 @@ class HttpClient(Generic[P]):
         if response.status == 401:
             raise RpcError("AuthenticationError", response.body[:500].decode(errors="replace") or "unauthorized")
         try:
-            decoded = read_buffered_stream(body.buffer, body.offset, self.limits)
+            decoded = decode_stream(body.buffer, body.offset, self.limits)
         except WireError as exc:
             raise _not_arrow(response, str(exc)) from exc
         if decoded is None:
@@ -203,7 +203,7 @@ class HttpClient(Generic[P]):
 
     def _interpret(self, batch: pa.RecordBatch, metadata: dict[str, str]) -> Item | RpcError | None:
         role = classify(batch, metadata)
-        if role is Role.LOG:
+        if role is BatchRole.LOG:
             try:
                 record = LogRecord.from_metadata(metadata)
             except ValueError as exc:
@@ -211,9 +211,9 @@ class HttpClient(Generic[P]):
             if self.on_log is not None:
                 self.on_log(record)
             return None
-        if role is Role.ERROR:
+        if role is BatchRole.ERROR:
             return RpcError.from_report(ErrorReport.from_metadata(metadata))
-        if role in (Role.SHM_POINTER, Role.EXTERNAL):
+        if role in (BatchRole.SHM_POINTER, BatchRole.EXTERNAL):
             raise protocol_error(f"the server sent a {role.value} batch, which this HTTP client does not resolve")
         return batch, metadata
 
@@ -235,7 +235,7 @@ class HttpStreamCall:
         self._pending: AnnotatedBatch | None = None
         self.closed = False
 
-    def tick(self, metadata: Metadata | None = None) -> AnnotatedBatch | None:
+    def tick(self, metadata: BatchMetadata | None = None) -> AnnotatedBatch | None:
         """The producer's next batch; ``None`` once it has finished.
 
         ``metadata`` rides on the tick request; the first batch is produced by the
@@ -253,7 +253,7 @@ class HttpStreamCall:
             return None
         return self._turn(empty_batch(EMPTY_SCHEMA), metadata or {})
 
-    def exchange(self, batch: pa.RecordBatch, metadata: Metadata | None = None) -> AnnotatedBatch:
+    def exchange(self, batch: pa.RecordBatch, metadata: BatchMetadata | None = None) -> AnnotatedBatch:
         """Sends one batch to an exchange and returns its answer."""
         if self.spec.kind is not MethodKind.EXCHANGE:
             raise TypeError(f"{self.spec.name}() is a producer; use tick() or iterate")
@@ -297,7 +297,7 @@ class HttpStreamCall:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _turn(self, batch: pa.RecordBatch, metadata: Metadata) -> AnnotatedBatch | None:
+    def _turn(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> AnnotatedBatch | None:
         assert self._cursor is not None
         tokens = {**metadata, keys.STREAM_STATE: self._cursor}
         if self._call_token is not None:
@@ -352,8 +352,8 @@ def http_connect(protocol: type[P], url: str, **options: Any) -> HttpClient[P]:
     return HttpClient(protocol, url, **options)
 
 
-def _serialize(batch: pa.RecordBatch, metadata: Metadata, size: int) -> list[Any]:
-    out = Gather()
+def _serialize(batch: pa.RecordBatch, metadata: BatchMetadata, size: int) -> list[Any]:
+    out = GatherBuffer()
     writer = StreamWriter(out, batch.schema, expected_bytes=size)
     writer.write(batch, metadata)
     writer.close()

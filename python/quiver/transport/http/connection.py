@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...wire.errors import ConnectionClosed
+from ...wire.error import ConnectionClosed
 from ..connection import SocketConnection
 from . import codec
 from .message import HttpError, body_length, head_bytes, read_body, read_head

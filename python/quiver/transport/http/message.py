@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...wire.errors import ConnectionClosed
+from ...wire.error import ConnectionClosed
 
 HEAD_BYTES_MAX = 64 * 1024
 """Largest request or status line plus headers."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
-from ...wire.errors import ConnectionClosed
+from ...wire.error import ConnectionClosed
 from ..connection import SocketConnection
 from .message import Head, HttpError, body_length, head_bytes, read_body, read_head
 

@@ -7,10 +7,10 @@ from enum import Enum
 import pyarrow as pa
 
 from . import keys
-from .metadata import Metadata
+from .metadata import BatchMetadata
 
 
-class Role(Enum):
+class BatchRole(Enum):
     """The role of one batch on the wire."""
 
     DATA = "data"
@@ -21,20 +21,20 @@ class Role(Enum):
     EXTERNAL = "external"
 
 
-def classify(batch: pa.RecordBatch, metadata: Metadata) -> Role:
+def classify(batch: pa.RecordBatch, metadata: BatchMetadata) -> BatchRole:
     """Classifies a batch by its row count and metadata keys.
 
     Only zero-row batches can be control batches; a zero-row batch without any control
     key (a void result, an empty page) is data.
     """
     if batch.num_rows != 0 or not metadata:
-        return Role.DATA
+        return BatchRole.DATA
     if keys.LOG_LEVEL in metadata and keys.LOG_MESSAGE in metadata:
-        return Role.ERROR if metadata[keys.LOG_LEVEL] == "EXCEPTION" else Role.LOG
+        return BatchRole.ERROR if metadata[keys.LOG_LEVEL] == "EXCEPTION" else BatchRole.LOG
     if keys.SHM_OFFSET in metadata:
-        return Role.SHM_POINTER
+        return BatchRole.SHM_POINTER
     if keys.CANCEL in metadata:
-        return Role.CANCEL
+        return BatchRole.CANCEL
     if keys.LOCATION in metadata:
-        return Role.EXTERNAL
-    return Role.DATA
+        return BatchRole.EXTERNAL
+    return BatchRole.DATA

@@ -22,7 +22,7 @@ class Truncated(WireError):
     """The byte stream ended in the middle of a message."""
 
 
-class MalformedStream(WireError):
+class Malformed(WireError):
     """The bytes are not a valid Arrow IPC stream, or a batch failed validation."""
 
     def __init__(self, message: str, *, recoverable: bool) -> None:
@@ -30,5 +30,5 @@ class MalformedStream(WireError):
         self.recoverable = recoverable
 
 
-class LimitExceeded(MalformedStream):
+class LimitExceeded(Malformed):
     """A message or stream is larger than the configured :class:`~quiver.wire.Limits` allow."""

@@ -24,7 +24,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import pyarrow as pa
 
-from .faults import is_semver
+from .errors import is_semver
 from .stream import EMPTY_SCHEMA, ExchangeState, ProducerState, Stream
 from .types import Codec, codec_for, dataclass_schema, unwrap
 

@@ -1,14 +1,13 @@
-"""Subprocess transports: spawning a worker, and a worker serving its own stdio."""
+"""Spawning a worker as a child process and talking to it over its stdin and stdout."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 
 from .connection import FdConnection
-from .pipes import grow_pipe
+from .pipe import grow_pipe
 
 EXIT_WAIT_SECONDS = 10.0
 
@@ -51,22 +50,3 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, stderr: 
     grow_pipe(process.stdin.fileno())
     grow_pipe(process.stdout.fileno())
     return ProcessConnection(process)
-
-
-def stdio_connection() -> FdConnection:
-    """Takes over this process's stdin and stdout for the protocol.
-
-    The original descriptors are moved aside; fd 0 becomes ``/dev/null`` and fd 1 (and
-    ``sys.stdout``) becomes stderr, so a stray ``print`` or native library write can
-    never corrupt the protocol stream.
-    """
-    read_fd, write_fd = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    grow_pipe(write_fd)
-    grow_pipe(read_fd)
-    return FdConnection(read_fd, write_fd, peer="stdio")
