@@ -255,7 +255,8 @@ impl Child {
                 self.status = self.process.wait().ok();
             }
         }
-        assert!(self.status.is_some(), "a terminated child is reaped");
+        // No assertion that a status was collected: a host that ignores SIGCHLD has the kernel
+        // reap its children itself, and `wait` then fails with ECHILD.
         if let Some(drain) = self.drain.take() {
             // The pipe closes with the process (unless it handed stderr to a grandchild, whose
             // drain thread then ends on its own).
