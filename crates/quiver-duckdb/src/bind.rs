@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use quiver_vgi_contract::enums::function_type;
 use quiver_vgi_contract::{
     ipc, methods, schemas, BindRequest, InitRequest, RawArguments, RowBuilder, RowReader,
 };
@@ -56,8 +57,8 @@ impl Bound {
                 named: self.arguments.named.clone(),
             },
             function_type: match desc.kind {
-                Kind::Scalar => "SCALAR".into(),
-                Kind::Table | Kind::TableInOut => "TABLE".into(),
+                Kind::Scalar => function_type::SCALAR.into(),
+                Kind::Table | Kind::TableInOut => function_type::TABLE.into(),
             },
             input_schema: self.input_schema.clone(),
             attach_opaque_data: Some(self.attached.found.attach_opaque_data.clone()),

@@ -8,6 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
+use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 use quiver_vgi_contract::{arg_metadata, ipc, methods, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
@@ -282,7 +283,7 @@ fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, St
             .strs("path")?
             .unwrap_or_default();
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        for object_type in ["SCALAR_FUNCTION", "TABLE_FUNCTION"] {
+        for object_type in [object_type::SCALAR_FUNCTION, object_type::TABLE_FUNCTION] {
             let params = RowBuilder::new(Arc::new(Schema::new(vec![
                 Field::new("attach_opaque_data", DataType::Binary, false),
                 Field::new("path", list_of(DataType::Utf8), false),
@@ -337,9 +338,9 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         f.metadata().get(arg_metadata::TYPE).map(String::as_str) == Some(arg_metadata::TYPE_TABLE)
     });
     let kind = match function_type.as_str() {
-        "SCALAR" => Kind::Scalar,
-        "TABLE" if has_table_arg => Kind::TableInOut,
-        "TABLE" => Kind::Table,
+        function_type::SCALAR => Kind::Scalar,
+        function_type::TABLE if has_table_arg => Kind::TableInOut,
+        function_type::TABLE => Kind::Table,
         _ => return Ok(None),
     };
     let result = match (kind, info.bytes("output_schema")?) {

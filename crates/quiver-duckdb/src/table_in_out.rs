@@ -3,6 +3,7 @@
 //! (`HAVE_MORE_OUTPUT` / CONTINUE) — then, for functions with a finalize, a FINALIZE producer on
 //! the same connection (where the INPUT phase left its state).
 
+use quiver_vgi_contract::enums::init_phase;
 use std::ffi::c_char;
 
 use crate::bind::Bound;
@@ -32,13 +33,13 @@ pub fn start(bound: &Bound) -> Outcome<StreamHandle> {
         .ok_or_else(|| Failure::invalid("a table-in-out call is bound with its input schema"))?;
     let substream = substream_id();
     let mut init = bound.init_request();
-    init.phase = Some("INPUT".into());
+    init.phase = Some(init_phase::INPUT.into());
     init.substream_id = Some(substream.clone());
     let during = format!("the input of {}", bound.call_name());
     let stream = Stream::open(&bound.attached.worker, &init.encode(), during)?;
     let finalize = bound.desc().has_finalize.then(|| {
         let mut finalize = bound.init_request();
-        finalize.phase = Some("FINALIZE".into());
+        finalize.phase = Some(init_phase::FINALIZE.into());
         finalize.substream_id = Some(substream);
         finalize.execution_id = Some(stream.header.execution_id.clone());
         finalize.init_opaque_data = stream.header.opaque_data.clone();

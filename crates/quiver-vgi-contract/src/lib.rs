@@ -9,6 +9,7 @@
 //! - [`filter_container`]: the `vgi.filters.v2` container (engine encodes, worker parses).
 //! - [`status`]: the table-in-out `vgi.status` handshake keys.
 //! - [`methods`]: the RPC method names; [`arg_metadata`]: the field metadata describing parameters.
+//! - [`enums`]: enum members that travel by name (function type, catalog object type, init phase).
 //! - [`errors`]: the error types a peer reads, named as vgi-python names them.
 //! - [`limits`]: bounds on what a peer may send.
 //!
@@ -17,6 +18,7 @@
 
 pub mod arg_metadata;
 pub mod arguments;
+pub mod enums;
 pub mod errors;
 pub mod filter_container;
 pub mod global_init;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BinaryArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Service};
+use quiver_vgi_contract::enums::function_type;
 use quiver_vgi_contract::ipc;
 use quiver_vgi_contract::requests::BindRequest;
 use quiver_vgi_contract::row::RowBuilder;
@@ -99,8 +100,8 @@ pub fn bind_call(catalog: &Catalog, request: &BindRequest) -> Result<Bound, Erro
 fn check_function_type(function: &Function, requested: &str) -> Result<(), ErrorReport> {
     let requested = requested.to_ascii_uppercase();
     let fits = match function.kind {
-        FunctionKind::Scalar => requested == "SCALAR",
-        FunctionKind::Table | FunctionKind::TableInOut => requested == "TABLE",
+        FunctionKind::Scalar => requested == function_type::SCALAR,
+        FunctionKind::Table | FunctionKind::TableInOut => requested == function_type::TABLE,
     };
     if fits {
         return Ok(());

@@ -14,6 +14,7 @@ use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Params, Service};
 use quiver_vgi_contract::arg_metadata;
+use quiver_vgi_contract::enums::object_type;
 use quiver_vgi_contract::filter_container;
 use quiver_vgi_contract::ipc;
 use quiver_vgi_contract::row::RowBuilder;
@@ -127,8 +128,8 @@ impl Catalog {
         self.functions
             .iter()
             .filter(|f| match wanted {
-                "SCALAR_FUNCTION" => f.kind == FunctionKind::Scalar,
-                "TABLE_FUNCTION" => f.kind != FunctionKind::Scalar,
+                object_type::SCALAR_FUNCTION => f.kind == FunctionKind::Scalar,
+                object_type::TABLE_FUNCTION => f.kind != FunctionKind::Scalar,
                 _ => false,
             })
             .collect()

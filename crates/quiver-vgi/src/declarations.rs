@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, StringArray};
 use arrow_schema::DataType;
+use quiver_vgi_contract::enums::function_type;
 
 /// The three kinds of function this SDK serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,8 +22,8 @@ impl FunctionKind {
     /// The `FunctionType` member name on the wire (table-in-out is `TABLE`).
     pub fn wire_name(self) -> &'static str {
         match self {
-            FunctionKind::Scalar => "SCALAR",
-            FunctionKind::Table | FunctionKind::TableInOut => "TABLE",
+            FunctionKind::Scalar => function_type::SCALAR,
+            FunctionKind::Table | FunctionKind::TableInOut => function_type::TABLE,
         }
     }
 

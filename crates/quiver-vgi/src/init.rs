@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::DataType;
 use quiver_rpc::{field, CallContext, Method, Params, Service, StreamSetup};
+use quiver_vgi_contract::enums::init_phase;
 use quiver_vgi_contract::schemas;
 use quiver_vgi_contract::{errors, methods};
 use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
@@ -68,8 +69,8 @@ fn init(
     match (bound.function.kind, request.phase.as_deref()) {
         (FunctionKind::Scalar, None) => scalar(bound, &request),
         (FunctionKind::Table, None) => table(context, bound, &request, ctx),
-        (FunctionKind::TableInOut, Some("INPUT")) => input(context, bound, &request, ctx),
-        (FunctionKind::TableInOut, Some("FINALIZE")) => finalize(context, bound, &request),
+        (FunctionKind::TableInOut, Some(init_phase::INPUT)) => input(context, bound, &request, ctx),
+        (FunctionKind::TableInOut, Some(init_phase::FINALIZE)) => finalize(context, bound, &request),
         (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
             "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
         ))),

@@ -58,6 +58,7 @@ mod declarations;
 mod execution;
 mod filter_eval;
 mod filter_expr;
+mod filter_parser;
 mod filters;
 mod function;
 mod in_out_state;
