@@ -102,7 +102,7 @@ impl Client {
     /// (`VGI_RPC_SHM_SIZE_BYTES` set and shm not disabled).
     pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
         match config.segment_to_create_bytes() {
-            Some(size_bytes) if self.link.kind.is_local() => {
+            Some(size_bytes) if self.link.kind().is_local() => {
                 let segment = Segment::create(size_bytes)?;
                 Ok(self.with_shm(segment, config))
             }
@@ -201,7 +201,7 @@ impl Client {
             StreamReader::begin(input, limits)
         });
         reader?.ok_or_else(|| {
-            WireError::Truncated(format!("{} closed the connection", self.link.peer)).into()
+            WireError::Truncated(format!("{} closed the connection", self.link.peer())).into()
         })
     }
 
@@ -274,7 +274,7 @@ impl Client {
 
     pub(crate) fn flush(&mut self) -> Result<(), ClientError> {
         if !self.out.is_empty() {
-            self.out.write_to(&mut *self.link.writer)?;
+            self.out.write_to(self.link.writer())?;
         }
         Ok(())
     }
@@ -291,7 +291,7 @@ impl Drop for Client {
     fn drop(&mut self) {
         if let Some(route) = &self.shm {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.link.peer, "client"));
+                eprintln!("{}", route.stats.summary(self.link.peer(), "client"));
             }
         }
     }
