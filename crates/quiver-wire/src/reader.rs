@@ -228,7 +228,10 @@ impl StreamReader {
     }
 
     fn for_schema_read(schema: SchemaRef, limits: Limits) -> Self {
-        Self { messages_read: 1, ..Self::for_schema(schema, limits) }
+        Self {
+            messages_read: 1,
+            ..Self::for_schema(schema, limits)
+        }
     }
 
     /// A reader for a stream whose schema is already known (a region written
@@ -416,15 +419,14 @@ pub fn decode_region(
     let first = frames
         .next_frame(&limits)?
         .ok_or_else(|| WireError::Malformed("empty shared-memory region".into()))?;
-    let (mut reader, pending) =
-        if first.message().header_type() == MessageHeader::Schema {
-            (StreamReader::from_schema_frame(first, limits)?, None)
-        } else {
-            (
-                StreamReader::for_schema(schema.clone(), limits),
-                Some(first),
-            )
-        };
+    let (mut reader, pending) = if first.message().header_type() == MessageHeader::Schema {
+        (StreamReader::from_schema_frame(first, limits)?, None)
+    } else {
+        (
+            StreamReader::for_schema(schema.clone(), limits),
+            Some(first),
+        )
+    };
     let mut batches = Vec::new();
     if let Some(frame) = pending {
         reader.messages_read += 1;

@@ -47,7 +47,10 @@ pub(crate) fn encoded_schema(schema: &SchemaRef, encode: impl FnOnce() -> Vec<u8
 /// The schema whose (verified, body-less) message header is exactly `header`, if cached.
 pub(crate) fn cached_schema(header: &[u8]) -> Option<SchemaRef> {
     DECODED.with_borrow(|cache| {
-        cache.iter().find(|(bytes, _)| **bytes == *header).map(|(_, schema)| Arc::clone(schema))
+        cache
+            .iter()
+            .find(|(bytes, _)| **bytes == *header)
+            .map(|(_, schema)| Arc::clone(schema))
     })
 }
 
@@ -57,7 +60,10 @@ pub(crate) fn decoded_schema<E>(
     decode: impl FnOnce() -> Result<SchemaRef, E>,
 ) -> Result<SchemaRef, E> {
     let hit = DECODED.with_borrow(|cache| {
-        cache.iter().find(|(bytes, _)| **bytes == *header).map(|(_, schema)| Arc::clone(schema))
+        cache
+            .iter()
+            .find(|(bytes, _)| **bytes == *header)
+            .map(|(_, schema)| Arc::clone(schema))
     });
     if let Some(schema) = hit {
         return Ok(schema);

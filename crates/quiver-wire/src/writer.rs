@@ -20,9 +20,9 @@ use flatbuffers::FlatBufferBuilder;
 
 use crate::body::{record_batch_header, BodyLayout};
 use crate::error::{Result, WireError};
-use crate::schema_cache::encoded_schema;
 use crate::framing::{padded_len, ALIGNMENT_BYTES, CONTINUATION, END_OF_STREAM};
 use crate::metadata::BatchMetadata;
+use crate::schema_cache::encoded_schema;
 use crate::sink::IpcSink;
 
 /// Writes one IPC stream. Created by [`StreamWriter::begin`], which emits the schema
@@ -49,7 +49,10 @@ impl StreamWriter {
             append_message(&mut framed, &encoded.ipc_message, &[]);
             framed
         };
-        let has_dictionaries = schema.fields().iter().any(|f| contains_dictionary(f.data_type()));
+        let has_dictionaries = schema
+            .fields()
+            .iter()
+            .any(|f| contains_dictionary(f.data_type()));
         if has_dictionaries {
             // The tracker must see the schema to number its dictionaries.
             out.put_bytes(&encode(&mut tracker));

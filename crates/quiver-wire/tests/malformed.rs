@@ -729,4 +729,3 @@ fn the_allocation_tracker_sees_allocations() {
     assert!(largest >= 3 << 20, "{largest}");
     drop(buffer);
 }
-
