@@ -101,3 +101,34 @@ impl Drop for PeerTurn<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use quiver_shm::{Segment, ShmConfig};
+    use quiver_transport::pipe_pair;
+
+    use super::*;
+
+    #[test]
+    fn the_peer_has_the_table_during_the_read_and_not_after_even_on_unwind() {
+        let (client_end, _server_end) = pipe_pair().unwrap();
+        let mut link = Link::new(client_end);
+        let segment = Segment::create(1 << 20).unwrap();
+        let mut route = ShmRoute::new(segment.clone(), &ShmConfig::default());
+
+        let during = link.wait_for_peer(Some(&mut route), |_| segment.is_peer_turn());
+        assert!(during);
+        assert!(!segment.is_peer_turn());
+
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            link.wait_for_peer(Some(&mut route), |_| panic!("a read that unwinds"))
+        }));
+        assert!(unwound.is_err());
+        assert!(!segment.is_peer_turn(), "the turn must come back on unwind");
+
+        // Without a segment there is no turn to take.
+        assert!(!link.wait_for_peer(None, |_| segment.is_peer_turn()));
+    }
+}
