@@ -104,13 +104,13 @@ impl Client {
     /// process budget (`VGI_RPC_SHM_PROCESS_MAX_BYTES`): then the connection runs inline.
     pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
         match config.segment_to_create_bytes() {
-            Some(size_bytes) if self.link.kind.is_local() => {
+            Some(size_bytes) if self.link.kind().is_local() => {
                 match Segment::create_within_budget(size_bytes, config.process_max_bytes) {
                     Ok(segment) => Ok(self.with_shm(segment, config)),
                     // Over the process budget: this connection runs inline, which is correct.
                     Err(error @ ShmError::BudgetExceeded { .. }) => {
                         if config.debug {
-                            eprintln!("[quiver-shm] inline connection: {error}");
+                            quiver_process::log_line!("[quiver-shm] inline connection: {error}");
                         }
                         Ok(self)
                     }
@@ -212,7 +212,7 @@ impl Client {
             StreamReader::begin(input, limits)
         });
         reader?.ok_or_else(|| {
-            WireError::Truncated(format!("{} closed the connection", self.link.peer)).into()
+            WireError::Truncated(format!("{} closed the connection", self.link.peer())).into()
         })
     }
 
@@ -290,7 +290,7 @@ impl Client {
 
     pub(crate) fn flush(&mut self) -> Result<(), ClientError> {
         if !self.out.is_empty() {
-            self.out.write_to(&mut *self.link.writer)?;
+            self.out.write_to(self.link.writer())?;
         }
         Ok(())
     }
@@ -307,7 +307,7 @@ impl Drop for Client {
     fn drop(&mut self) {
         if let Some(route) = &self.shm {
             if route.debug() {
-                eprintln!("{}", route.stats.summary(&self.link.peer, "client"));
+                quiver_process::log_line!("{}", route.stats.summary(self.link.peer(), "client"));
             }
         }
     }

@@ -42,33 +42,31 @@ impl From<std::io::Error> for ConnectionError {
 /// The peer's input in the buffered form every wire reader takes.
 pub(crate) type PeerInput = BufReader<Box<dyn Read + Send>>;
 
-/// One connection, split into the guarded input and the free output.
+/// One connection whose input only [`Link::wait_for_peer`] reads.
 pub(crate) struct Link {
-    input: PeerInput,
-    /// Unbuffered output to the peer; write whole messages.
-    pub writer: Box<dyn Write + Send>,
-    /// The transport underneath.
-    pub kind: TransportKind,
-    /// A human-readable description of the peer, for errors and logs.
-    pub peer: String,
+    /// Private to this module: no read of the peer outside the bracket.
+    connection: Connection,
 }
 
 impl Link {
     /// Takes over `connection`.
     pub fn new(connection: Connection) -> Link {
-        let Connection {
-            reader,
-            writer,
-            kind,
-            peer,
-            ..
-        } = connection;
-        Link {
-            input: reader,
-            writer,
-            kind,
-            peer,
-        }
+        Link { connection }
+    }
+
+    /// Unbuffered output to the peer; write whole messages.
+    pub fn writer(&mut self) -> &mut (dyn Write + Send) {
+        &mut *self.connection.writer
+    }
+
+    /// The transport underneath.
+    pub fn kind(&self) -> TransportKind {
+        self.connection.kind
+    }
+
+    /// A human-readable description of the peer, for errors and logs.
+    pub fn peer(&self) -> &str {
+        &self.connection.peer
     }
 
     /// Runs `read` (which blocks on the peer) inside the peer's turn on `shm`'s table.
@@ -78,7 +76,7 @@ impl Link {
         read: impl FnOnce(&mut PeerInput) -> T,
     ) -> T {
         let _turn = PeerTurn::begin(shm);
-        read(&mut self.input)
+        read(&mut self.connection.reader)
     }
 }
 
@@ -101,5 +99,36 @@ impl Drop for PeerTurn<'_> {
         if let Some(route) = self.route.as_deref_mut() {
             route.end_peer_turn();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use quiver_shm::{Segment, ShmConfig};
+    use quiver_transport::pipe_pair;
+
+    use super::*;
+
+    #[test]
+    fn the_peer_has_the_table_during_the_read_and_not_after_even_on_unwind() {
+        let (client_end, _server_end) = pipe_pair().unwrap();
+        let mut link = Link::new(client_end);
+        let segment = Segment::create(1 << 20).unwrap();
+        let mut route = ShmRoute::new(segment.clone(), &ShmConfig::default());
+
+        let during = link.wait_for_peer(Some(&mut route), |_| segment.is_peer_turn());
+        assert!(during);
+        assert!(!segment.is_peer_turn());
+
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            link.wait_for_peer(Some(&mut route), |_| panic!("a read that unwinds"))
+        }));
+        assert!(unwound.is_err());
+        assert!(!segment.is_peer_turn(), "the turn must come back on unwind");
+
+        // Without a segment there is no turn to take.
+        assert!(!link.wait_for_peer(None, |_| segment.is_peer_turn()));
     }
 }

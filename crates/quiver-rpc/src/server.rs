@@ -230,7 +230,7 @@ impl<'s> Session<'s> {
         let Some(name) = metadata.get(keys::SHM_SEGMENT_NAME) else {
             return Ok(());
         };
-        if config.disabled || !self.link.kind.is_local() {
+        if config.disabled || !self.link.kind().is_local() {
             return Ok(());
         }
         if self
@@ -346,7 +346,7 @@ impl<'s> Session<'s> {
             let report = errors::reserved_not_implemented(&request.method);
             return self.write_error_stream(&empty_schema(), &report);
         }
-        let shm_usable = !self.server.config.shm.disabled && self.link.kind.is_local();
+        let shm_usable = !self.server.config.shm.disabled && self.link.kind().is_local();
         let metadata = BatchMetadata::from_pairs([
             (
                 keys::TRANSPORT_SHM,
@@ -616,7 +616,7 @@ impl<'s> Session<'s> {
     /// Writes everything gathered so far in one call.
     fn flush(&mut self) -> Result<(), WireError> {
         if !self.out.is_empty() {
-            self.out.write_to(&mut *self.link.writer)?;
+            self.out.write_to(self.link.writer())?;
         }
         Ok(())
     }
@@ -624,10 +624,7 @@ impl<'s> Session<'s> {
     fn close_shm(&mut self) {
         if let Some(route) = self.shm.take() {
             if route.debug() {
-                quiver_process::log_line!(
-                    "{}",
-                    route.stats.summary(&self.link.peer, "worker")
-                );
+                quiver_process::log_line!("{}", route.stats.summary(self.link.peer(), "worker"));
             }
         }
     }

@@ -148,7 +148,7 @@ impl ShmRoute {
     /// first time. A segment therefore serves one connection.
     pub fn peer_has_attached(&mut self) {
         if self.segment.unlink_name() && self.debug {
-            eprintln!(
+            quiver_process::log_line!(
                 "[quiver-shm] unlinked {}: the peer has attached",
                 self.segment.name()
             );
