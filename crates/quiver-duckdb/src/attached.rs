@@ -242,7 +242,7 @@ pub unsafe extern "C" fn quiver_worker_detach(
     guard(err, err_cap, || {
         // SAFETY: by this function's contract.
         let attached = unsafe { handle(worker, "worker")? };
-        let told = crate::io::with_deadline(crate::stream::CANCEL_DEADLINE, || {
+        let told = quiver_transport::fd_io::with_deadline(crate::stream::CANCEL_DEADLINE, || {
             catalog::detach(&attached.worker, &attached.found.attach_opaque_data)
         });
         attached.worker.shutdown();

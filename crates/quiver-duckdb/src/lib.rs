@@ -28,7 +28,6 @@ pub mod calls;
 pub mod catalog;
 pub mod ffi;
 pub mod filters;
-pub mod io;
 #[cfg(feature = "bench-functions")]
 pub mod numbers;
 pub mod scalar;

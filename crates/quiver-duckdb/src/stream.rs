@@ -15,8 +15,8 @@ use quiver_vgi_contract::GlobalInitResponse;
 use quiver_wire::BatchMetadata;
 
 use crate::ffi::{Failure, Outcome};
-use crate::io;
 use crate::worker::{Conn, Worker};
+use quiver_transport::fd_io;
 
 /// How long dropping an unfinished stream waits for the worker to acknowledge a cancel.
 pub const CANCEL_DEADLINE: Duration = Duration::from_secs(2);
@@ -179,7 +179,7 @@ impl Drop for Stream {
         // Abandoned mid-stream (LIMIT, an error elsewhere in the query): cancel, within a
         // deadline so that a hung worker cannot hang us; a connection that does not come back in
         // step is closed.
-        let (conn, cancelled) = io::with_deadline(CANCEL_DEADLINE, || call.cancel_and_release());
+        let (conn, cancelled) = fd_io::with_deadline(CANCEL_DEADLINE, || call.cancel_and_release());
         if cancelled.is_ok() {
             self.worker.checkin(conn);
         }

@@ -26,11 +26,11 @@ use quiver_process::{
 };
 use quiver_rpc::{Client, ClientError};
 use quiver_shm::ShmConfig;
-use quiver_transport::{fd_io, Connection};
+use quiver_transport::fd_io::{self, FdReader, Stopped};
+use quiver_transport::Connection;
 use quiver_wire::WireError;
 
 use crate::ffi::{Failure, FailureCode, Outcome};
-use crate::io::{self, FdReader, Stopped};
 
 /// Idle connections kept per worker; more are closed when returned.
 pub const IDLE_CONNECTIONS_MAX: usize = 64;
@@ -436,7 +436,7 @@ fn describe(process: &mut Child) -> String {
 /// Whether a client error is a wait we stopped (interrupt or deadline).
 pub fn stopped(error: &ClientError) -> Option<Stopped> {
     match error {
-        ClientError::Wire(WireError::Io(e)) => io::stopped(e),
+        ClientError::Wire(WireError::Io(e)) => fd_io::stopped(e),
         _ => None,
     }
 }
