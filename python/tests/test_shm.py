@@ -9,7 +9,7 @@ import pytest
 
 from quiver.shm import ALLOCATIONS_MAX, HEADER_BYTES, Segment, ShmConfig, ShmConfigError, ShmError
 
-from .support import assert_unlinked
+from .support import SHM_DIR, assert_unlinked
 
 MIB = 1 << 20
 
@@ -150,3 +150,16 @@ def test_config_defaults_and_parsing() -> None:
 def test_config_rejects_nonsense_naming_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ShmConfigError, match=variable):
         ShmConfig.from_env({variable: value})
+
+
+def test_segments_are_sparse_until_a_region_is_allocated() -> None:
+    segment = Segment.create(64 << 20)
+    try:
+        committed = lambda: (SHM_DIR / segment.name).stat().st_blocks * 512  # noqa: E731
+        assert committed() <= 65536, "only the header is committed at create"
+        offset = segment.allocate(8 << 20)
+        assert offset is not None
+        assert (8 << 20) <= committed() < (32 << 20)
+        segment.free(offset)
+    finally:
+        segment.close()

@@ -35,8 +35,10 @@ _CREATE_ATTEMPTS = 16
 class Segment:
     """A mapped segment in the "VGIS" layout."""
 
-    def __init__(self, name: str, mapping: mmap.mmap, *, owner: bool) -> None:
+    def __init__(self, name: str, mapping: mmap.mmap, fd: int, *, owner: bool) -> None:
         self.name = name
+        self._fd = fd  # kept to commit a region's pages before it is written (see allocate)
+        self._fd_guard = weakref.finalize(self, os.close, fd)
         self.owner = owner
         self.size_bytes = len(mapping)
         self._map = mapping
@@ -59,14 +61,14 @@ class Segment:
             except FileExistsError:
                 continue
             try:
-                os.ftruncate(fd, size_bytes)
+                os.ftruncate(fd, size_bytes)  # sparse: pages are committed per region
+                _commit(fd, 0, HEADER_BYTES)
                 mapping = mmap.mmap(fd, size_bytes)
             except OSError:
+                os.close(fd)
                 _unlink(name)
                 raise
-            finally:
-                os.close(fd)
-            segment = cls(name, mapping, owner=True)
+            segment = cls(name, mapping, fd, owner=True)
             segment._table.initialize()
             return segment
         raise ShmError("could not find a free shared-memory name")
@@ -83,9 +85,10 @@ class Segment:
             size_bytes = os.fstat(fd).st_size
             _check_size(size_bytes)
             mapping = mmap.mmap(fd, size_bytes)
-        finally:
+        except BaseException:
             os.close(fd)
-        segment = cls(name, mapping, owner=False)
+            raise
+        segment = cls(name, mapping, fd, owner=False)
         try:
             segment._table.check_header()
         except ShmError:
@@ -103,8 +106,17 @@ class Segment:
         return len(self._table.entries())
 
     def allocate(self, size: int) -> int | None:
-        """Reserves a region; ``None`` when it does not fit (the caller goes inline)."""
-        return self._table.allocate(size)
+        """Reserves a region and commits its pages; ``None`` when it does not fit or /dev/shm
+        cannot back it (the caller goes inline) — never a SIGBUS on the first write."""
+        offset = self._table.allocate(size)
+        if offset is None:
+            return None
+        try:
+            _commit(self._fd, offset, size)
+        except OSError:
+            self._table.free(offset)
+            return None
+        return offset
 
     def free(self, offset: int) -> None:
         """Releases the region at ``offset`` now."""
@@ -160,6 +172,7 @@ class Segment:
         self._closed = True
         if self._unlink_guard is not None:
             self._unlink_guard()
+        self._fd_guard()
         if self._live_claims == 0:
             self._anchor = None
             self._map.close()
@@ -197,6 +210,12 @@ def _shm() -> Any:
 def _unlink(name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         _shm().shm_unlink("/" + name)
+
+
+def _commit(fd: int, offset: int, size: int) -> None:
+    """Backs a byte range with pages now, where the platform can (a full /dev/shm raises here)."""
+    if hasattr(os, "posix_fallocate") and size > 0:
+        os.posix_fallocate(fd, offset, size)
 
 
 def _check_name(name: str) -> None:
