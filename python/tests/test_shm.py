@@ -126,6 +126,8 @@ def test_sizes_are_bounded() -> None:
 def test_config_defaults_and_parsing() -> None:
     assert ShmConfig.from_env({}) == ShmConfig()
     assert ShmConfig().min_batch_bytes == 128 * 1024
+    assert ShmConfig().process_max_bytes == 4 << 30
+    assert ShmConfig.from_env({"VGI_RPC_SHM_PROCESS_MAX_BYTES": "1073741824"}).process_max_bytes == 1 << 30
     config = ShmConfig.from_env(
         {"VGI_RPC_SHM_SIZE_BYTES": "67108864", "VGI_RPC_SHM_DEBUG": "TRUE", "VGI_RPC_SHM_MIN_BATCH_BYTES": " 0 "}
     )
@@ -145,6 +147,7 @@ def test_config_defaults_and_parsing() -> None:
         ("VGI_RPC_SHM_DISABLE", "maybe"),
         ("VGI_RPC_SHM_DEBUG", "2"),
         ("VGI_RPC_SHM_MIN_BATCH_BYTES", "1e6"),
+        ("VGI_RPC_SHM_PROCESS_MAX_BYTES", "4GiB"),
     ],
 )
 def test_config_rejects_nonsense_naming_the_variable(variable: str, value: str) -> None:

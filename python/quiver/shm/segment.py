@@ -14,6 +14,7 @@ import ctypes
 import mmap
 import os
 import secrets
+import threading
 import weakref
 from typing import Any
 
@@ -39,6 +40,7 @@ class Segment:
         self.name = name
         self._fd = fd  # kept to commit a region's pages before it is written (see allocate)
         self._fd_guard = weakref.finalize(self, os.close, fd)
+        self._budget_guard: weakref.finalize | None = None
         self.owner = owner
         self.size_bytes = len(mapping)
         self._map = mapping
@@ -51,9 +53,24 @@ class Segment:
         self._unlink_guard = weakref.finalize(self, _unlink, name) if owner else None
 
     @classmethod
-    def create(cls, size_bytes: int) -> Segment:
-        """Creates a fresh segment of ``size_bytes`` with an empty allocation table."""
+    def create(cls, size_bytes: int, *, budget_bytes: int | None = None) -> Segment:
+        """Creates a fresh sparse segment of ``size_bytes`` with an empty allocation table.
+
+        With ``budget_bytes``, raises :class:`BudgetExceeded` instead when this process's segments,
+        this one included, would exceed it (the caller then runs the connection inline).
+        """
         _check_size(size_bytes)
+        _reserve(size_bytes, budget_bytes)
+        try:
+            segment = cls._create_named(size_bytes)
+        except BaseException:
+            _release(size_bytes)
+            raise
+        segment._budget_guard = weakref.finalize(segment, _release, size_bytes)
+        return segment
+
+    @classmethod
+    def _create_named(cls, size_bytes: int) -> Segment:
         for _ in range(_CREATE_ATTEMPTS):
             name = NAME_PREFIX + secrets.token_hex(4)
             try:
@@ -173,6 +190,8 @@ class Segment:
         if self._unlink_guard is not None:
             self._unlink_guard()
         self._fd_guard()
+        if self._budget_guard is not None:
+            self._budget_guard()
         if self._live_claims == 0:
             self._anchor = None
             self._map.close()
@@ -210,6 +229,37 @@ def _shm() -> Any:
 def _unlink(name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         _shm().shm_unlink("/" + name)
+
+
+class BudgetExceeded(ShmError):
+    """A new segment would take this process past its budget of segment bytes."""
+
+
+_budget_lock = threading.Lock()
+_reserved_bytes = 0
+
+
+def reserved_segment_bytes() -> int:
+    """Bytes of segments this process has created and not yet released."""
+    return _reserved_bytes
+
+
+def _reserve(size_bytes: int, budget_bytes: int | None) -> None:
+    global _reserved_bytes
+    with _budget_lock:
+        if budget_bytes is not None and _reserved_bytes + size_bytes > budget_bytes:
+            raise BudgetExceeded(
+                f"a {size_bytes}-byte segment would exceed the process budget: "
+                f"{_reserved_bytes} of {budget_bytes} bytes already reserved"
+            )
+        _reserved_bytes += size_bytes
+
+
+def _release(size_bytes: int) -> None:
+    global _reserved_bytes
+    with _budget_lock:
+        assert _reserved_bytes >= size_bytes, "released more segment bytes than reserved"
+        _reserved_bytes -= size_bytes
 
 
 def _commit(fd: int, offset: int, size: int) -> None:
