@@ -9,7 +9,7 @@ import pytest
 
 from quiver import Server, connect
 from quiver.conformance import ConformanceService, ConformanceServiceImpl
-from quiver.shm import ShmConfig
+from quiver.shm import ShmConfig, reserved_segment_bytes
 
 from .support import assert_unlinked
 
@@ -69,3 +69,21 @@ def test_disabled_shm_never_creates_a_segment() -> None:
     assert client.route is None
     assert client.api.echo_int(3) == 3
     client.close()
+
+
+def test_a_segment_over_the_process_budget_leaves_the_connection_inline(capfd: pytest.CaptureFixture[str]) -> None:
+    server = Server(ConformanceService, ConformanceServiceImpl(), shm=SHM)
+    over = ShmConfig(debug=True, process_max_bytes=0)
+    client = connect(ConformanceService, server.in_process(), shm=over, shm_size=SEGMENT_BYTES)
+    try:
+        assert client.route is None
+        payload = b"\x5a" * (1 << 20)
+        assert client.api.echo_large_binary(payload) == payload
+    finally:
+        client.close()
+    assert "[quiver-shm] inline connection: a 16777216-byte segment would exceed" in capfd.readouterr().err
+    before = reserved_segment_bytes()
+    within = connect(ConformanceService, server.in_process(), shm=SHM, shm_size=SEGMENT_BYTES)
+    assert within.route is not None and reserved_segment_bytes() == before + SEGMENT_BYTES
+    within.close()
+    assert reserved_segment_bytes() == before, "closing gives the bytes back"

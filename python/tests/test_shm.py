@@ -9,7 +9,7 @@ import pytest
 
 from quiver.shm import ALLOCATIONS_MAX, HEADER_BYTES, Segment, ShmConfig, ShmConfigError, ShmError
 
-from .support import assert_unlinked
+from .support import SHM_DIR, assert_unlinked
 
 MIB = 1 << 20
 
@@ -126,6 +126,8 @@ def test_sizes_are_bounded() -> None:
 def test_config_defaults_and_parsing() -> None:
     assert ShmConfig.from_env({}) == ShmConfig()
     assert ShmConfig().min_batch_bytes == 128 * 1024
+    assert ShmConfig().process_max_bytes == 4 << 30
+    assert ShmConfig.from_env({"VGI_RPC_SHM_PROCESS_MAX_BYTES": "1073741824"}).process_max_bytes == 1 << 30
     config = ShmConfig.from_env(
         {"VGI_RPC_SHM_SIZE_BYTES": "67108864", "VGI_RPC_SHM_DEBUG": "TRUE", "VGI_RPC_SHM_MIN_BATCH_BYTES": " 0 "}
     )
@@ -145,8 +147,22 @@ def test_config_defaults_and_parsing() -> None:
         ("VGI_RPC_SHM_DISABLE", "maybe"),
         ("VGI_RPC_SHM_DEBUG", "2"),
         ("VGI_RPC_SHM_MIN_BATCH_BYTES", "1e6"),
+        ("VGI_RPC_SHM_PROCESS_MAX_BYTES", "4GiB"),
     ],
 )
 def test_config_rejects_nonsense_naming_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ShmConfigError, match=variable):
         ShmConfig.from_env({variable: value})
+
+
+def test_segments_are_sparse_until_a_region_is_allocated() -> None:
+    segment = Segment.create(64 << 20)
+    try:
+        committed = lambda: (SHM_DIR / segment.name).stat().st_blocks * 512  # noqa: E731
+        assert committed() <= 65536, "only the header is committed at create"
+        offset = segment.allocate(8 << 20)
+        assert offset is not None
+        assert (8 << 20) <= committed() < (32 << 20)
+        segment.free(offset)
+    finally:
+        segment.close()

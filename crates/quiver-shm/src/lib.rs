@@ -49,6 +49,7 @@ pub mod registry;
 
 mod budget;
 mod buffer;
+mod mapping;
 mod name;
 mod segment;
 mod sweep;

@@ -9,7 +9,11 @@
 //!
 //! Only Linux exposes the names as files (`/dev/shm`); elsewhere the sweep does nothing. A pid
 //! reused by an unrelated process keeps its dead predecessor's names until that process exits too:
-//! a later sweep gets them.
+//! a later sweep gets them. A process in another pid namespace that shares this `/dev/shm` looks
+//! dead from here, and a sweep could remove its name before its peer attached (that connection's
+//! first request then fails to attach); containers get their own `/dev/shm` by default, and
+//! `--ipc=host` setups that also separate pid namespaces should set `VGI_RPC_SHM_DISABLE` or keep
+//! the namespaces together.
 
 use crate::name::owner_pid_of;
 

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar, cast
 import pyarrow as pa
 
 from ..shm.config import ShmConfig
-from ..shm.segment import Segment
+from ..shm.segment import BudgetExceeded, Segment
 from ..transport.connection import Connection
 from ..wire import keys
 from ..wire.error import ConnectionClosed, Malformed
@@ -38,7 +38,7 @@ from ..wire.role import BatchRole, classify
 from ..wire.sink import GatherBuffer
 from ..wire.writer import StreamWriter, empty_batch
 from .method import RESULT_FIELD, MethodKind, MethodSpec, protocol_spec
-from .shm_route import ShmRoute
+from .shm_route import ShmRoute, debug
 from .stream import EMPTY_SCHEMA, AnnotatedBatch
 from .types import dataclass_from_batch
 
@@ -121,7 +121,13 @@ class Client(Generic[P]):
         if shm_size is not None:
             config = replace(config, segment_size_bytes=shm_size)
         size = config.segment_to_create()
-        self.route = ShmRoute(Segment.create(size), config) if size and connection.local else None
+        self.route: ShmRoute | None = None
+        if size and connection.local:
+            try:
+                self.route = ShmRoute(Segment.create(size, budget_bytes=config.process_max_bytes), config)
+            except BudgetExceeded as exc:  # over the process budget: this connection runs inline
+                if config.debug:
+                    debug(f"inline connection: {exc}")
         self.api: P = cast(P, MethodProxy(self))
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:

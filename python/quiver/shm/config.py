@@ -4,6 +4,8 @@
 ``VGI_RPC_SHM_DISABLE=1``        never use shared memory, in either direction
 ``VGI_RPC_SHM_DEBUG=1``          log attach / resolve / fallback events and a close summary
 ``VGI_RPC_SHM_MIN_BATCH_BYTES``  batches smaller than this stay inline (default 128 KiB)
+``VGI_RPC_SHM_PROCESS_MAX_BYTES`` most bytes of segments one process creates (default 4 GiB); a
+                                 connection whose segment would exceed it runs inline
 
 A variable that is set but malformed is an error naming the variable: a typo in a
 tuning knob should not silently become the default.
@@ -21,8 +23,11 @@ ENV_SIZE_BYTES = "VGI_RPC_SHM_SIZE_BYTES"
 ENV_DISABLE = "VGI_RPC_SHM_DISABLE"
 ENV_DEBUG = "VGI_RPC_SHM_DEBUG"
 ENV_MIN_BATCH_BYTES = "VGI_RPC_SHM_MIN_BATCH_BYTES"
+ENV_PROCESS_MAX_BYTES = "VGI_RPC_SHM_PROCESS_MAX_BYTES"
 
 MIN_BATCH_BYTES_DEFAULT = 128 * 1024
+# Why 4 GiB: see PROCESS_MAX_BYTES_DEFAULT in crates/quiver-shm/src/config.rs.
+PROCESS_MAX_BYTES_DEFAULT = 4 << 30
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -41,6 +46,8 @@ class ShmConfig:
     disabled: bool = False
     debug: bool = False
     min_batch_bytes: int = MIN_BATCH_BYTES_DEFAULT
+    process_max_bytes: int = PROCESS_MAX_BYTES_DEFAULT
+    """Most bytes of segments this process may have created at once."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ShmConfig:
@@ -53,11 +60,13 @@ class ShmConfig:
 
         size = get(ENV_SIZE_BYTES)
         threshold = get(ENV_MIN_BATCH_BYTES)
+        budget = get(ENV_PROCESS_MAX_BYTES)
         return cls(
             segment_size_bytes=None if size is None else _parse_segment_size(size),
             disabled=_parse_flag(ENV_DISABLE, get(ENV_DISABLE)),
             debug=_parse_flag(ENV_DEBUG, get(ENV_DEBUG)),
             min_batch_bytes=MIN_BATCH_BYTES_DEFAULT if threshold is None else _parse_threshold(threshold),
+            process_max_bytes=PROCESS_MAX_BYTES_DEFAULT if budget is None else _parse_bytes(ENV_PROCESS_MAX_BYTES, budget),
         )
 
     def segment_to_create(self) -> int | None:

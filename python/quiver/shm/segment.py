@@ -14,6 +14,7 @@ import ctypes
 import mmap
 import os
 import secrets
+import threading
 import weakref
 from typing import Any
 
@@ -35,8 +36,11 @@ _CREATE_ATTEMPTS = 16
 class Segment:
     """A mapped segment in the "VGIS" layout."""
 
-    def __init__(self, name: str, mapping: mmap.mmap, *, owner: bool) -> None:
+    def __init__(self, name: str, mapping: mmap.mmap, fd: int, *, owner: bool) -> None:
         self.name = name
+        self._fd = fd  # kept to commit a region's pages before it is written (see allocate)
+        self._fd_guard = weakref.finalize(self, os.close, fd)
+        self._budget_guard: weakref.finalize | None = None
         self.owner = owner
         self.size_bytes = len(mapping)
         self._map = mapping
@@ -49,9 +53,24 @@ class Segment:
         self._unlink_guard = weakref.finalize(self, _unlink, name) if owner else None
 
     @classmethod
-    def create(cls, size_bytes: int) -> Segment:
-        """Creates a fresh segment of ``size_bytes`` with an empty allocation table."""
+    def create(cls, size_bytes: int, *, budget_bytes: int | None = None) -> Segment:
+        """Creates a fresh sparse segment of ``size_bytes`` with an empty allocation table.
+
+        With ``budget_bytes``, raises :class:`BudgetExceeded` instead when this process's segments,
+        this one included, would exceed it (the caller then runs the connection inline).
+        """
         _check_size(size_bytes)
+        _reserve(size_bytes, budget_bytes)
+        try:
+            segment = cls._create_named(size_bytes)
+        except BaseException:
+            _release(size_bytes)
+            raise
+        segment._budget_guard = weakref.finalize(segment, _release, size_bytes)
+        return segment
+
+    @classmethod
+    def _create_named(cls, size_bytes: int) -> Segment:
         for _ in range(_CREATE_ATTEMPTS):
             name = NAME_PREFIX + secrets.token_hex(4)
             try:
@@ -59,14 +78,14 @@ class Segment:
             except FileExistsError:
                 continue
             try:
-                os.ftruncate(fd, size_bytes)
+                os.ftruncate(fd, size_bytes)  # sparse: pages are committed per region
+                _commit(fd, 0, HEADER_BYTES)
                 mapping = mmap.mmap(fd, size_bytes)
             except OSError:
+                os.close(fd)
                 _unlink(name)
                 raise
-            finally:
-                os.close(fd)
-            segment = cls(name, mapping, owner=True)
+            segment = cls(name, mapping, fd, owner=True)
             segment._table.initialize()
             return segment
         raise ShmError("could not find a free shared-memory name")
@@ -83,9 +102,10 @@ class Segment:
             size_bytes = os.fstat(fd).st_size
             _check_size(size_bytes)
             mapping = mmap.mmap(fd, size_bytes)
-        finally:
+        except BaseException:
             os.close(fd)
-        segment = cls(name, mapping, owner=False)
+            raise
+        segment = cls(name, mapping, fd, owner=False)
         try:
             segment._table.check_header()
         except ShmError:
@@ -103,8 +123,17 @@ class Segment:
         return len(self._table.entries())
 
     def allocate(self, size: int) -> int | None:
-        """Reserves a region; ``None`` when it does not fit (the caller goes inline)."""
-        return self._table.allocate(size)
+        """Reserves a region and commits its pages; ``None`` when it does not fit or /dev/shm
+        cannot back it (the caller goes inline) — never a SIGBUS on the first write."""
+        offset = self._table.allocate(size)
+        if offset is None:
+            return None
+        try:
+            _commit(self._fd, offset, size)
+        except OSError:
+            self._table.free(offset)
+            return None
+        return offset
 
     def free(self, offset: int) -> None:
         """Releases the region at ``offset`` now."""
@@ -160,6 +189,9 @@ class Segment:
         self._closed = True
         if self._unlink_guard is not None:
             self._unlink_guard()
+        self._fd_guard()
+        if self._budget_guard is not None:
+            self._budget_guard()
         if self._live_claims == 0:
             self._anchor = None
             self._map.close()
@@ -197,6 +229,43 @@ def _shm() -> Any:
 def _unlink(name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         _shm().shm_unlink("/" + name)
+
+
+class BudgetExceeded(ShmError):
+    """A new segment would take this process past its budget of segment bytes."""
+
+
+_budget_lock = threading.Lock()
+_reserved_bytes = 0
+
+
+def reserved_segment_bytes() -> int:
+    """Bytes of segments this process has created and not yet released."""
+    return _reserved_bytes
+
+
+def _reserve(size_bytes: int, budget_bytes: int | None) -> None:
+    global _reserved_bytes
+    with _budget_lock:
+        if budget_bytes is not None and _reserved_bytes + size_bytes > budget_bytes:
+            raise BudgetExceeded(
+                f"a {size_bytes}-byte segment would exceed the process budget: "
+                f"{_reserved_bytes} of {budget_bytes} bytes already reserved"
+            )
+        _reserved_bytes += size_bytes
+
+
+def _release(size_bytes: int) -> None:
+    global _reserved_bytes
+    with _budget_lock:
+        assert _reserved_bytes >= size_bytes, "released more segment bytes than reserved"
+        _reserved_bytes -= size_bytes
+
+
+def _commit(fd: int, offset: int, size: int) -> None:
+    """Backs a byte range with pages now, where the platform can (a full /dev/shm raises here)."""
+    if hasattr(os, "posix_fallocate") and size > 0:
+        os.posix_fallocate(fd, offset, size)
 
 
 def _check_name(name: str) -> None:
