@@ -15,8 +15,6 @@ import textwrap
 import time
 from pathlib import Path
 
-from extension_support import allinone, extension  # noqa: F401 (fixtures)
-
 WORKER_EXIT_BOUND_S = 30.0
 
 ENGINE = textwrap.dedent(
@@ -71,7 +69,10 @@ def test_killed_engine_takes_its_workers_with_it(extension: Path, allinone: Path
         env = {**os.environ, "XDG_RUNTIME_DIR": runtime}
         engine = subprocess.Popen(
             [sys.executable, "-c", ENGINE, str(extension), str(allinone)],
-            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
         )
         try:
             assert engine.stdout.readline().strip() == "READY"

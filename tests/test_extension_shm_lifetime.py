@@ -9,6 +9,7 @@ workers let go no process maps them and nothing of them is left in /dev/shm.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from extension_support import ROOT, allinone, extension  # noqa: F401
+from extension_support import ROOT
 
 VGI_WORKER = ROOT / "tests" / "vgi_oracle" / "third_party_worker.py"
 SHM_DIR = Path("/dev/shm")
@@ -45,7 +46,7 @@ ENGINE = textwrap.dedent(
 
 
 def mapped_by(prefix: str) -> dict[int, set[str]]:
-    """pid -> names under /dev/shm starting with `prefix` that the process maps."""
+    """Pid -> names under /dev/shm starting with `prefix` that the process maps."""
     found: dict[int, set[str]] = {}
     for maps in Path("/proc").glob("[0-9]*/maps"):
         try:
@@ -131,7 +132,5 @@ def test_sigkilled_engine_leaves_no_segment(
             engine.kill()
             engine.wait()
         for pid in workers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -113,9 +113,7 @@ def test_shared_memory_carries_the_batches(
     prefix = "launch:" if mode == "launch" else ""
     attach(con, f"{prefix}{allinone}")
     n = 20_000_000
-    assert con.execute(f"SELECT sum(n) FROM w.numbers({n}, batch_rows := 1000000)").fetchone() == (
-        n * (n - 1) // 2,
-    )
+    assert con.execute(f"SELECT sum(n) FROM w.numbers({n}, batch_rows := 1000000)").fetchone() == (n * (n - 1) // 2,)
     # The engine maps its segments, whose names it removed once the worker had attached.
     own = f"psm_{os.getpid()}_"  # names carry the owner pid; other processes may share /dev/shm
     assert f"/dev/shm/{own}" in Path("/proc/self/maps").read_text(), "the engine created its segments"

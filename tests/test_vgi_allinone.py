@@ -18,8 +18,9 @@ import socket as sockets
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -88,7 +89,10 @@ def oracle(allinone: Path) -> dict[str, Any]:
                 env = {**os.environ, "VGI_WORKER_SQLITE_PATH": str(directory / "vgi-worker.sqlite")}
                 done = subprocess.run(
                     [str(vgi_python()), str(DRIVER), json.dumps(config)],
-                    capture_output=True, text=True, timeout=120, env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    env=env,
                 )
             if done.returncode != 0:
                 pytest.fail(f"the vgi driver failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")

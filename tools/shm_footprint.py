@@ -13,6 +13,7 @@ already unlinked, which `du` cannot see) above the level before the start, and o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -41,10 +42,8 @@ def df_used_bytes() -> int:
 def du_bytes() -> int:
     total = 0
     for path in SHM_DIR.iterdir():
-        try:
+        with contextlib.suppress(OSError):
             total += path.stat().st_blocks * 512
-        except OSError:
-            pass
     return total
 
 
@@ -63,7 +62,16 @@ def main() -> None:
     baseline_df, baseline_du = df_used_bytes(), du_bytes()
     engines = [
         subprocess.Popen(
-            [sys.executable, "-c", ENGINE, args.extension, args.worker, str(args.threads), str(args.rows), str(args.rounds)],
+            [
+                sys.executable,
+                "-c",
+                ENGINE,
+                args.extension,
+                args.worker,
+                str(args.threads),
+                str(args.rows),
+                str(args.rounds),
+            ],
             env=env,
         )
         for _ in range(args.processes)

@@ -295,7 +295,9 @@ def run(args: argparse.Namespace) -> None:
     n, m, k = SCAN_ROWS // scale, ECHO_ROWS // scale, SCALAR_ROWS // scale
     for path in (EXTENSION, WORKER):
         if not path.exists():
-            sys.exit(f"vgi-bench: {path} is missing (run ./quiver setup, then QUIVER_BENCH_FUNCTIONS=1 extension/build.sh)")
+            sys.exit(
+                f"vgi-bench: {path} is missing (run ./quiver setup, then QUIVER_BENCH_FUNCTIONS=1 extension/build.sh)"
+            )
     ws = workloads(n, m, k)
     recs: list[dict[str, Any]] = []
     for shm in (False, True):

@@ -293,8 +293,12 @@ def oracle() -> dict[str, Any]:
                 # "unix", however slow a loaded machine makes the scenarios before it.
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as keep_alive:
                     keep_alive.connect(str(socket_path))
-                    done = subprocess.run([str(vgi_python()), str(DRIVER), json.dumps(config)],
-                                          capture_output=True, text=True, timeout=180)
+                    done = subprocess.run(
+                        [str(vgi_python()), str(DRIVER), json.dumps(config)],
+                        capture_output=True,
+                        text=True,
+                        timeout=180,
+                    )
                 if done.returncode != 0:
                     pytest.fail(f"the vgi driver failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
                 results = json.loads(done.stdout)

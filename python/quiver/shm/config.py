@@ -66,7 +66,9 @@ class ShmConfig:
             disabled=_parse_flag(ENV_DISABLE, get(ENV_DISABLE)),
             debug=_parse_flag(ENV_DEBUG, get(ENV_DEBUG)),
             min_batch_bytes=MIN_BATCH_BYTES_DEFAULT if threshold is None else _parse_threshold(threshold),
-            process_max_bytes=PROCESS_MAX_BYTES_DEFAULT if budget is None else _parse_bytes(ENV_PROCESS_MAX_BYTES, budget),
+            process_max_bytes=PROCESS_MAX_BYTES_DEFAULT
+            if budget is None
+            else _parse_bytes(ENV_PROCESS_MAX_BYTES, budget),
         )
 
     def segment_to_create(self) -> int | None:

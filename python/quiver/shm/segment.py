@@ -123,8 +123,11 @@ class Segment:
         return len(self._table.entries())
 
     def allocate(self, size: int) -> int | None:
-        """Reserves a region and commits its pages; ``None`` when it does not fit or /dev/shm
-        cannot back it (the caller goes inline) — never a SIGBUS on the first write."""
+        """Reserves a region and commits its pages.
+
+        ``None`` when it does not fit or /dev/shm cannot back it (the caller goes inline): never a
+        SIGBUS on the first write.
+        """
         offset = self._table.allocate(size)
         if offset is None:
             return None
@@ -173,8 +176,10 @@ class Segment:
         return self._unlink_guard is not None and self._unlink_guard.alive
 
     def unlink_name(self) -> bool:
-        """Removes the name once the peer has attached; both mappings keep working, and the
-        memory lives exactly as long as some process maps it. True if this call unlinked it."""
+        """Removes the name once the peer has attached; True if this call unlinked it.
+
+        Both mappings keep working, and the memory lives exactly as long as some process maps it.
+        """
         if not self.name_linked:
             return False
         assert self._unlink_guard is not None
