@@ -1,5 +1,6 @@
-"""The allinone worker's functions under DuckDB, shared memory off and on, beside the in-process
-ceiling (quiver_numbers: the same rows made in Rust inside DuckDB, no worker, no transport).
+"""The allinone worker's functions under DuckDB, shared memory off and on, beside the in-process ceiling.
+
+The ceiling is quiver_numbers: the same rows made in Rust inside DuckDB, no worker, no transport.
 
 Usage: .venv/bin/python extension/bench_workers.py [ROWS] [RUNS]
 Each case: median [min–max] seconds over RUNS measured runs after one warm-up (ATTACH discarded).
@@ -59,7 +60,11 @@ def main() -> None:
     print(f"{threads} DuckDB threads, {runs} runs after 1 warm-up")
     ceiling = session(False)
     print(f"sum(n) over {rows:,} rows")
-    report("in-process ceiling (quiver_numbers)", rows, measure(ceiling, f"SELECT sum(n) FROM quiver_numbers({rows})", runs))
+    report(
+        "in-process ceiling (quiver_numbers)",
+        rows,
+        measure(ceiling, f"SELECT sum(n) FROM quiver_numbers({rows})", runs),
+    )
     ceiling.close()
     for shm in (False, True):
         con = session(shm)

@@ -39,8 +39,15 @@ raw_len = 1000
 raw_offset = segment.allocator.allocate(raw_len)
 assert raw_offset is not None
 segment.buf[raw_offset : raw_offset + raw_len] = bytes((i * 7 + 3) % 251 for i in range(raw_len))
-reply({"name": segment.name, "size": segment.size, "batch": list(batch_at), "raw": [raw_offset, raw_len],
-       "table": table(segment)})
+reply(
+    {
+        "name": segment.name,
+        "size": segment.size,
+        "batch": list(batch_at),
+        "raw": [raw_offset, raw_len],
+        "table": table(segment),
+    }
+)
 
 try:
     for line in sys.stdin:
