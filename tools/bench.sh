@@ -2,7 +2,7 @@
 # Benchmark suites; results land in bench/results/<suite>.md and .json.
 #   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
 #   ./tools/bench.sh python [--reps N] [--quick]                   (quiver's Python SDK vs vgi-rpc)
-#   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (seed 000: the allinone worker under DuckDB)
+#   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (VGI's benchmark: the allinone worker under DuckDB)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

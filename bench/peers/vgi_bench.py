@@ -1,4 +1,4 @@
-"""`./quiver bench vgi`: seed 000's benchmark page on this machine.
+"""`./quiver bench vgi`: VGI's benchmark page (scan, echo, upper_case) on this machine.
 
 The allinone worker's functions under DuckDB 2.0.0 through quiver's extension, shared memory off
 (inline pipe) then on, beside the in-process ceiling measured in the same run:
@@ -418,7 +418,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     )
     L.append("")
     L.append(
-        "Seed 000's benchmark page, on this machine: the `allinone` worker's functions under DuckDB through quiver's "
+        "VGI's benchmark page, on this machine: the `allinone` worker's functions under DuckDB through quiver's "
         f"extension (`ATTACH 'launch:target/release/quiver-allinone' AS w (TYPE quiver)`), `SET threads = {info['threads']}`, "
         "shared memory off (inline pipe) then on (`VGI_RPC_SHM_SIZE_BYTES` = "
         f"{info['shm_bytes'] >> 20} MiB in the DuckDB process before ATTACH), and **in the same run** the in-process "
@@ -581,7 +581,7 @@ def analysis(w: str, by: dict, d: dict, worker: list, engine: list) -> list[str]
             f"against {fmt_rows(c['rows_per_s'])}rows/s for the in-process passthrough, which moves no bytes at all — DuckDB hands the "
             "generator's vector to the count by reference — so the 0.3× target asks the worker path to beat a zero-copy, "
             "zero-transport plan by a factor no three-transfer path can reach on this VM (it would mean ≥ "
-            f"{0.3 * c['mb_per_s'] / 1e3:,.0f} GB/s of column data across processes; memcpy here is 10–16 GB/s, design.md §6). "
+            f"{0.3 * c['mb_per_s'] / 1e3:,.0f} GB/s of column data across processes; memcpy here is 10–16 GB/s, see rpc.md). "
         )
         if echo_conn:
             text += (
@@ -612,7 +612,7 @@ def analysis(w: str, by: dict, d: dict, worker: list, engine: list) -> list[str]
             f"{fmt_rows(shm['rows_per_s'])}rows/s shm) is not data movement, and it was not isolated (this shared 2-vCPU VM is noisy; "
             "a --quick run and earlier probes saw the two within ±10 % of each other). Of the {wall:.0f} ms debug run, the worker was busy {busy:.1f} ms "
             f"(upper-casing is cheap); the engine waited {ewait:.1f} ms on it, i.e. ~{per:.0f} µs of cross-process wake-up per "
-            "turn (design.md §6: 50–66 µs here); the rest is DuckDB's own work on the same strings (range, cast to VARCHAR, "
+            "turn (rpc.md's raw pipe round trip: 50–66 µs here); the rest is DuckDB's own work on the same strings (range, cast to VARCHAR, "
             f"Arrow conversion, length, sum) — the in-process query with upper() runs at {fmt_rows(c['rows_per_s'])}rows/s. "
             "Going well past 20 Mrows/s needs fewer turns (several DataChunks per request, or pipelined requests so the "
             "worker's turn overlaps DuckDB's), not a faster upper_case."

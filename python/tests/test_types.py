@@ -1,4 +1,4 @@
-"""Python type hints to Arrow types (spec §2.1), and values through Arrow and back."""
+"""Python type hints to Arrow types, and values through Arrow and back."""
 
 from __future__ import annotations
 

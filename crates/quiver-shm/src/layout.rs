@@ -1,4 +1,4 @@
-//! The on-segment byte layout shared with vgi-rpc 0.52.2 (`vgi_rpc/shm.py`).
+//! The on-segment byte layout shared with vgi-rpc 0.52.2's segments.
 //!
 //! ```text
 //! offset  size     field

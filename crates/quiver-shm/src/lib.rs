@@ -1,4 +1,4 @@
-//! POSIX shared-memory segments, byte-compatible with vgi-rpc 0.52.2 (`vgi_rpc/shm.py`).
+//! POSIX shared-memory segments, byte-compatible with vgi-rpc 0.52.2's.
 //!
 //! Large Arrow batches can skip the pipe: the writer serialises a complete IPC stream into a
 //! region of a segment both processes map, and sends a 0-row *pointer batch* carrying

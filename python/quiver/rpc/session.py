@@ -3,8 +3,8 @@
 The wire is lockstep, so a session is a plain loop. Every reply is gathered in memory
 and leaves in one vectored write per turn. A bad request gets an error reply and the
 connection keeps serving; only bytes that cannot be resynchronised (or a closed
-connection) end a session. Request validation follows vgi-rpc (spec §3), streams
-follow spec §4.
+connection) end a session. Request validation and streams
+behave as vgi-rpc's do (its conformance suite checks them: tests/test_conformance.py).
 """
 
 from __future__ import annotations
