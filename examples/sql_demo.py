@@ -1,8 +1,9 @@
 """`./quiver demo`: SQL in the embedded DuckDB (PyPI) calling functions that live in a worker process.
 
 Attaches the `allinone` worker with `launch:` (one shared worker over a Unix socket), runs VGI's
-three benchmark queries (scan, echo, upper_case) with shared memory off and then on, and prints results and rows/s. Sizes are kept small
-enough for seconds, not minutes; `./quiver bench vgi` runs the measured version.
+three benchmark queries (scan, echo, upper_case) with shared memory off and then on, and prints
+results and rows/s. Sizes are kept small enough for seconds, not minutes; `./quiver bench vgi` runs
+the measured version.
 """
 
 from __future__ import annotations

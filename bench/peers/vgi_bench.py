@@ -612,7 +612,7 @@ def analysis(w: str, by: dict, d: dict, worker: list, engine: list) -> list[str]
             f"{fmt_rows(shm['rows_per_s'])}rows/s shm) is not data movement, and it was not isolated (this shared 2-vCPU VM is noisy; "
             "a --quick run and earlier probes saw the two within ±10 % of each other). Of the {wall:.0f} ms debug run, the worker was busy {busy:.1f} ms "
             f"(upper-casing is cheap); the engine waited {ewait:.1f} ms on it, i.e. ~{per:.0f} µs of cross-process wake-up per "
-            "turn (rpc.md's raw pipe round trip: 50–66 µs here); the rest is DuckDB's own work on the same strings (range, cast to VARCHAR, "
+            "turn (a cross-CPU wake-up: see rpc.md's raw pipe round trip); the rest is DuckDB's own work on the same strings (range, cast to VARCHAR, "
             f"Arrow conversion, length, sum) — the in-process query with upper() runs at {fmt_rows(c['rows_per_s'])}rows/s. "
             "Going well past 20 Mrows/s needs fewer turns (several DataChunks per request, or pipelined requests so the "
             "worker's turn overlaps DuckDB's), not a faster upper_case."
