@@ -2,7 +2,8 @@
 //!
 //! The extension (`extension/`) is thin C++ glue compiled against DuckDB's headers; everything with
 //! behaviour lives here, behind a small C ABI declared by hand in `extension/include/quiver_core.h`:
-//! launching and reaching workers (`worker.rs`, on `quiver-process` and `quiver-transport`), discovering their functions
+//! launching and reaching workers (`worker.rs`, on `quiver-process` and `quiver-transport`; the
+//! `launch:` sockets' private directories in `socket_dir.rs`), discovering their functions
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
 //! threads (`scan.rs`), scalar calls (`scalar.rs`), table-in-out calls (`table_in_out.rs`), all as
 //! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`). The bench
@@ -32,6 +33,7 @@ pub mod filters;
 pub mod numbers;
 pub mod scalar;
 pub mod scan;
+mod socket_dir;
 pub mod stream;
 pub mod table_in_out;
 pub mod worker;
