@@ -1,0 +1,135 @@
+//! A stream call on the server: the header, then one turn per input batch (a tick for a
+//! producer, data for an exchange) until the state finishes, the client cancels or a turn fails.
+
+use std::time::Instant;
+
+use quiver_wire::{empty_schema, keys, BatchMetadata, StreamReader, StreamWriter, WireError};
+
+use super::Session;
+use crate::context::CallContext;
+use crate::errors;
+use crate::link::ConnectionError;
+use crate::method::{Method, OutputItem, StreamOutput, StreamSetup};
+use crate::params::Params;
+
+impl Session<'_> {
+    pub(super) fn serve_stream(
+        &mut self,
+        method: &Method,
+        body: &crate::method::StreamBody,
+        params: &Params,
+        request_metadata: &BatchMetadata,
+    ) -> Result<(), ConnectionError> {
+        let mut ctx = CallContext::new(&method.name, request_metadata);
+        let setup = body(params, &mut ctx).and_then(|setup| errors::check_header(method, setup));
+        let mut pending_logs = ctx.take_logs();
+        let mut setup: StreamSetup = match setup {
+            Ok(setup) => setup,
+            Err(report) => {
+                let logs = std::mem::take(&mut pending_logs);
+                self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report))?;
+                self.flush()?;
+                return self.drain_input();
+            }
+        };
+        if let (Some(header_schema), Some(header)) = (&method.header_schema, setup.header.take()) {
+            let logs = std::mem::take(&mut pending_logs);
+            self.write_stream_with_logs(header_schema, &logs, Some(header), None)?;
+        }
+        self.flush()?;
+
+        let limits = self.limits();
+        let input = self
+            .link
+            .wait_for_peer(self.shm.as_mut(), |peer| StreamReader::begin(peer, limits));
+        let Some(mut input) = input? else {
+            return Err(WireError::Truncated(
+                "client closed before opening the stream input".into(),
+            )
+            .into());
+        };
+        let output_schema = setup.output_schema.clone();
+        let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
+        for record in &pending_logs {
+            self.write_record(&mut output, record)?;
+        }
+        loop {
+            self.flush()?;
+            let next = self
+                .link
+                .wait_for_peer(self.shm.as_mut(), |peer| input.next(peer));
+            let Some((batch, metadata)) = next? else {
+                break;
+            };
+            if metadata.contains(keys::CANCEL) && batch.num_rows() == 0 {
+                setup.state.on_cancel();
+                break;
+            }
+            let (batch, metadata) = self.resolve_input(batch, metadata)?;
+            let step = errors::conform_input(&setup.input_schema, batch).and_then(|batch| {
+                let mut ctx = CallContext::new(&method.name, &metadata);
+                let mut step = StreamOutput::default();
+                let started = Instant::now();
+                let outcome = setup.state.process(&batch, &metadata, &mut step, &mut ctx);
+                self.add_process_time(started);
+                let mut items: Vec<OutputItem> =
+                    ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+                outcome?;
+                errors::check_step(&step, setup.is_producer())?;
+                // Conform every output before writing any: a turn that fails sends
+                // only its error, never part of its output.
+                for item in step.items {
+                    items.push(match item {
+                        OutputItem::Batch(batch, metadata) => OutputItem::Batch(
+                            errors::conform_output(&output_schema, batch)?,
+                            metadata,
+                        ),
+                        log => log,
+                    });
+                }
+                Ok((items, step.finished))
+            });
+            match step {
+                Ok((items, finished)) => {
+                    for item in items {
+                        match item {
+                            OutputItem::Log(record) => self.write_record(&mut output, &record)?,
+                            OutputItem::Batch(batch, metadata) => {
+                                let (batch, metadata) = self.route_output(batch, metadata)?;
+                                output.write(&batch, &metadata, &mut self.out)?;
+                            }
+                        }
+                    }
+                    if finished {
+                        break;
+                    }
+                }
+                Err(report) => {
+                    self.write_record(&mut output, &report.to_record())?;
+                    break;
+                }
+            }
+        }
+        output.finish(&mut self.out);
+        self.flush()?;
+        if !input.is_finished() {
+            self.link
+                .wait_for_peer(self.shm.as_mut(), |peer| input.drain(peer))?;
+        }
+        Ok(())
+    }
+
+    /// Reads and discards the input stream a client sends after a failed stream
+    /// start, so the next request starts on a clean boundary.
+    fn drain_input(&mut self) -> Result<(), ConnectionError> {
+        let limits = self.limits();
+        let drained =
+            self.link.wait_for_peer(self.shm.as_mut(), |peer| {
+                match StreamReader::begin(peer, limits)? {
+                    Some(mut input) => input.drain(peer).map(|_| ()),
+                    None => Ok(()),
+                }
+            });
+        Ok(drained?)
+    }
+}
