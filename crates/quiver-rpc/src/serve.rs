@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quiver_process::{announce, log_line, Announcement};
-use quiver_transport::socket::{TcpServer, UnixListener};
+use quiver_transport::socket::{TcpListener, UnixListener};
 use quiver_transport::{stdio_connection, Connection};
 
 use crate::server::{Server, SessionEnd};
@@ -49,7 +49,7 @@ pub fn serve_tcp(
     address: &str,
     idle_timeout: Option<Duration>,
 ) -> std::io::Result<()> {
-    let listener = TcpServer::bind(address)?;
+    let listener = TcpListener::bind(address)?;
     announce(&Announcement::Port(listener.port()?))?;
     let activity = Activity::new(idle_timeout);
     activity.watch(std::path::PathBuf::new());

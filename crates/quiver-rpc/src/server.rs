@@ -14,7 +14,7 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
-    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuf,
+    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuffer,
     Limits, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
@@ -109,7 +109,7 @@ impl Server {
 struct Session<'s> {
     server: &'s Server,
     link: Link,
-    out: GatherBuf,
+    out: GatherBuffer,
     shm: Option<ShmRoute>,
     /// Requests served on this connection; numbers generated request ids.
     requests_served: u64,
@@ -130,7 +130,7 @@ impl<'s> Session<'s> {
         Self {
             server,
             link: Link::new(connection),
-            out: GatherBuf::new(),
+            out: GatherBuffer::new(),
             shm: None,
             requests_served: 0,
             request_id: String::new(),
@@ -624,10 +624,7 @@ impl<'s> Session<'s> {
     fn close_shm(&mut self) {
         if let Some(route) = self.shm.take() {
             if route.debug() {
-                quiver_process::log_line!(
-                    "{}",
-                    route.stats.summary(&self.link.peer, "worker")
-                );
+                quiver_process::log_line!("{}", route.stats.summary(&self.link.peer, "worker"));
             }
         }
     }
