@@ -15,7 +15,6 @@ import textwrap
 import time
 from pathlib import Path
 
-from extension_support import allinone, extension  # noqa: F401 (fixtures)
 
 WORKER_EXIT_BOUND_S = 30.0
 
