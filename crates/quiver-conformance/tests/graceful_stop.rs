@@ -15,13 +15,15 @@ use quiver_conformance::{PROTOCOL_NAME, PROTOCOL_VERSION};
 use quiver_process::{read_announcement, Announcement};
 use quiver_rpc::Client;
 use quiver_shm::{Segment, ShmConfig};
-use quiver_transport::socket::connect_unix;
+use quiver_transport::socket::{connect_tcp, connect_unix};
+use quiver_transport::Connection;
 
 /// Generous bound for anything a loaded machine may be slow at.
 const PATIENCE: Duration = Duration::from_secs(30);
 
 struct Worker {
     process: std::process::Child,
+    announcement: Announcement,
     socket: PathBuf,
     dir: PathBuf,
 }
@@ -30,10 +32,25 @@ fn start_worker(tag: &str, shm_debug: bool) -> Worker {
     let dir = std::env::temp_dir().join(format!("quiver-graceful-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create test dir");
+    let socket = dir.join("worker.sock");
+    let worker = start_worker_with(&["--unix".as_ref(), socket.as_os_str()], dir, shm_debug);
+    assert!(
+        matches!(&worker.announcement, Announcement::Unix(path) if path == &worker.socket),
+        "{:?} announces its socket",
+        worker.announcement
+    );
+    assert!(
+        worker.socket.exists(),
+        "{} is listening",
+        worker.socket.display()
+    );
+    worker
+}
+
+fn start_worker_with(args: &[&std::ffi::OsStr], dir: PathBuf, shm_debug: bool) -> Worker {
     let mut command = Command::new(env!("CARGO_BIN_EXE_quiver-conformance-worker"));
     command
-        .arg("--unix")
-        .arg(dir.join("worker.sock"))
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -44,20 +61,24 @@ fn start_worker(tag: &str, shm_debug: bool) -> Worker {
     }
     let mut process = command.spawn().expect("spawn worker");
     let stdout = process.stdout.take().expect("stdout piped");
-    let socket = match read_announcement(&stdout, PATIENCE, &|| false).expect("announcement") {
-        Announcement::Unix(path) => path,
-        other => panic!("expected a UNIX announcement, got {other:?}"),
+    let announcement = read_announcement(&stdout, PATIENCE, &|| false).expect("announcement");
+    let socket = match &announcement {
+        Announcement::Unix(path) => path.clone(),
+        Announcement::Port(_) => PathBuf::new(),
     };
-    assert!(socket.exists(), "{} is listening", socket.display());
     Worker {
         process,
+        announcement,
         socket,
         dir,
     }
 }
 
 fn client(socket: &Path, shm: bool) -> Client {
-    let connection = connect_unix(socket).expect("connect");
+    call_noop(connect_unix(socket).expect("connect"), shm)
+}
+
+fn call_noop(connection: Connection, shm: bool) -> Client {
     let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
     if shm {
         let config = ShmConfig {
@@ -150,4 +171,26 @@ fn a_session_whose_client_closed_logs_its_end_before_the_worker_exits() {
             "round {round}: a closed session must not hold the stop; stderr:\n{stderr}"
         );
     }
+}
+
+#[test]
+fn a_terminated_tcp_worker_exits_0() {
+    let dir = std::env::temp_dir().join(format!("quiver-graceful-{}-tcp", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create test dir");
+    let worker = start_worker_with(&["--tcp".as_ref(), "127.0.0.1:0".as_ref()], dir, false);
+    let Announcement::Port(port) = worker.announcement else {
+        panic!(
+            "expected a PORT announcement, got {:?}",
+            worker.announcement
+        );
+    };
+    let closed = call_noop(connect_tcp(("127.0.0.1", port)).expect("connect"), false);
+    drop(closed);
+    terminate(&worker);
+    let (status, stderr, _) = wait_for_exit(worker);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit status {status:?}; stderr:\n{stderr}"
+    );
 }
