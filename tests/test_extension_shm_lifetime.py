@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from extension_support import ROOT, allinone, extension  # noqa: F401
+from extension_support import ROOT
 
 VGI_WORKER = ROOT / "tests" / "vgi_oracle" / "third_party_worker.py"
 SHM_DIR = Path("/dev/shm")
