@@ -2,10 +2,10 @@
 //! each timed alone in this process through the same public functions
 //! `quiver-rpc` calls, so the end-to-end figures can be read against memcpy.
 //!
-//! * `encode-gather`: `encode_stream` into a `GatherBuf`, which records the
+//! * `encode-gather`: `encode_stream` into a `GatherBuffer`, which records the
 //!   batch's own buffers instead of copying them (both senders start here).
-//! * `gather-into-segment`: encode into a `GatherBuf`, allocate a region,
-//!   `GatherBuf::write_to` a `region_writer`, free: the whole shm sender, whose
+//! * `gather-into-segment`: encode into a `GatherBuffer`, allocate a region,
+//!   `GatherBuffer::write_to` a `region_writer`, free: the whole shm sender, whose
 //!   one copy is the body into the segment.
 //! * `encode-into-vec`: `encode_stream` into a reused `Vec` (a copy of the body;
 //!   what a sender without the gather path pays).
@@ -28,7 +28,7 @@ use arrow_buffer::MutableBuffer;
 use quiver_rpc::{Client, Server, ServerConfig};
 use quiver_shm::Segment;
 use quiver_transport::{Connection, TransportKind};
-use quiver_wire::{decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits};
+use quiver_wire::{decode_region, encode_stream, keys, BatchMetadata, GatherBuffer, Limits};
 
 use crate::placement::ONE_THREAD;
 use crate::plan::{implementation, Measurement, Plan};
@@ -56,7 +56,7 @@ pub fn run_all(plan: &Plan) -> BenchResult<Vec<Measurement>> {
     let mut out = Vec::new();
 
     let mut m = step("encode-gather");
-    let mut gather = GatherBuf::new();
+    let mut gather = GatherBuffer::new();
     for _ in 0..plan.reps {
         m.reps.push(try_time_rep(ops, || {
             gather.clear();

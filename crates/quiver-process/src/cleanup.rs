@@ -10,6 +10,8 @@
 //!   host already handles the signal (Python turns `SIGINT` into `KeyboardInterrupt`, DuckDB's
 //!   shell cancels a query on it) we leave it alone: the host may well continue, still using what
 //!   is registered, and it ends by `exit`, which the next point covers.
+//!   A socket server replaces the `SIGTERM` half with a graceful stop ([`crate::stop`]) that ends
+//!   by `exit`, so the `atexit` hook still removes everything.
 //! * `exit()` without unwinding (`std::process::exit`, a C host calling `exit`): an `atexit` hook.
 //!
 //! `SIGKILL`, `panic = "abort"` and power loss cannot be covered from inside the process; names
@@ -206,6 +208,12 @@ fn current_pid() -> i32 {
 }
 
 extern "C" fn on_terminating_signal(signal: libc::c_int) {
+    remove_all_and_die_by(signal);
+}
+
+/// Removes every registered entry, then dies by `signal` with its default action.
+/// Async-signal-safe; used by this registry's handler and by [`crate::stop`]'s.
+pub(crate) fn remove_all_and_die_by(signal: libc::c_int) {
     remove_all_registered();
     // SAFETY: sigaction and raise are async-signal-safe. The signal is blocked while this handler
     // runs, so the re-raised one stays pending and kills the process with the default action as
@@ -236,6 +244,21 @@ pub fn install() {
         let status = unsafe { libc::atexit(on_exit) };
         assert_eq!(status, 0, "atexit registration failed");
     });
+}
+
+/// Whether `SIGTERM` is still the default or this registry's handler: nobody else (a host) chose
+/// what it does, so [`crate::stop`] may take it over.
+pub(crate) fn terminate_disposition_is_ours_or_default() -> bool {
+    // SAFETY: a plain sigaction query into a zeroed struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut current) != 0 {
+            return false;
+        }
+        current.sa_sigaction == libc::SIG_DFL
+            || current.sa_sigaction
+                == on_terminating_signal as extern "C" fn(libc::c_int) as libc::sighandler_t
+    }
 }
 
 fn install_if_default(signal: libc::c_int) {

@@ -10,6 +10,7 @@
 //!   (shared-memory names, socket and work-file paths): on `SIGTERM`/`SIGINT` and at `exit`.
 //! * [`stderr`] — log lines that never fail the process: a worker must not die, panic or hang
 //!   because nobody reads its stderr any more.
+//! * [`stop`] — a graceful stop on `SIGTERM` for socket servers: a flag and a self-pipe to poll.
 //! * [`command`] — splitting a worker command line the way a shell would (quotes, no expansion).
 //!
 //! The crate depends on `libc` only and sits at the bottom of the stack, beside `quiver-wire`.
@@ -21,10 +22,12 @@ pub mod cleanup;
 pub mod command;
 mod spawner;
 pub mod stderr;
+pub mod stop;
 
 pub use announce::{announce, read_announcement, Announcement};
 pub use child::{describe_status, Child, StderrMode, EXIT_GRACE};
 pub use command::split_command;
+pub use stop::StopSignal;
 
 /// Whether a process with this pid exists (a zombie counts as existing).
 pub fn pid_alive(pid: i32) -> bool {

@@ -11,8 +11,8 @@ use arrow_array::RecordBatch;
 use quiver_shm::{Segment, ShmConfig, ShmError};
 use quiver_transport::Connection;
 use quiver_wire::{
-    classify, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuf, Limits, LogLevel, LogRecord,
-    StreamReader, StreamWriter, WireError,
+    classify, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuffer, Limits, LogLevel,
+    LogRecord, StreamReader, StreamWriter, WireError,
 };
 
 use crate::link::{ConnectionError, Link};
@@ -67,7 +67,7 @@ pub struct Client {
     protocol: Option<(String, String)>,
     shm: Option<ShmRoute>,
     limits: Limits,
-    out: GatherBuf,
+    out: GatherBuffer,
     logs: Vec<LogRecord>,
 }
 
@@ -80,7 +80,7 @@ impl Client {
             protocol: None,
             shm: None,
             limits: Limits::DEFAULT,
-            out: GatherBuf::new(),
+            out: GatherBuffer::new(),
             logs: Vec::new(),
         }
     }
@@ -284,7 +284,7 @@ impl Client {
     }
 
     /// The buffer outgoing messages are gathered in until [`Client::flush`].
-    pub(crate) fn out(&mut self) -> &mut GatherBuf {
+    pub(crate) fn out(&mut self) -> &mut GatherBuffer {
         &mut self.out
     }
 

@@ -14,7 +14,7 @@ use arrow_schema::SchemaRef;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
-    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuf,
+    classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuffer,
     Limits, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
@@ -111,7 +111,7 @@ impl Server {
 struct Session<'s> {
     server: &'s Server,
     link: Link,
-    out: GatherBuf,
+    out: GatherBuffer,
     shm: Option<ShmRoute>,
     /// Requests served on this connection; numbers generated request ids.
     requests_served: u64,
@@ -132,7 +132,7 @@ impl<'s> Session<'s> {
         Self {
             server,
             link: Link::new(connection),
-            out: GatherBuf::new(),
+            out: GatherBuffer::new(),
             shm: None,
             requests_served: 0,
             request_id: String::new(),

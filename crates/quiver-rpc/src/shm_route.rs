@@ -12,7 +12,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_wire::{
-    decode_region, encode_stream, keys, BatchMetadata, GatherBuf, Limits, WireError,
+    decode_region, encode_stream, keys, BatchMetadata, GatherBuffer, Limits, WireError,
 };
 
 use crate::link::ConnectionError;
@@ -64,7 +64,7 @@ impl ShmRoute {
             return Ok(None);
         }
         let started = Instant::now();
-        let mut encoded = GatherBuf::new();
+        let mut encoded = GatherBuffer::new();
         encode_stream(
             batch.schema_ref(),
             &[(batch.clone(), BatchMetadata::new())],

@@ -534,7 +534,7 @@ fn oversized_messages_are_refused_before_allocating() {
     let error = error_of(&reply.expect("an answer")).expect("an error");
     assert!(error.message.contains("exceeds the limit"), "{error}");
     match session_end(&ended) {
-        SessionEnd::Failed(ConnectionError::Wire(WireError::TooLarge {
+        SessionEnd::Failed(ConnectionError::Wire(WireError::LimitExceeded {
             what,
             size_bytes,
             limit_bytes,
@@ -542,7 +542,7 @@ fn oversized_messages_are_refused_before_allocating() {
             assert_eq!((what, size_bytes), ("message metadata", announced as u64));
             assert_eq!(limit_bytes, Limits::DEFAULT.metadata_bytes_max as u64);
         }
-        other => panic!("expected TooLarge, got {other:?}"),
+        other => panic!("expected LimitExceeded, got {other:?}"),
     }
     drop(connection);
 
@@ -573,18 +573,18 @@ fn oversized_messages_are_refused_before_allocating() {
         thread::sleep(PATIENCE * 2); // keep the write end open while the server answers
         drop(writer);
     });
-    let reply = bounded("the TooLarge answer", move || read_reply(&mut reader));
+    let reply = bounded("the LimitExceeded answer", move || read_reply(&mut reader));
     let error = error_of(&reply.expect("an answer")).expect("an error");
     assert!(error.message.contains("message body"), "{error}");
     match session_end(&ended) {
-        SessionEnd::Failed(ConnectionError::Wire(WireError::TooLarge {
+        SessionEnd::Failed(ConnectionError::Wire(WireError::LimitExceeded {
             what,
             limit_bytes,
             ..
         })) => {
             assert_eq!((what, limit_bytes), ("message body", 64 << 10));
         }
-        other => panic!("expected TooLarge, got {other:?}"),
+        other => panic!("expected LimitExceeded, got {other:?}"),
     }
 
     // Within the limits the same method works.

@@ -1,7 +1,7 @@
 //! Unix-domain and TCP sockets: listeners for servers, connectors for clients.
 
 use std::io;
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpListener as StdTcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
@@ -104,15 +104,15 @@ impl Drop for UnixListener {
 }
 
 /// A listening TCP socket.
-pub struct TcpServer {
-    listener: TcpListener,
+pub struct TcpListener {
+    listener: StdTcpListener,
 }
 
-impl TcpServer {
+impl TcpListener {
     /// Binds `address` (use port 0 for any free port).
     pub fn bind(address: impl ToSocketAddrs) -> io::Result<Self> {
         Ok(Self {
-            listener: TcpListener::bind(address)?,
+            listener: StdTcpListener::bind(address)?,
         })
     }
 
@@ -128,7 +128,7 @@ impl TcpServer {
     }
 
     /// The underlying listener.
-    pub fn inner(&self) -> &TcpListener {
+    pub fn inner(&self) -> &StdTcpListener {
         &self.listener
     }
 }

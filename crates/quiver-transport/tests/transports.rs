@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use quiver_transport::fd_io::{self, FdReader, FdWriter, Stopped};
-use quiver_transport::socket::{connect_tcp, connect_unix, TcpServer, UnixListener};
+use quiver_transport::socket::{connect_tcp, connect_unix, TcpListener, UnixListener};
 use quiver_transport::{pipe_pair, spawn, Connection, TransportKind};
 
 /// Sends `ping` from `a`, echoes it back from `b`, checks it arrives.
@@ -71,7 +71,7 @@ fn unix_sockets_connect_accept_and_remove_their_path() {
 
 #[test]
 fn tcp_connects_and_accepts_on_a_free_port() {
-    let server = TcpServer::bind("127.0.0.1:0").unwrap();
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.port().unwrap();
     let accepting = std::thread::spawn(move || server.accept().unwrap());
     let mut client = connect_tcp(format!("127.0.0.1:{port}")).unwrap();

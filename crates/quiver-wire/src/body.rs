@@ -194,7 +194,7 @@ mod tests {
     use arrow_schema::{DataType, Field};
 
     use super::BodyLayout;
-    use crate::{BatchMetadata, GatherBuf, Limits, StreamReader, StreamWriter};
+    use crate::{BatchMetadata, GatherBuffer, Limits, StreamReader, StreamWriter};
 
     fn sample() -> RecordBatch {
         let mut lists = ListBuilder::new(StringBuilder::new());
@@ -242,7 +242,7 @@ mod tests {
     }
 
     fn roundtrip(batch: &RecordBatch) -> RecordBatch {
-        let mut out = GatherBuf::new();
+        let mut out = GatherBuffer::new();
         let mut writer = StreamWriter::begin(batch.schema_ref(), &mut out).unwrap();
         writer
             .write(batch, &BatchMetadata::from_pairs([("k", "v")]), &mut out)
@@ -281,7 +281,7 @@ mod tests {
     fn large_buffers_are_gathered_by_reference() {
         let column: Int64Array = (0..100_000).collect();
         let batch = RecordBatch::try_from_iter([("v", Arc::new(column) as ArrayRef)]).unwrap();
-        let mut out = GatherBuf::new();
+        let mut out = GatherBuffer::new();
         let mut writer = StreamWriter::begin(batch.schema_ref(), &mut out).unwrap();
         writer
             .write(&batch, &BatchMetadata::new(), &mut out)

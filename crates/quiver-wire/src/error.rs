@@ -14,7 +14,7 @@ pub enum WireError {
     Malformed(String),
     /// A size field exceeds the configured limit.
     #[error("{what} of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")]
-    TooLarge {
+    LimitExceeded {
         /// What was too large (message metadata, body, stream).
         what: &'static str,
         /// The announced size.

@@ -49,5 +49,5 @@ pub use metadata::BatchMetadata;
 pub use reader::{decode_region, decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
 pub use role::{classify, BatchRole};
 pub use schema_cache::SCHEMA_CACHE_ENTRIES_MAX;
-pub use sink::{GatherBuf, IpcSink, GATHER_MIN_BYTES};
+pub use sink::{GatherBuffer, IpcSink, GATHER_MIN_BYTES};
 pub use writer::{empty_batch, empty_schema, encode_stream, StreamWriter};

@@ -469,7 +469,7 @@ fn custom_metadata(message: &arrow_ipc::Message<'_>) -> BatchMetadata {
 
 fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64) -> Result<()> {
     if size_bytes > limit_bytes {
-        return Err(WireError::TooLarge {
+        return Err(WireError::LimitExceeded {
             what,
             size_bytes,
             limit_bytes,

@@ -45,14 +45,14 @@ enum Part {
 /// Encoded bytes as a list of parts: small pieces copied into one vector, large
 /// buffers held by reference (cheap `Arc` clones).
 #[derive(Default)]
-pub struct GatherBuf {
+pub struct GatherBuffer {
     bytes: Vec<u8>,
     parts: Vec<Part>,
     inline_start: usize,
     len_bytes: usize,
 }
 
-impl GatherBuf {
+impl GatherBuffer {
     /// An empty gather.
     pub fn new() -> Self {
         Self::default()
@@ -98,7 +98,7 @@ impl GatherBuf {
             .filter(|slice| !slice.is_empty())
     }
 
-    /// Copies everything into `target`, which must be exactly [`GatherBuf::len`] long.
+    /// Copies everything into `target`, which must be exactly [`GatherBuffer::len`] long.
     pub fn copy_into(&self, target: &mut [u8]) {
         assert_eq!(
             target.len(),
@@ -149,7 +149,7 @@ impl GatherBuf {
     }
 }
 
-impl IpcSink for GatherBuf {
+impl IpcSink for GatherBuffer {
     fn put_bytes(&mut self, bytes: &[u8]) {
         self.bytes.extend_from_slice(bytes);
         self.len_bytes += bytes.len();

@@ -38,7 +38,7 @@ fn assert_clean_error(error: &WireError, context: &str) {
             error,
             WireError::Truncated(_)
                 | WireError::Malformed(_)
-                | WireError::TooLarge { .. }
+                | WireError::LimitExceeded { .. }
                 | WireError::Arrow(_)
         ),
         "{context}: unexpected error kind {error:?}"
@@ -117,7 +117,7 @@ fn oversized_metadata_length_is_too_large_before_allocating() {
         // Nothing follows: the limit must be checked before reading (or allocating).
         let (largest, result) = largest_allocation_during(|| read_io(&bytes, limits));
         match result {
-            Err(WireError::TooLarge {
+            Err(WireError::LimitExceeded {
                 what,
                 size_bytes,
                 limit_bytes,
@@ -126,7 +126,7 @@ fn oversized_metadata_length_is_too_large_before_allocating() {
                 assert_eq!(size_bytes, announced as u64);
                 assert_eq!(limit_bytes, 1024);
             }
-            other => panic!("announced {announced}: expected TooLarge, got {other:?}"),
+            other => panic!("announced {announced}: expected LimitExceeded, got {other:?}"),
         }
         assert!(
             largest < 64 << 10,
@@ -136,7 +136,7 @@ fn oversized_metadata_length_is_too_large_before_allocating() {
         // The region decoder checks the limit before the region's length.
         let region = decode_stream(Buffer::from(bytes.as_slice()), limits);
         assert!(
-            matches!(region, Err(WireError::TooLarge { .. })),
+            matches!(region, Err(WireError::LimitExceeded { .. })),
             "{region:?}"
         );
     }
@@ -150,7 +150,7 @@ fn oversized_metadata_length_is_too_large_before_allocating() {
     assert!(
         matches!(
             result,
-            Err(WireError::TooLarge {
+            Err(WireError::LimitExceeded {
                 what: "message metadata",
                 ..
             })
@@ -174,7 +174,7 @@ fn oversized_body_length_is_too_large_before_allocating() {
         bytes.extend_from_slice(&[0; 8]); // a little of the announced body, then nothing
         let (largest, result) = largest_allocation_during(|| read_io(&bytes, SMALL));
         match result {
-            Err(WireError::TooLarge {
+            Err(WireError::LimitExceeded {
                 what,
                 size_bytes,
                 limit_bytes,
@@ -183,7 +183,7 @@ fn oversized_body_length_is_too_large_before_allocating() {
                 assert_eq!(size_bytes, announced as u64);
                 assert_eq!(limit_bytes, SMALL.body_bytes_max);
             }
-            other => panic!("announced {announced}: expected TooLarge, got {other:?}"),
+            other => panic!("announced {announced}: expected LimitExceeded, got {other:?}"),
         }
         assert!(
             largest < 256 << 10,
@@ -193,7 +193,7 @@ fn oversized_body_length_is_too_large_before_allocating() {
         assert!(
             matches!(
                 region,
-                Err(WireError::TooLarge {
+                Err(WireError::LimitExceeded {
                     what: "message body",
                     ..
                 })
@@ -238,7 +238,7 @@ fn too_many_messages_in_one_stream() {
     assert!(
         matches!(
             result,
-            Err(WireError::TooLarge {
+            Err(WireError::LimitExceeded {
                 what: "messages in a stream",
                 ..
             })
@@ -697,7 +697,7 @@ fn after_a_framing_error_the_reader_reads_no_further() {
     assert!(
         matches!(
             error,
-            WireError::TooLarge {
+            WireError::LimitExceeded {
                 what: "message body",
                 ..
             }
