@@ -138,7 +138,13 @@ impl Worker {
         let name = self.catalog_name.clone();
         match self.serve(args) {
             Ok(()) => {
-                logging::log(Level::Info, format!("{name}: engine gone, exiting"));
+                // stdio: the engine closed our input; a socket: SIGTERM asked us to stop.
+                let why = if args.unix.is_some() {
+                    "asked to stop"
+                } else {
+                    "engine gone"
+                };
+                logging::log(Level::Info, format!("{name}: {why}, exiting"));
                 std::process::exit(0)
             }
             Err(error) => {
