@@ -57,6 +57,8 @@ if ! .venv/bin/python -c 'import quiver' 2>/dev/null; then
     .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e python/
 fi
 ensure_venv .venv-oracle "$(find_python313)" tools/requirements-oracle.txt
+# vgi-rpc's own pytest conformance suite (tests/vgi_rpc_suite): the oracle's packages plus pytest.
+ensure_venv .venv-suite "$(find_python313)" tools/requirements-suite.txt
 # haybarn: a DuckDB-derived host with another source id, which the extension must refuse.
 ensure_venv .venv-haybarn "$(find_python311)" tools/requirements-haybarn.txt
 # vgi-python, the VGI engine-role client that drives our workers in the tests.

@@ -9,6 +9,7 @@ export QUIVER_ORACLE_BIN="$ROOT/.venv-oracle/bin"
 export QUIVER_BIN="$ROOT/target/release"
 export QUIVER_VGI_PYTHON="$ROOT/.venv-vgi/bin/python"
 export QUIVER_HAYBARN_PYTHON="$ROOT/.venv-haybarn/bin/python"
+export QUIVER_SUITE_PYTHON="$ROOT/.venv-suite/bin/python"
 
 tools/lint.sh
 cargo test --release --workspace --locked

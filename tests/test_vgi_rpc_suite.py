@@ -1,0 +1,59 @@
+"""vgi-rpc 0.52.2's own pytest conformance suite, run against quiver's Rust and Python workers.
+
+The suite runs once, in the suite venv (tools/requirements-suite.txt), over every target of
+tests/vgi_rpc_suite/targets.py: quiver's Rust worker over pipe, pipe + shm and a Unix socket;
+quiver's Python worker over those and HTTP; and vgi-rpc's reference worker over the same four, on
+the same fixtures. The counts and every difference are written to tests/vgi_rpc_suite/RESULTS.md
+and results.json. The assertion: on every transport, each quiver worker passes every test the
+reference passes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+SUITE_DIR = Path(__file__).resolve().parent / "vgi_rpc_suite"
+sys.path.insert(0, str(SUITE_DIR))
+
+import matrix  # noqa: E402
+import report  # noqa: E402 - lives beside the suite's fixtures, not in a package
+
+
+@pytest.fixture(scope="module")
+def suite_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[report.Outcome]:
+    if not report.suite_python().exists():
+        pytest.fail(f"{report.suite_python()} not found; run tools/setup.sh (it creates .venv-suite)")
+    outcomes, done = report.regenerate(tmp_path_factory.mktemp("suite") / "suite.xml")
+    assert outcomes, f"the suite ran no tests (exit {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return outcomes
+
+
+def test_every_target_ran(suite_outcomes: list[report.Outcome]) -> None:
+    ran = {o.target for o in suite_outcomes if o.transport}
+    assert ran == set(matrix.all_targets()), sorted(set(matrix.all_targets()) ^ ran)
+
+
+def test_the_reference_passes_on_every_transport(suite_outcomes: list[report.Outcome]) -> None:
+    # Guards the fixtures themselves: a broken launcher would make every worker fail alike, and
+    # "quiver passes everything the reference passes" would then hold vacuously.
+    table = report.counts(suite_outcomes)
+    for transport in matrix.TRANSPORTS:
+        reference = table[f"{transport}-{report.REFERENCE}"]
+        assert reference["passed"] >= matrix.MIN_REFERENCE_PASSES[transport], (transport, reference)
+
+
+def test_quiver_passes_everything_the_reference_passes(suite_outcomes: list[report.Outcome]) -> None:
+    missing = report.gaps(suite_outcomes)
+    short = {target: len(failing) for target, failing in missing.items()}
+    listing = "\n".join(
+        f"{target}: {o.outcome} {o.test_id}: {o.message}" for target, failing in missing.items() for o in failing
+    )
+    if missing:
+        pytest.fail(
+            f"quiver's workers fail tests the reference passes on the same fixture: {short} "
+            f"(grouped by cause in {report.RESULTS_MD}):\n{listing}",
+            pytrace=False,
+        )

@@ -1,0 +1,115 @@
+"""vgi-rpc 0.52.2's own pytest conformance suite, with fixtures that start quiver's workers.
+
+The suite's test classes come in by the star import below (its ``_pytest_suite`` module imports
+the classes of its companion modules itself); the fixtures here are what the reference
+repository's unshipped conftest would provide. Every fixture that reaches a worker is
+parametrized over targets ("<transport>-<worker>", see targets.py), so each test runs against
+quiver's Rust worker, quiver's Python worker and vgi-rpc's reference worker on the same fixture.
+
+Fixtures the suite asks for that start specially configured HTTP workers (auth, fake storage,
+response caps) are not provided: the tests that take them skip with a reason naming the fixture,
+for the reference as for quiver, and the report lists them.
+
+Run by tests/test_vgi_rpc_suite.py (see report.py) under the suite venv; not collected by
+quiver's own pytest run, whose Python cannot import vgi-rpc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from targets import Targets, export_worker_env, selected_targets
+from vgi_rpc.conformance import ConformanceService
+from vgi_rpc.conformance._pytest_suite import *  # noqa: F403 - the suite's test classes, for collection
+from vgi_rpc.introspect import ServiceDescription, introspect
+
+TARGETS = selected_targets()
+#: The raw request-contract tests write bytes to the proxy's own stream: pipe and socket only.
+RAW_TARGETS = [t for t in TARGETS if not t.startswith("http-")]
+HTTP_TARGETS = [t for t in TARGETS if t.startswith("http-")]
+#: Describe is a property of the worker, not the transport: asked once per worker, over pipe.
+DESCRIBE_TARGETS = [t for t in TARGETS if t.startswith("pipe-")]
+
+NOT_PROVIDED = (
+    "quiver's fixtures start no worker configured for {name} (the suite's auth / fake-storage / "
+    "response-cap / sticky HTTP workers); skipped for every worker alike"
+)
+
+
+@pytest.fixture(scope="session")
+def suite_targets() -> Iterator[Targets]:
+    export_worker_env()
+    targets = Targets()
+    try:
+        yield targets
+    finally:
+        targets.close()
+
+
+def _factory(targets: Targets, target: str) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    targets.ensure(target)
+
+    def connect(on_log: Callable[..., None] | None = None) -> contextlib.AbstractContextManager[Any]:
+        return targets.connect(target, ConformanceService, on_log)
+
+    return connect
+
+
+@pytest.fixture(params=TARGETS)
+def conformance_conn(
+    request: pytest.FixtureRequest, suite_targets: Targets
+) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    return _factory(suite_targets, request.param)
+
+
+@pytest.fixture(params=RAW_TARGETS)
+def conformance_raw_conn(
+    request: pytest.FixtureRequest, suite_targets: Targets
+) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    return _factory(suite_targets, request.param)
+
+
+@pytest.fixture(params=DESCRIBE_TARGETS)
+def conformance_describe(request: pytest.FixtureRequest, suite_targets: Targets) -> ServiceDescription:
+    return suite_targets.describe(request.param, introspect)
+
+
+@pytest.fixture(scope="session")
+def conformance_protocol_connector(
+    suite_targets: Targets,
+) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    """Binds a proxy of any protocol to the worker behind a ``conformance_conn`` target."""
+
+    def connect(target: str, protocol: type, on_log: Callable[..., None] | None = None) -> Any:
+        return suite_targets.connect(target, protocol, on_log)
+
+    return connect
+
+
+@pytest.fixture(params=HTTP_TARGETS)
+def conformance_http_port(request: pytest.FixtureRequest, suite_targets: Targets) -> int:
+    return suite_targets.server_port(request.param)
+
+
+def _not_provided(name: str) -> Any:
+    @pytest.fixture(name=name)
+    def fixture() -> None:
+        pytest.skip(NOT_PROVIDED.format(name=name))
+
+    return fixture
+
+
+conformance_http_auth_port = _not_provided("conformance_http_auth_port")
+conformance_http_with_storage_port = _not_provided("conformance_http_with_storage_port")
+conformance_http_with_zstd_storage_port = _not_provided("conformance_http_with_zstd_storage_port")
+conformance_http_strict_cap_port = _not_provided("conformance_http_strict_cap_port")
+conformance_http_externalized_cap_port = _not_provided("conformance_http_externalized_cap_port")
+conformance_http_external_security_port = _not_provided("conformance_http_external_security_port")
+# TestSticky asks for these by name and, when one is missing, for conformance_http_port, which is
+# parametrized per worker here and so cannot be looked up from an unparametrized test.
+conformance_http_sticky_short_ttl_port = _not_provided("conformance_http_sticky_short_ttl_port")
+conformance_http_sticky_peer_ports = _not_provided("conformance_http_sticky_peer_ports")
+conformance_http_sticky_auth_port = _not_provided("conformance_http_sticky_auth_port")
