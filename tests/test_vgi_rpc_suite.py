@@ -18,8 +18,8 @@ import pytest
 SUITE_DIR = Path(__file__).resolve().parent / "vgi_rpc_suite"
 sys.path.insert(0, str(SUITE_DIR))
 
-import matrix  # noqa: E402
-import report  # noqa: E402 - lives beside the suite's fixtures, not in a package
+import suite_matrix as matrix  # noqa: E402
+import suite_report as report  # noqa: E402 - beside the suite's fixtures, not in a package
 
 
 @pytest.fixture(scope="module")

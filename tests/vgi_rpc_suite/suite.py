@@ -10,7 +10,7 @@ Fixtures the suite asks for that start specially configured HTTP workers (auth, 
 response caps) are not provided: the tests that take them skip with a reason naming the fixture,
 for the reference as for quiver, and the report lists them.
 
-Run by tests/test_vgi_rpc_suite.py (see report.py) under the suite venv; not collected by
+Run by tests/test_vgi_rpc_suite.py (see suite_report.py) under the suite venv; not collected by
 quiver's own pytest run, whose Python cannot import vgi-rpc.
 """
 

@@ -1,6 +1,6 @@
 """The workers vgi-rpc's pytest suite is pointed at, and the transports each is reached over.
 
-A target is "<transport>-<worker>", e.g. ``pipe-rust`` or ``http-reference`` (see matrix.py).
+A target is "<transport>-<worker>", e.g. ``pipe-rust`` or ``http-reference`` (see suite_matrix.py).
 
 Servers (Unix socket, HTTP) start once per target and serve one connection per test. A pipe
 worker is one long-lived subprocess per target, the way a host uses it, replaced whenever a test
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from matrix import all_targets, split_target
+from suite_matrix import all_targets, split_target
 from vgi_rpc.rpc import SubprocessTransport, unix_connect
 from vgi_rpc.rpc._client import _RpcProxy
 from vgi_rpc.shm import ShmSegment

@@ -3,7 +3,7 @@
 The transport comes first because vgi-rpc's suite decides whether a test runs over HTTP by reading
 the ``conformance_conn`` parameter id and checking that it starts with "http" (``_uses_http`` in its
 ``conformance/_pytest_suite.py``). Standard library only: both the suite venv (targets.py) and
-quiver's own Python (report.py) import it.
+quiver's own Python (suite_report.py) import it.
 """
 
 from __future__ import annotations
