@@ -57,3 +57,28 @@ def test_quiver_passes_everything_the_reference_passes(suite_outcomes: list[repo
             f"(grouped by cause in {report.RESULTS_MD}):\n{listing}",
             pytrace=False,
         )
+
+
+def test_the_comparison_counts_failures_skips_and_absences_as_gaps() -> None:
+    # The comparison itself, on made-up outcomes: what the reference passes, a quiver worker must
+    # pass; failing, skipping or never running it are all gaps, while the Rust worker's absence
+    # from HTTP (a transport it does not serve) is not.
+    def outcome(test: str, target: str, result: str) -> report.Outcome:
+        transport, worker = matrix.split_target(target)
+        return report.Outcome(f"TestX::{test}[{target}]", transport, worker, result, "")
+
+    outcomes = [outcome(test, f"pipe-{worker}", "passed") for test in ("a", "b", "c", "d") for worker in matrix.WORKERS]
+    outcomes = [o for o in outcomes if o.test_id != "TestX::d[pipe-python]"]
+    outcomes = [o for o in outcomes if o.test_id not in ("TestX::b[pipe-rust]", "TestX::c[pipe-python]")]
+    outcomes += [outcome("b", "pipe-rust", "failed"), outcome("c", "pipe-python", "skipped")]
+    outcomes += [outcome("e", "pipe-reference", "failed"), outcome("e", "pipe-rust", "failed")]
+    outcomes += [outcome("h", "http-reference", "passed"), outcome("h", "http-python", "passed")]
+
+    missing = {
+        target: sorted((o.test_id, o.outcome) for o in failing) for target, failing in report.gaps(outcomes).items()
+    }
+    assert missing == {
+        "pipe-rust": [("TestX::b[pipe-rust]", "failed")],
+        "pipe-python": [("TestX::c[pipe-python]", "skipped"), ("TestX::d[pipe-python]", "missing")],
+    }
+    assert [o.test_id for o in report.reference_not_passing(outcomes)] == ["TestX::e[pipe-reference]"]
