@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Any
 
 import pyarrow as pa
 import pytest
 
-from quiver import RpcError, Server, connect
+from quiver import RpcError, Server, connect, spawn
 from quiver.conformance import make_server
 from quiver.conformance.secondary import (
     ECHO_PREFIX,
@@ -26,6 +28,8 @@ from quiver.rpc.method import MethodKind, protocol_spec
 from quiver.rpc.protocol_hash import UnsupportedArrowTypeError, canonical_json, protocol_hash, type_token
 from quiver.rpc.reflection import REFLECTION_PROTOCOL, Reflection, ServiceDescription
 from quiver.shm import ShmConfig
+
+from .conftest import REPO
 
 # Read off vgi-rpc 0.52.2's reference conformance worker (`vgi-rpc-conformance --describe`)
 # through its own client: the hash is defined to be equal in every port for one protocol.
@@ -180,3 +184,32 @@ def test_secondary_oversized_details_are_dropped_whole(secondary: Any) -> None:
     assert (failed.value.error_code, failed.value.error_kind) == ("RESOURCE_EXHAUSTED", OVERSIZED_KIND)
     assert not failed.value.error_details
     assert json.dumps(failed.value.error_details or []) == "[]"
+
+
+def test_quiver_client_reads_the_reference_workers_reflection(worker_env: dict[str, str], server: Server) -> None:
+    """The descriptions quiver's client decodes off vgi-rpc's reference worker equal our own, schema for schema."""
+    reference = Path(os.environ.get("QUIVER_ORACLE_BIN") or REPO / ".venv-oracle" / "bin") / "vgi-rpc-conformance"
+    if not reference.exists():
+        pytest.skip(f"{reference} not found; run tools/setup.sh or set $QUIVER_ORACLE_BIN")
+    ours = connect(Reflection, server.in_process(), shm=ShmConfig())
+    with connect(Reflection, spawn([str(reference), "--describe"], env=worker_env), shm=ShmConfig()) as theirs:
+        listing = theirs.list_protocols()
+        assert {p.protocol: p.protocol_hash for p in listing.protocols} == REFERENCE_HASHES
+        for protocol in REFERENCE_HASHES:
+            assert _decoded(theirs.describe(protocol)) == _decoded(ours.api.describe(protocol))
+    ours.close()
+
+
+def _decoded(description: ServiceDescription) -> list[tuple[Any, ...]]:
+    """A description with its schemas decoded: two Arrow writers may encode one schema differently."""
+
+    def schema(data: bytes) -> pa.Schema | None:
+        return pa.ipc.read_schema(pa.py_buffer(data)) if data else None
+
+    return [
+        (
+            *(m.name, m.method_type, m.has_return, m.has_header, m.stream_kind, m.idempotency),
+            *(schema(m.params_schema_ipc), schema(m.result_schema_ipc), schema(m.header_schema_ipc)),
+        )
+        for m in description.methods
+    ]
