@@ -7,7 +7,10 @@ are printed.
 Runs under the oracle's Python (vgi-rpc 0.52.2), never this package's: quiver does not import
 vgi_rpc. ``test_conformance_parity.py`` runs it and asserts an empty difference.
 
-    python conformance_parity.py '<reference command, JSON list>' '<quiver command, JSON list>'
+    python conformance_parity.py '<reference target>' '<quiver target>'
+
+A target is JSON: a command (a list) that starts a worker on stdio, or the URL (a string) of
+an HTTP server already listening.
 
 Prints one JSON object: ``methods`` (every method called at least once), ``cases`` (how many
 calls) and ``differences`` (case -> {reference, quiver}). An outcome is the value returned (as
@@ -48,10 +51,10 @@ def plain(value: Any) -> Any:
     """A JSON-comparable form of anything a conformance call returns."""
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, AnnotatedBatch):
         return {"batch": plain(value.batch), "metadata": plain(value.custom_metadata)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, pa.RecordBatch):
         return {"schema": str(value.schema), "rows": plain(value.to_pylist())}
     if isinstance(value, pa.Schema):
@@ -367,13 +370,22 @@ def broken(result: dict[str, Any]) -> bool:
     return "client_error" in result or result.get("error", [""])[0] == "TransportError"
 
 
-def run_all(command: list[str]) -> dict[str, Any]:
+def open_proxy(target: list[str] | str, protocol: type, logs: list[Message]) -> Any:
+    """A worker started by a command (a list), or an HTTP server already listening at a URL."""
+    if isinstance(target, str):
+        from vgi_rpc.http import http_connect
+
+        return http_connect(protocol, target, on_log=logs.append)
+    return connect(protocol, target, on_log=logs.append)
+
+
+def run_all(target: list[str] | str) -> dict[str, Any]:
     logs: list[Message] = []
     outcomes: dict[str, Any] = {}
     for protocol, cases in ((ConformanceService, CASES), (Secondary, SECONDARY_CASES)):
         pending = list(cases)
         while pending:
-            with connect(protocol, command, on_log=logs.append) as proxy:
+            with open_proxy(target, protocol, logs) as proxy:
                 while pending:
                     method, label, run = pending.pop(0)
                     result = outcomes[f"{protocol.__name__}.{method}[{label}]"] = outcome(run, proxy, logs)
