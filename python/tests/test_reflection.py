@@ -96,6 +96,7 @@ def test_describe_an_unhosted_protocol_is_a_typed_error_and_the_connection_survi
     with pytest.raises(RpcError) as refused:
         reflection.describe("Nope")
     assert refused.value.error_type == "ProtocolNotSupportedError"
+    assert (refused.value.error_code, refused.value.error_kind) == ("UNIMPLEMENTED", "protocol_not_supported")
     assert "does not host protocol 'Nope'" in refused.value.error_message
     assert reflection.describe(REFLECTION_PROTOCOL).protocol_hash == REFERENCE_HASHES[REFLECTION_PROTOCOL]
 

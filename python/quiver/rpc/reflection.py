@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, ClassVar
 import pyarrow as pa
 
 from ..wire import keys
+from ..wire.log import ErrorCode
 from .dispatch import HostedProtocol
+from .errors import PROTOCOL_NOT_SUPPORTED
 from .method import MethodKind, MethodSpec
 from .protocol_hash import protocol_hash
 
@@ -94,7 +96,10 @@ class Reflection:
 
 
 class ProtocolNotSupportedError(LookupError):
-    """``describe`` was asked about a protocol this server does not host."""
+    """``describe`` was asked about a protocol this server does not host; classified as routing is."""
+
+    error_code = ErrorCode.UNIMPLEMENTED.value
+    error_kind = PROTOCOL_NOT_SUPPORTED
 
 
 class ReflectionImpl:
