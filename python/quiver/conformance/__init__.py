@@ -5,12 +5,13 @@ Run it with ``python -m quiver.conformance`` (stdio), ``--unix PATH`` or ``--tcp
 
 from ..rpc.server import Server
 from .protocol import ConformanceService
+from .secondary import Secondary, SecondaryImpl
 from .service import ConformanceServiceImpl
 
 
 def make_server() -> Server:
-    """A server hosting the conformance service (shared-memory settings from the environment)."""
-    return Server(ConformanceService, ConformanceServiceImpl())
+    """The conformance service, then ``conformance.Secondary.v1``; shm settings from the environment."""
+    return Server(ConformanceService, ConformanceServiceImpl()).add(Secondary, SecondaryImpl())
 
 
-__all__ = ["ConformanceService", "ConformanceServiceImpl", "make_server"]
+__all__ = ["ConformanceService", "ConformanceServiceImpl", "Secondary", "SecondaryImpl", "make_server"]

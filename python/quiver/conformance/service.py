@@ -12,7 +12,9 @@ from ..wire.log import LogLevel
 from . import states
 from .types import ConformanceHeader, NestedContainers, Point, Status, build_rich_header
 
-_SESSIONS_UNSUPPORTED = "sticky sessions need the HTTP transport"
+# quiver serves no sticky sessions on any transport, so these answer as the reference does
+# where none is bound: opening one is refused, and using one finds nothing bound.
+_SESSIONS_UNAVAILABLE = "sticky sessions not available on this transport"
 
 
 def _echo(self: Any, value: Any) -> Any:
@@ -212,22 +214,23 @@ class ConformanceServiceImpl:
     def reset_cancel_probe(self) -> None:
         states.CancelProbe.reset()
 
-    # sticky sessions: HTTP only
+    # sticky sessions: none is ever bound here
 
     def open_counter(self, initial: int) -> int:
-        raise RuntimeError(_SESSIONS_UNSUPPORTED)
+        raise RuntimeError(_SESSIONS_UNAVAILABLE)
 
     def increment_counter(self, by: int) -> int:
-        raise RuntimeError(_SESSIONS_UNSUPPORTED)
+        raise RuntimeError(states.NO_SESSION_COUNTER)
 
     def close_counter(self) -> int:
-        raise RuntimeError(_SESSIONS_UNSUPPORTED)
+        raise RuntimeError(states.NO_SESSION_COUNTER)
 
     def stream_session_counter(self, count: int) -> Stream[Any, None]:
-        raise RuntimeError(_SESSIONS_UNSUPPORTED)
+        return Stream(states.INT_VALUE_SCHEMA, states.UnboundSessionCounter(count))
 
     def exchange_session_counter(self) -> Stream[Any, None]:
-        raise RuntimeError(_SESSIONS_UNSUPPORTED)
+        schema = states.INT_VALUE_SCHEMA
+        return Stream(schema, states.UnboundSessionExchange(), input_schema=states.SESSION_INPUT_SCHEMA)
 
 
 def _exchange(output: pa.Schema, state: Any, header: Any = None) -> Stream[Any, Any]:

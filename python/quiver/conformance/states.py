@@ -19,6 +19,8 @@ INT_VALUE_SCHEMA = pa.schema([pa.field("value", pa.int64())])
 TICK_SCHEMA = pa.schema([pa.field("index", pa.int64()), pa.field("seen", pa.string())])
 ACCUMULATE_SCHEMA = pa.schema([pa.field("running_sum", pa.float64()), pa.field("exchange_count", pa.int64())])
 INPUT_METADATA_SCHEMA = pa.schema([pa.field("seen", pa.string()), pa.field("keys", pa.string())])
+SESSION_INPUT_SCHEMA = pa.schema([pa.field("by", pa.int64())])
+NO_SESSION_COUNTER = "no sticky counter bound to this request"
 
 TICK_KEY = "vgi.conformance.tick"
 INPUT_KEY = "vgi.conformance.input"
@@ -255,3 +257,27 @@ class CancellableEcho(ExchangeState):
 
     def on_cancel(self, ctx: CallContext) -> None:
         CancelProbe.bump(ON_CANCEL)
+
+
+@dataclass
+class UnboundSessionCounter(ProducerState):
+    """The session counter's producer where no session is bound.
+
+    The stream opens; it finishes at once for ``count <= 0`` and fails on its first batch
+    otherwise, as the reference does.
+    """
+
+    count: int
+
+    def produce(self, out: Output, ctx: CallContext) -> None:
+        if self.count <= 0:
+            out.finish()
+            return
+        raise RuntimeError(NO_SESSION_COUNTER)
+
+
+class UnboundSessionExchange(ExchangeState):
+    """The session counter's exchange where no session is bound: every turn fails."""
+
+    def exchange(self, input: AnnotatedBatch, out: Output, ctx: CallContext) -> None:
+        raise RuntimeError(NO_SESSION_COUNTER)

@@ -14,6 +14,7 @@ from ..transport.pipe import pipe_pair
 from ..wire.limits import DEFAULT_LIMITS, Limits
 from .dispatch import BoundMethod, HostedProtocol
 from .method import CONTEXT_PARAMETER, MethodSpec, protocol_spec
+from .reflection import REFLECTION_PROTOCOL, Reflection, ReflectionImpl
 from .session import Session
 
 
@@ -41,6 +42,7 @@ class Server:
         self.shm = ShmConfig.from_env() if shm is None else shm
         self.server_id = server_id or secrets.token_hex(6)
         self.protocols: dict[str, HostedProtocol] = {}
+        self.add(Reflection, ReflectionImpl(self))
         if protocol is not None:
             self.add(protocol, implementation)
 
@@ -52,6 +54,9 @@ class Server:
             raise TypeError(f"{type(implementation).__name__} does not implement {spec.name}: {', '.join(missing)}")
         methods = {name: _bind(method, getattr(implementation, name)) for name, method in spec.methods.items()}
         self.protocols[spec.name] = HostedProtocol(spec.name, spec.version, methods)
+        # Reflection stays last so the first hosted protocol is the application's (the HTTP health route names it).
+        if REFLECTION_PROTOCOL in self.protocols:
+            self.protocols[REFLECTION_PROTOCOL] = self.protocols.pop(REFLECTION_PROTOCOL)
         return self
 
     def serve(self, connection: Connection) -> None:
