@@ -28,8 +28,9 @@ import pytest
 from quiver.vgi import ArgumentValidationError, FilterDeserializationError, InvalidArgumentError, NotFoundError, wire
 from quiver.vgi import filters as vgi_filters
 from quiver.vgi.allinone import worker as allinone
+from quiver.vgi.bind import bind
 from quiver.vgi.execution import FileCounter, MemoryCounter
-from quiver.vgi.worker import _shape, bind
+from quiver.vgi.init import _shape
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "vgi_oracle" / "drive_allinone.py"
