@@ -2,6 +2,12 @@
 
 Decoding is bounded: a body that expands past ``output_bytes_max`` is refused while it is
 being decoded, so a small compressed request cannot make the server allocate gigabytes.
+
+A response's coding is negotiated from two request headers (:func:`negotiate`): the
+standard ``Accept-Encoding`` and VGI's own ``X-VGI-Accept-Encoding``, which outranks it.
+HTTP clients such as cpp-httplib (the DuckDB extension's) inject ``Accept-Encoding:
+deflate, gzip, br, zstd`` on their own, gzip first, and a browser's ``fetch()`` cannot set
+that header at all; the custom header is how such a client states its real preference.
 """
 
 from __future__ import annotations
@@ -12,6 +18,14 @@ import pyarrow as pa
 
 ENCODINGS = ("zstd", "gzip")
 """The codings spoken, in order of preference."""
+
+IDENTITY = "identity"
+CONTENT_ENCODING = "Content-Encoding"
+VGI_CONTENT_ENCODING = "X-VGI-Content-Encoding"
+"""Stamps a coding chosen only through ``X-VGI-Accept-Encoding``: a client whose fetch
+layer owns ``Accept-Encoding`` would decode (or mangle) a body under the standard header."""
+ACCEPT_CODINGS_MAX = 32
+"""The most tokens read from one accept header; the rest cannot change the outcome."""
 
 _CHUNK_BYTES = 1 << 20
 
@@ -30,6 +44,26 @@ def parse_codings(header: str | None) -> list[str]:
         return []
     names = (part.split(";", 1)[0].strip().lower() for part in header.split(","))
     return [name for name in names if name]
+
+
+def negotiate(accept: str | None, vgi_accept: str | None) -> tuple[str | None, str]:
+    """The coding of a response and the header that names it, from the request's accept headers.
+
+    The client's order is honoured, ``X-VGI-Accept-Encoding`` first, then the
+    ``Accept-Encoding`` tokens it did not already name. Reaching ``identity`` first is an
+    explicit request for a plain body. ``(None, ...)``: send the body as it is (no overlap,
+    or identity). A coding named only by the custom header is stamped on
+    :data:`VGI_CONTENT_ENCODING`, one the standard header also names on
+    :data:`CONTENT_ENCODING`.
+    """
+    standard = parse_codings(accept)[:ACCEPT_CODINGS_MAX]
+    custom = parse_codings(vgi_accept)[:ACCEPT_CODINGS_MAX]
+    for coding in custom + [name for name in standard if name not in custom]:
+        if coding == IDENTITY:
+            return None, CONTENT_ENCODING
+        if coding in ENCODINGS:
+            return coding, VGI_CONTENT_ENCODING if coding not in standard else CONTENT_ENCODING
+    return None, CONTENT_ENCODING
 
 
 def decode(body: bytes, coding: str, output_bytes_max: int) -> bytes:
