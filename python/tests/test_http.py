@@ -463,3 +463,19 @@ def test_refusals_carry_the_echoed_request_id(demo: tuple[WsgiApp, str]) -> None
     status, headers, body = call_app(app, "/Demo/nope", request_body("nope", ADD), {})
     _, metadata = pa.ipc.open_stream(body).read_next_batch_with_custom_metadata()
     assert metadata[keys.REQUEST_ID.encode()].decode() == headers["x-request-id"]
+
+
+def test_a_server_that_compresses_nothing_still_reads_compressed_requests() -> None:
+    app = WsgiApp(Server(Demo, DemoImpl()), response_codings=())
+    asks = {"Accept-Encoding": "zstd, gzip", "X-VGI-Accept-Encoding": "zstd, gzip"}
+    for coding in ("zstd", "gzip"):
+        body = encode([request_body("add", ADD)], coding)
+        status, headers, reply = call_app(app, "/Demo/add", body, {**asks, "Content-Encoding": coding})
+        assert status == 200 and headers["vgi-supported-encodings"] == ""
+        assert "content-encoding" not in headers and "x-vgi-content-encoding" not in headers
+        assert result_rows(reply) == [{"result": 3.0}]
+    gzip_only = WsgiApp(Server(Demo, DemoImpl()), response_codings=("gzip",))
+    _, headers, _ = call_app(gzip_only, "/Demo/add", request_body("add", ADD), asks)
+    assert headers["vgi-supported-encodings"] == "gzip" and headers["content-encoding"] == "gzip"
+    with pytest.raises(ValueError, match="response_codings"):
+        WsgiApp(Server(Demo, DemoImpl()), response_codings=("br",))

@@ -131,6 +131,10 @@ class WsgiApp:
     client's own cap applies); ``max_request_bytes`` caps request bodies (``None``: the
     server's :class:`~quiver.Limits`). Open streams live in a :class:`StreamTable` of
     ``streams_max`` calls, each expiring after ``stream_ttl_s`` unused.
+    ``response_codings`` are the codings responses may be compressed with, and the ones
+    ``VGI-Supported-Encodings`` advertises (``()``: never compress, advertised as an empty
+    list); compressed requests are decoded either way, since what a server sends is its
+    policy but what a peer sends is not.
     """
 
     def __init__(
@@ -142,6 +146,7 @@ class WsgiApp:
         max_request_bytes: int | None = None,
         stream_ttl_s: float = STREAM_TTL_S,
         streams_max: int = STREAMS_MAX,
+        response_codings: Sequence[str] = codec.ENCODINGS,
     ) -> None:
         if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
             raise ValueError(f"prefix must be empty or start with '/' and not end with one, got {prefix!r}")
@@ -149,13 +154,17 @@ class WsgiApp:
             raise ValueError(f"max_response_bytes must be from {RESPONSE_BYTES_MIN} through {BUDGET_BYTES_MAX}")
         if max_request_bytes is not None and max_request_bytes < 1:
             raise ValueError("max_request_bytes must be positive")
+        unknown = [name for name in response_codings if name not in codec.ENCODINGS]
+        if unknown:
+            raise ValueError(f"response_codings must be drawn from {codec.ENCODINGS}, got {unknown}")
         self.server = server
         self.prefix = prefix
         self.max_response_bytes = max_response_bytes
         self.max_request_bytes = max_request_bytes
         self.limits: Limits = server.limits
         self.streams = StreamTable(ttl_s=stream_ttl_s, capacity=streams_max)
-        self.capability_headers = _capability_headers(max_response_bytes, max_request_bytes)
+        self.response_codings = tuple(dict.fromkeys(response_codings))
+        self.capability_headers = _capability_headers(max_response_bytes, max_request_bytes, self.response_codings)
         first = next(iter(server.protocols), "")
         self._health = json.dumps({"status": "ok", "server_id": server.server_id, "protocol": first}).encode()
 
@@ -168,7 +177,9 @@ class WsgiApp:
         if reply.failed:
             headers.append((RPC_ERROR_HEADER, "true"))
         chunks = reply.chunks
-        coding, stamp = codec.negotiate(environ.get("HTTP_ACCEPT_ENCODING"), environ.get("HTTP_X_VGI_ACCEPT_ENCODING"))
+        coding, stamp = codec.negotiate(
+            environ.get("HTTP_ACCEPT_ENCODING"), environ.get("HTTP_X_VGI_ACCEPT_ENCODING"), self.response_codings
+        )
         if coding is not None and reply.content_type == ARROW_STREAM and body_length(chunks) > 0:
             chunks = [codec.encode(chunks, coding)]
             headers.append((stamp, coding))
@@ -523,11 +534,15 @@ def make_wsgi_app(server: Server, **options: Any) -> WsgiApp:
     return WsgiApp(server, **options)
 
 
-def _capability_headers(max_response_bytes: int | None, max_request_bytes: int | None) -> list[tuple[str, str]]:
+def _capability_headers(
+    max_response_bytes: int | None, max_request_bytes: int | None, response_codings: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    # Present even when empty: an empty list says "compresses nothing", an absent header
+    # says "predates the advertisement", and clients act on the difference.
     headers = [
         ("VGI-Accept-Max-Response-Bytes-Support", "true"),
         ("VGI-Externalization-Enabled", "false"),
-        ("VGI-Supported-Encodings", ", ".join(codec.ENCODINGS)),
+        ("VGI-Supported-Encodings", ", ".join(response_codings)),
     ]
     if max_response_bytes is not None:
         headers.append(("VGI-Max-Response-Bytes", str(max_response_bytes)))

@@ -46,10 +46,13 @@ def parse_codings(header: str | None) -> list[str]:
     return [name for name in names if name]
 
 
-def negotiate(accept: str | None, vgi_accept: str | None) -> tuple[str | None, str]:
+def negotiate(
+    accept: str | None, vgi_accept: str | None, producible: tuple[str, ...] = ENCODINGS
+) -> tuple[str | None, str]:
     """The coding of a response and the header that names it, from the request's accept headers.
 
-    The client's order is honoured, ``X-VGI-Accept-Encoding`` first, then the
+    Only codings in ``producible`` are chosen. The client's order is honoured,
+    ``X-VGI-Accept-Encoding`` first, then the
     ``Accept-Encoding`` tokens it did not already name. Reaching ``identity`` first is an
     explicit request for a plain body. ``(None, ...)``: send the body as it is (no overlap,
     or identity). A coding named only by the custom header is stamped on
@@ -61,7 +64,7 @@ def negotiate(accept: str | None, vgi_accept: str | None) -> tuple[str | None, s
     for coding in custom + [name for name in standard if name not in custom]:
         if coding == IDENTITY:
             return None, CONTENT_ENCODING
-        if coding in ENCODINGS:
+        if coding in producible:
             return coding, VGI_CONTENT_ENCODING if coding not in standard else CONTENT_ENCODING
     return None, CONTENT_ENCODING
 
