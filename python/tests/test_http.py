@@ -10,6 +10,7 @@ oracle venv (falcon, waitress, httpx2); without it they are skipped.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import subprocess
@@ -26,7 +27,7 @@ from quiver.conformance import ConformanceService
 from quiver.conformance.types import Point, Status
 from quiver.rpc import protocol_spec
 from quiver.transport.http import HttpClient, HttpConnection, HttpServer, WsgiApp, http_connect
-from quiver.transport.http.codec import encode
+from quiver.transport.http.codec import decode, encode
 from quiver.wire import keys
 from quiver.wire.writer import encode_stream
 
@@ -373,3 +374,108 @@ def test_any_wsgi_server(demo: tuple[WsgiApp, str]) -> None:
                     "x": [6.0]
                 }
         httpd.shutdown()
+
+
+# -- response codings and request ids ---------------------------------------------------
+
+
+def call_app(app: WsgiApp, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    """One POST straight into the WSGI app: its status, headers (lower-case names) and raw body."""
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "CONTENT_TYPE": ARROW["Content-Type"],
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+    environ.update({"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()})
+    started: list[Any] = []
+    chunks = app(environ, lambda status, response_headers: started.extend([status, response_headers]))
+    fields = {name.lower(): value for name, value in started[1]}
+    return int(started[0].split(" ", 1)[0]), fields, b"".join(chunks)
+
+
+def result_rows(body: bytes) -> list[dict[str, Any]]:
+    return pa.ipc.open_stream(body).read_all().to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("accept", "coding", "stamp"),
+    [
+        ({}, None, None),
+        ({"Accept-Encoding": "identity"}, None, None),
+        ({"Accept-Encoding": "gzip"}, "gzip", "content-encoding"),
+        ({"Accept-Encoding": "br"}, None, None),  # no codec the server produces: a plain body
+        ({"Accept-Encoding": "", "X-VGI-Accept-Encoding": "zstd"}, "zstd", "x-vgi-content-encoding"),
+        ({"Accept-Encoding": "", "X-VGI-Accept-Encoding": "gzip"}, "gzip", "x-vgi-content-encoding"),
+        # cpp-httplib's own gzip-first header loses to VGI's stated preference
+        (
+            {"Accept-Encoding": "deflate, gzip, br, zstd", "X-VGI-Accept-Encoding": "zstd, gzip"},
+            "zstd",
+            "content-encoding",
+        ),
+        ({"Accept-Encoding": "gzip, zstd", "X-VGI-Accept-Encoding": "identity"}, None, None),
+        ({"Accept-Encoding": "zstd;q=1.0, gzip;q=0.5"}, "zstd", "content-encoding"),
+    ],
+)
+def test_response_coding_negotiation(
+    demo: tuple[WsgiApp, str], accept: dict[str, str], coding: str | None, stamp: str | None
+) -> None:
+    app, _ = demo
+    status, headers, body = call_app(app, "/Demo/add", request_body("add", ADD), accept)
+    assert status == 200
+    stamps = {name: headers.get(name) for name in ("content-encoding", "x-vgi-content-encoding")}
+    assert stamps == {name: coding if name == stamp else None for name in stamps}, stamps
+    if coding is not None:
+        body = decode(body, coding, 1 << 20)
+    assert result_rows(body) == [{"result": 3.0}]
+
+
+def test_client_reads_a_body_coded_under_the_custom_header(demo: tuple[WsgiApp, str]) -> None:
+    _, url = demo
+    asks = {**ARROW, "Accept-Encoding": "identity", "X-VGI-Accept-Encoding": "gzip"}
+    with HttpConnection(url) as http:
+        response = http.request("POST", "/Demo/add", [request_body("add", ADD)], asks)
+    assert response.header("x-vgi-content-encoding") == "gzip"
+    assert result_rows(response.body) == [{"result": 3.0}]
+
+
+def test_request_id_is_echoed_or_minted(demo: tuple[WsgiApp, str]) -> None:
+    app, _ = demo
+    mine = "client-request-id-0123456789"
+    _, headers, _ = call_app(app, "/Demo/add", request_body("add", ADD), {"X-Request-ID": mine})
+    assert headers["x-request-id"] == mine
+    minted = {call_app(app, "/Demo/add", request_body("add", ADD), {})[1]["x-request-id"] for _ in range(3)}
+    assert len(minted) == 3 and all(len(i) == 16 and int(i, 16) >= 0 for i in minted), minted
+    # Without the header, the id the request's own metadata names is the one the call runs under.
+    _, headers, _ = call_app(app, "/Demo/add", request_body("add", ADD, **{keys.REQUEST_ID: "from-metadata"}), {})
+    assert headers["x-request-id"] == "from-metadata"
+    _, headers, _ = call_app(app, "/Demo/add", request_body("add", ADD), {"X-Request-ID": "x" * 5000})
+    assert headers["x-request-id"] != "x" * 5000 and len(headers["x-request-id"]) == 16
+
+
+def test_refusals_carry_the_echoed_request_id(demo: tuple[WsgiApp, str]) -> None:
+    app, _ = demo
+    status, headers, body = call_app(app, "/Demo/nope", request_body("nope", ADD), {"X-Request-ID": "refused-1"})
+    assert status == 404 and headers["x-request-id"] == "refused-1"
+    _, metadata = pa.ipc.open_stream(body).read_next_batch_with_custom_metadata()
+    assert metadata[keys.REQUEST_ID.encode()] == b"refused-1"
+    status, headers, body = call_app(app, "/Demo/nope", request_body("nope", ADD), {})
+    _, metadata = pa.ipc.open_stream(body).read_next_batch_with_custom_metadata()
+    assert metadata[keys.REQUEST_ID.encode()].decode() == headers["x-request-id"]
+
+
+def test_a_server_that_compresses_nothing_still_reads_compressed_requests() -> None:
+    app = WsgiApp(Server(Demo, DemoImpl()), response_codings=())
+    asks = {"Accept-Encoding": "zstd, gzip", "X-VGI-Accept-Encoding": "zstd, gzip"}
+    for coding in ("zstd", "gzip"):
+        body = encode([request_body("add", ADD)], coding)
+        status, headers, reply = call_app(app, "/Demo/add", body, {**asks, "Content-Encoding": coding})
+        assert status == 200 and headers["vgi-supported-encodings"] == ""
+        assert "content-encoding" not in headers and "x-vgi-content-encoding" not in headers
+        assert result_rows(reply) == [{"result": 3.0}]
+    gzip_only = WsgiApp(Server(Demo, DemoImpl()), response_codings=("gzip",))
+    _, headers, _ = call_app(gzip_only, "/Demo/add", request_body("add", ADD), asks)
+    assert headers["vgi-supported-encodings"] == "gzip" and headers["content-encoding"] == "gzip"
+    with pytest.raises(ValueError, match="response_codings"):
+        WsgiApp(Server(Demo, DemoImpl()), response_codings=("br",))

@@ -24,6 +24,12 @@ body either way). Every response carries the capability headers vgi-rpc clients 
 with ``OPTIONS {prefix}/health``. A response larger than ``max_response_bytes`` (or
 the client's ``VGI-Accept-Max-Response-Bytes``) is replaced by a
 ``ResponseTooLargeError`` and, for a stream, ends the stream.
+
+Every response carries ``X-Request-ID``: the client's own when it sent one, else the
+request id the call ran under (the request's ``vgi_rpc.request_id``, or one minted here),
+the same id every log and error batch of the call is stamped with, so a client's record
+and the worker's can be joined. An Arrow body is compressed with the coding the client's
+accept headers negotiate (:func:`.codec.negotiate`).
 """
 
 from __future__ import annotations
@@ -71,6 +77,9 @@ from .streams import STREAM_TTL_S, STREAMS_MAX, OpenStream, StreamTable, StreamT
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RPC_ERROR_HEADER = "X-VGI-RPC-Error"
+REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_CHARS_MAX = 1024
+"""A longer inbound ``X-Request-ID`` is not echoed (a fresh one is minted instead)."""
 ACCEPT_MAX_RESPONSE_BYTES = "VGI-Accept-Max-Response-Bytes"
 RESPONSE_BYTES_MIN = 65536
 """The smallest response cap a server or client may set (vgi-rpc's rule)."""
@@ -102,6 +111,8 @@ class _Reply:
     headers: list[tuple[str, str]] = field(default_factory=list)
     stream: OpenStream | None = None
     """A stream call this reply continues: parked once the reply is known to fit the cap."""
+    request_id: str = ""
+    """The id the call ran under, when a call ran."""
 
 
 class _Refused(Exception):
@@ -120,6 +131,10 @@ class WsgiApp:
     client's own cap applies); ``max_request_bytes`` caps request bodies (``None``: the
     server's :class:`~quiver.Limits`). Open streams live in a :class:`StreamTable` of
     ``streams_max`` calls, each expiring after ``stream_ttl_s`` unused.
+    ``response_codings`` are the codings responses may be compressed with, and the ones
+    ``VGI-Supported-Encodings`` advertises (``()``: never compress, advertised as an empty
+    list); compressed requests are decoded either way, since what a server sends is its
+    policy but what a peer sends is not.
     """
 
     def __init__(
@@ -131,6 +146,7 @@ class WsgiApp:
         max_request_bytes: int | None = None,
         stream_ttl_s: float = STREAM_TTL_S,
         streams_max: int = STREAMS_MAX,
+        response_codings: Sequence[str] = codec.ENCODINGS,
     ) -> None:
         if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
             raise ValueError(f"prefix must be empty or start with '/' and not end with one, got {prefix!r}")
@@ -138,30 +154,44 @@ class WsgiApp:
             raise ValueError(f"max_response_bytes must be from {RESPONSE_BYTES_MIN} through {BUDGET_BYTES_MAX}")
         if max_request_bytes is not None and max_request_bytes < 1:
             raise ValueError("max_request_bytes must be positive")
+        unknown = [name for name in response_codings if name not in codec.ENCODINGS]
+        if unknown:
+            raise ValueError(f"response_codings must be drawn from {codec.ENCODINGS}, got {unknown}")
         self.server = server
         self.prefix = prefix
         self.max_response_bytes = max_response_bytes
         self.max_request_bytes = max_request_bytes
         self.limits: Limits = server.limits
         self.streams = StreamTable(ttl_s=stream_ttl_s, capacity=streams_max)
-        self.capability_headers = _capability_headers(max_response_bytes, max_request_bytes)
+        self.response_codings = tuple(dict.fromkeys(response_codings))
+        self.capability_headers = _capability_headers(max_response_bytes, max_request_bytes, self.response_codings)
         first = next(iter(server.protocols), "")
         self._health = json.dumps({"status": "ok", "server_id": server.server_id, "protocol": first}).encode()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[Any]:
-        reply = self._handle(environ)
+        inbound = _inbound_request_id(environ)
+        reply = self._handle(environ, inbound)
+        request_id = inbound or reply.request_id or _mint_request_id()
         headers = [("Content-Type", reply.content_type), *self.capability_headers, *reply.headers]
+        headers.append((REQUEST_ID_HEADER, request_id))
         if reply.failed:
             headers.append((RPC_ERROR_HEADER, "true"))
-        headers.append(("Content-Length", str(body_length(reply.chunks))))
+        chunks = reply.chunks
+        coding, stamp = codec.negotiate(
+            environ.get("HTTP_ACCEPT_ENCODING"), environ.get("HTTP_X_VGI_ACCEPT_ENCODING"), self.response_codings
+        )
+        if coding is not None and reply.content_type == ARROW_STREAM and body_length(chunks) > 0:
+            chunks = [codec.encode(chunks, coding)]
+            headers.append((stamp, coding))
+        headers.append(("Content-Length", str(body_length(chunks))))
         start_response(f"{reply.status} {HTTPStatus(reply.status).phrase}", headers)
         if environ.get("quiver.buffers"):
-            return reply.chunks
-        return [b"".join(reply.chunks)] if reply.chunks else []
+            return chunks
+        return [b"".join(chunks)] if chunks else []
 
     # -- routing ------------------------------------------------------------------------
 
-    def _handle(self, environ: dict[str, Any]) -> _Reply:
+    def _handle(self, environ: dict[str, Any], inbound_request_id: str | None) -> _Reply:
         verb = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO", "") or "/"
         if not path.startswith(self.prefix):
@@ -179,16 +209,18 @@ class WsgiApp:
         if verb == "OPTIONS":
             return _Reply(204, [], content_type="text/plain", headers=[("Allow", "POST, OPTIONS")])
         if len(parts) == 1 and parts[0].startswith("__") and parts[0].endswith("__") and verb == "POST":
-            return self._refusal(_Refused(404, errors.reserved_not_implemented(parts[0])))
+            return self._refusal(_Refused(404, errors.reserved_not_implemented(parts[0])), inbound_request_id)
         if len(parts) == 2 or (len(parts) == 3 and parts[2] in ("init", "exchange")):
             if verb != "POST":
                 known = parts[0] in self.server.protocols
                 return _text(405, "RPC endpoints answer POST", allow="POST") if known else _text(404, "not found")
             kind = parts[2] if len(parts) == 3 else "unary"
-            return self._post(environ, parts[0], parts[1], kind)
+            return self._post(environ, parts[0], parts[1], kind, inbound_request_id)
         return _text(404, "not found")
 
-    def _post(self, environ: dict[str, Any], protocol_name: str, method_name: str, kind: str) -> _Reply:
+    def _post(
+        self, environ: dict[str, Any], protocol_name: str, method_name: str, kind: str, inbound_request_id: str | None
+    ) -> _Reply:
         try:
             budget = self._budget(environ)
             hosted, bound = self._resolve(protocol_name, method_name)
@@ -206,9 +238,9 @@ class WsgiApp:
             else:
                 if bound.spec.is_stream != (kind == "init"):
                     raise _Refused(400, _misrouted(method_name, bound.spec.is_stream))
-                reply = self._call(hosted, bound, body, peer, opens_stream=kind == "init")
+                reply = self._call(hosted, bound, body, peer, inbound_request_id, opens_stream=kind == "init")
         except _Refused as refused:
-            return self._refusal(refused)
+            return self._refusal(refused, inbound_request_id)
         return self._capped(reply, budget, method_name)
 
     def _resolve(self, protocol_name: str, method_name: str) -> tuple[HostedProtocol, BoundMethod]:
@@ -306,16 +338,23 @@ class WsgiApp:
     # -- calls --------------------------------------------------------------------------
 
     def _call(
-        self, hosted: HostedProtocol, bound: BoundMethod, body: bytes, peer: str, *, opens_stream: bool
+        self,
+        hosted: HostedProtocol,
+        bound: BoundMethod,
+        body: bytes,
+        peer: str,
+        inbound_request_id: str | None,
+        *,
+        opens_stream: bool,
     ) -> _Reply:
         method, metadata, batch = self._request(body)
         params = self._params(hosted, bound, method, metadata, batch)
         del batch
-        request_id = metadata.get(keys.REQUEST_ID) or secrets.token_hex(8)
+        request_id = inbound_request_id or metadata.get(keys.REQUEST_ID) or _mint_request_id()
         ctx = CallContext(bound.spec.name, metadata, request_id=request_id, server_id=self.server.server_id, peer=peer)
-        if opens_stream:
-            return self._open(hosted, bound, params, ctx)
-        return self._unary(bound, params, ctx)
+        reply = self._open(hosted, bound, params, ctx) if opens_stream else self._unary(bound, params, ctx)
+        reply.request_id = request_id
+        return reply
 
     def _unary(self, bound: BoundMethod, params: dict[str, Any], ctx: CallContext) -> _Reply:
         spec = bound.spec
@@ -385,11 +424,17 @@ class WsgiApp:
                 entry.stream.state.on_cancel(ctx)
             writer = StreamWriter(out, output_schema, expected_bytes=0)
             writer.close()
-            return _Reply(200, out.take())
+            return _Reply(200, out.take(), request_id=entry.request_id)
         output = StreamWriter(out, output_schema)
         turn = self._turn(entry, batch, _user_metadata(metadata), output, first=False, peer=peer)
         output.close()
-        return _Reply(200, out.take(), failed=turn is _Turn.FAILED, stream=_continuing(entry, turn))
+        return _Reply(
+            200,
+            out.take(),
+            failed=turn is _Turn.FAILED,
+            stream=_continuing(entry, turn),
+            request_id=entry.request_id,
+        )
 
     def _turn(
         self,
@@ -440,17 +485,18 @@ class WsgiApp:
             error = ResponseTooLargeError(
                 f"HTTP body exceeds max_response_bytes ({size} > {budget}) for method {method!r}"
             )
-            request_id = reply.stream.request_id if reply.stream is not None else ""
-            self._write_error_stream(out, ErrorReport.from_exception(error), (), request_id)
-            return _Reply(200, out.take(), failed=True)
+            self._write_error_stream(out, ErrorReport.from_exception(error), (), reply.request_id)
+            return _Reply(200, out.take(), failed=True, request_id=reply.request_id)
         if reply.stream is not None:
             self.streams.park(reply.stream)
         return reply
 
-    def _refusal(self, refused: _Refused) -> _Reply:
+    def _refusal(self, refused: _Refused, inbound_request_id: str | None) -> _Reply:
+        """An error body for a request no method ran for, stamped with the id the header echoes."""
+        request_id = inbound_request_id or _mint_request_id()
         out = GatherBuffer()
-        self._write_error_stream(out, refused.report, (), "")
-        return _Reply(refused.status, out.take(), failed=refused.status >= 500)
+        self._write_error_stream(out, refused.report, (), request_id)
+        return _Reply(refused.status, out.take(), failed=refused.status >= 500, request_id=request_id)
 
     def _write_error_stream(
         self, out: GatherBuffer, report: ErrorReport, logs: Sequence[LogRecord], request_id: str
@@ -488,17 +534,34 @@ def make_wsgi_app(server: Server, **options: Any) -> WsgiApp:
     return WsgiApp(server, **options)
 
 
-def _capability_headers(max_response_bytes: int | None, max_request_bytes: int | None) -> list[tuple[str, str]]:
+def _capability_headers(
+    max_response_bytes: int | None, max_request_bytes: int | None, response_codings: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    # Present even when empty: an empty list says "compresses nothing", an absent header
+    # says "predates the advertisement", and clients act on the difference.
     headers = [
         ("VGI-Accept-Max-Response-Bytes-Support", "true"),
         ("VGI-Externalization-Enabled", "false"),
-        ("VGI-Supported-Encodings", ", ".join(codec.ENCODINGS)),
+        ("VGI-Supported-Encodings", ", ".join(response_codings)),
     ]
     if max_response_bytes is not None:
         headers.append(("VGI-Max-Response-Bytes", str(max_response_bytes)))
     if max_request_bytes is not None:
         headers.append(("VGI-Max-Request-Bytes", str(max_request_bytes)))
     return headers
+
+
+def _inbound_request_id(environ: dict[str, Any]) -> str | None:
+    """The client's ``X-Request-ID``, when it sent a usable one."""
+    raw = (environ.get("HTTP_X_REQUEST_ID") or "").strip()
+    if not raw or len(raw) > REQUEST_ID_CHARS_MAX:
+        return None
+    return raw
+
+
+def _mint_request_id() -> str:
+    """A fresh correlation id: 16 hex characters, as vgi-rpc mints them."""
+    return secrets.token_hex(8)
 
 
 def _continuing(entry: OpenStream, turn: _Turn) -> OpenStream | None:

@@ -2,6 +2,12 @@
 
 Decoding is bounded: a body that expands past ``output_bytes_max`` is refused while it is
 being decoded, so a small compressed request cannot make the server allocate gigabytes.
+
+A response's coding is negotiated from two request headers (:func:`negotiate`): the
+standard ``Accept-Encoding`` and VGI's own ``X-VGI-Accept-Encoding``, which outranks it.
+HTTP clients such as cpp-httplib (the DuckDB extension's) inject ``Accept-Encoding:
+deflate, gzip, br, zstd`` on their own, gzip first, and a browser's ``fetch()`` cannot set
+that header at all; the custom header is how such a client states its real preference.
 """
 
 from __future__ import annotations
@@ -12,6 +18,17 @@ import pyarrow as pa
 
 ENCODINGS = ("zstd", "gzip")
 """The codings spoken, in order of preference."""
+
+LEVELS = {"zstd": 1, "gzip": 6}
+"""Compression levels, vgi-rpc's defaults: pyarrow's own gzip default (9) costs several
+times the CPU for a few percent on Arrow bodies."""
+IDENTITY = "identity"
+CONTENT_ENCODING = "Content-Encoding"
+VGI_CONTENT_ENCODING = "X-VGI-Content-Encoding"
+"""Stamps a coding chosen only through ``X-VGI-Accept-Encoding``: a client whose fetch
+layer owns ``Accept-Encoding`` would decode (or mangle) a body under the standard header."""
+ACCEPT_CODINGS_MAX = 32
+"""The most tokens read from one accept header; the rest cannot change the outcome."""
 
 _CHUNK_BYTES = 1 << 20
 
@@ -30,6 +47,29 @@ def parse_codings(header: str | None) -> list[str]:
         return []
     names = (part.split(";", 1)[0].strip().lower() for part in header.split(","))
     return [name for name in names if name]
+
+
+def negotiate(
+    accept: str | None, vgi_accept: str | None, producible: tuple[str, ...] = ENCODINGS
+) -> tuple[str | None, str]:
+    """The coding of a response and the header that names it, from the request's accept headers.
+
+    Only codings in ``producible`` are chosen. The client's order is honoured,
+    ``X-VGI-Accept-Encoding`` first, then the
+    ``Accept-Encoding`` tokens it did not already name. Reaching ``identity`` first is an
+    explicit request for a plain body. ``(None, ...)``: send the body as it is (no overlap,
+    or identity). A coding named only by the custom header is stamped on
+    :data:`VGI_CONTENT_ENCODING`, one the standard header also names on
+    :data:`CONTENT_ENCODING`.
+    """
+    standard = parse_codings(accept)[:ACCEPT_CODINGS_MAX]
+    custom = parse_codings(vgi_accept)[:ACCEPT_CODINGS_MAX]
+    for coding in custom + [name for name in standard if name not in custom]:
+        if coding == IDENTITY:
+            return None, CONTENT_ENCODING
+        if coding in producible:
+            return coding, VGI_CONTENT_ENCODING if coding not in standard else CONTENT_ENCODING
+    return None, CONTENT_ENCODING
 
 
 def decode(body: bytes, coding: str, output_bytes_max: int) -> bytes:
@@ -54,12 +94,13 @@ def decode(body: bytes, coding: str, output_bytes_max: int) -> bytes:
 
 
 def encode(chunks: list[Any], coding: str) -> bytes:
-    """Compresses the concatenation of ``chunks`` with ``coding`` (pyarrow's default level)."""
+    """Compresses the concatenation of ``chunks`` with ``coding`` at :data:`LEVELS`.
+
+    One shot, so a zstd frame declares its decompressed size: a peer's one-shot zstd
+    decoder refuses a frame that does not.
+    """
     if coding not in ENCODINGS:
         raise CodingError(f"cannot encode with {coding!r}")
-    sink = pa.BufferOutputStream()
-    stream = pa.CompressedOutputStream(sink, coding)
-    for chunk in chunks:
-        stream.write(chunk)
-    stream.close()
-    return bytes(sink.getvalue())
+    data = b"".join(chunks)
+    compressed: bytes = pa.Codec(coding, compression_level=LEVELS[coding]).compress(data, asbytes=True)
+    return compressed

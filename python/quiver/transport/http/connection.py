@@ -135,7 +135,7 @@ class HttpConnection:
                 raise
         if closes:
             self.close()
-        coding = response_head.header("content-encoding")
+        coding = response_head.header("content-encoding") or response_head.header("x-vgi-content-encoding")
         if coding:
             data = codec.decode(data, coding, self.response_bytes_max)
         return Response(status, response_head.headers, data)
@@ -221,7 +221,7 @@ class WsgiConnection:
                 close()
         status, response_headers = started
         fields = {name.lower(): value for name, value in response_headers}
-        coding = fields.get("content-encoding")
+        coding = fields.get("content-encoding") or fields.get("x-vgi-content-encoding")
         if coding:
             payload = codec.decode(payload, coding, self.response_bytes_max)
         return Response(int(status.split(" ", 1)[0]), fields, payload)
