@@ -79,7 +79,7 @@ def test_an_older_worker_attaches_and_answers_sql(attached: tuple[str, duckdb.Du
 
 @pytest.mark.parametrize("declared", ["2.0.0", "3.0.0"])
 def test_no_common_ground_names_both_versions(extension: Path, monkeypatch: pytest.MonkeyPatch, declared: str) -> None:
-    monkeypatch.setenv("VERSIONED_WORKER_PROTOCOL_VERSION", declared)
+    monkeypatch.setenv("VERSIONED_WORKER_PROTOCOL", f"vgi.v2 {declared}")
     con = connect(extension, threads="2")
     with pytest.raises(duckdb.Error) as refused:
         con.execute(f"ATTACH '{release_python('0.47.0')} {WORKER}' AS w (TYPE quiver)")
@@ -87,6 +87,23 @@ def test_no_common_ground_names_both_versions(extension: Path, monkeypatch: pyte
     assert f"vgi.v2 {declared}" in message, message
     for spoken in ("vgi.v2 2.2.0", "vgi.v2 2.1.0", "VgiProtocol 1.4.0"):
         assert spoken in message, message
+    con.close()
+    assert not children() and not zombies()
+
+
+def test_a_worker_declaring_22_over_the_older_name_shape_falls_back(
+    extension: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.30's methods (a schema is a `name`) under a worker declaring vgi.v2 2.2.0: the version
+    gate lets the 2.2 request in, its `path` parameter is refused as a TypeError, and the engine
+    retries with the older `name` shape instead of failing ATTACH.
+    """
+    monkeypatch.setenv("VERSIONED_WORKER_PROTOCOL", "vgi.v2 2.2.0")
+    con = connect(extension, threads="2")
+    con.execute(f"ATTACH '{release_python('0.30.0')} {WORKER}' AS w (TYPE quiver)")
+    assert con.execute("SELECT version FROM w.sdk_version()").fetchall() == [("0.30.0",)]
+    assert con.execute("SELECT w.shout('x')").fetchall() == [("X!",)]
+    con.execute("DETACH w")
     con.close()
     assert not children() and not zombies()
 

@@ -129,16 +129,19 @@ class VersionedWorker(Worker):
     catalog = Catalog(name="versioned", schemas=[MAIN])
 
 
-# A protocol version no release speaks, to test the engine's answer when there is no common
-# ground (vgi-python 0.47 only: it names the protocol class a worker serves).
-if declared := os.environ.get("VERSIONED_WORKER_PROTOCOL_VERSION"):
+# VERSIONED_WORKER_PROTOCOL="<name> <version>" makes the worker declare another protocol than its
+# release's: a version no release speaks (the engine must fail naming both), or a newer one over
+# this release's method shapes (the engine must fall back to the older parameter shape).
+if declared := os.environ.get("VERSIONED_WORKER_PROTOCOL"):
     from typing import ClassVar
 
     from vgi.protocol import VgiProtocol
 
+    declared_name, declared_version = declared.split()
+
     class DeclaredProtocol(VgiProtocol):
-        protocol_name: ClassVar[str] = "vgi.v2"
-        protocol_version: ClassVar[str] = declared
+        protocol_name: ClassVar[str] = declared_name
+        protocol_version: ClassVar[str] = declared_version
 
     VersionedWorker.protocol_class = DeclaredProtocol  # type: ignore[assignment]
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::Client;
+use quiver_rpc::{Client, ClientError};
 use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 use quiver_vgi_contract::{arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
@@ -280,45 +280,109 @@ fn per_schema(
     .finish();
     let reply = client.call(methods::CATALOG_SCHEMAS, &params)?;
     let mut rows = Vec::new();
+    let mut by_path = dialect.schemas_have_paths();
     for item in items(&result_bytes(reply, methods::CATALOG_SCHEMAS)?)? {
         let schema = ipc::decode_row(&item, "SchemaInfo")?;
         let schema = RowReader::new(&schema, "SchemaInfo");
+        // 2.x names a schema by its path, 1.4 by one name.
+        let path = match schema.strs("path")? {
+            Some(path) => path,
+            None => vec![schema.str("name")?.ok_or_else(|| schema.missing("path"))?],
+        };
         for object_type in [object_type::SCALAR_FUNCTION, object_type::TABLE_FUNCTION] {
-            let params = if dialect.schemas_have_paths() {
-                let path = schema.strs("path")?.unwrap_or_default();
-                let path: Vec<&str> = path.iter().map(String::as_str).collect();
-                RowBuilder::new(Arc::new(Schema::new(vec![
-                    Field::new("attach_opaque_data", DataType::Binary, false),
-                    Field::new("path", list_of(DataType::Utf8), false),
-                    Field::new("type", enum_type(), false),
-                    Field::new("transaction_opaque_data", DataType::Binary, true),
-                ])))
-                .bytes("attach_opaque_data", Some(attach))
-                .strs("path", &path)
-            } else {
-                // Before protocol 2.0 a schema was one name (vgi-python 0.30).
-                let name = schema.str("name")?.ok_or_else(|| schema.missing("name"))?;
-                RowBuilder::new(Arc::new(Schema::new(vec![
-                    Field::new("attach_opaque_data", DataType::Binary, false),
-                    Field::new("name", DataType::Utf8, false),
-                    Field::new("type", enum_type(), false),
-                    Field::new("transaction_opaque_data", DataType::Binary, true),
-                ])))
-                .bytes("attach_opaque_data", Some(attach))
-                .str("name", Some(&name))
-            }
-            .str("type", Some(object_type))
-            .finish();
-            let reply = client.call(methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS, &params)?;
-            for item in items(&result_bytes(
-                reply,
-                methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS,
-            )?)? {
+            let method = methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS;
+            let call = |client: &mut Client, by_path: bool| {
+                client.call(
+                    method,
+                    &schema_contents_params(attach, &path, object_type, by_path),
+                )
+            };
+            let reply = match call(client, by_path) {
+                // A worker whose declared version says one shape but whose method takes the
+                // other (the call took a schema `name` before protocol 2.0, a `path` since; a
+                // worker may declare a version its methods do not follow, or none). Try the
+                // other shape once, and keep to it for the remaining schemas.
+                Err(ClientError::Remote(report)) if refuses_parameters(&report, by_path) => {
+                    by_path = !by_path;
+                    call(client, by_path)?
+                }
+                other => other?,
+            };
+            for item in items(&result_bytes(reply, method)?)? {
                 rows.push(ipc::decode_row(&item, "FunctionInfo")?);
             }
         }
     }
     Ok(rows)
+}
+
+/// `catalog_schema_contents_functions`' parameters: the schema as a `path` list (2.x) or, before
+/// protocol 2.0, as one `name` (its path's last element).
+fn schema_contents_params(
+    attach: &[u8],
+    path: &[String],
+    object_type: &str,
+    by_path: bool,
+) -> RecordBatch {
+    let address = if by_path {
+        Field::new("path", list_of(DataType::Utf8), false)
+    } else {
+        Field::new("name", DataType::Utf8, false)
+    };
+    let row = RowBuilder::new(Arc::new(Schema::new(vec![
+        Field::new("attach_opaque_data", DataType::Binary, false),
+        address,
+        Field::new("type", enum_type(), false),
+        Field::new("transaction_opaque_data", DataType::Binary, true),
+    ])))
+    .bytes("attach_opaque_data", Some(attach));
+    let row = if by_path {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        row.strs("path", &path)
+    } else {
+        row.str("name", path.last().map(String::as_str))
+    };
+    row.str("type", Some(object_type)).finish()
+}
+
+/// Whether `report` refuses the request's parameters as shaped (`path` when `by_path`, else
+/// `name`): vgi-rpc answers a TypeError naming the parameter it does not declare ("Request carries
+/// parameter(s) this protocol does not declare: path. ..."), quiver-rpc likewise.
+fn refuses_parameters(report: &ErrorReport, by_path: bool) -> bool {
+    let sent = if by_path { "path" } else { "name" };
+    report.error_type == "TypeError"
+        && report.message.contains(sent)
+        && (report.message.contains("declare") || report.message.contains("mismatch"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_parameter_shape_is_recognised() {
+        let refusal = ErrorReport::new(
+            "TypeError",
+            "Request carries parameter(s) this protocol does not declare: path. Declared: \
+             attach_opaque_data, name, transaction_opaque_data, type.",
+        );
+        assert!(refuses_parameters(&refusal, true));
+        let other = ErrorReport::new("ValueError", "no such schema: path");
+        assert!(!refuses_parameters(&other, true));
+    }
+
+    #[test]
+    fn the_two_parameter_shapes() {
+        let path = vec!["main".to_string()];
+        let by_path = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, true);
+        assert!(
+            by_path.column_by_name("path").is_some() && by_path.column_by_name("name").is_none()
+        );
+        let by_name = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, false);
+        let name = RowReader::new(&by_name, "params").str("name").unwrap();
+        assert_eq!(name.as_deref(), Some("main"));
+        assert!(by_name.column_by_name("path").is_none());
+    }
 }
 
 fn items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ErrorReport> {
