@@ -355,36 +355,6 @@ fn refuses_parameters(report: &ErrorReport, by_path: bool) -> bool {
         && (report.message.contains("declare") || report.message.contains("mismatch"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_parameter_shape_is_recognised() {
-        let refusal = ErrorReport::new(
-            "TypeError",
-            "Request carries parameter(s) this protocol does not declare: path. Declared: \
-             attach_opaque_data, name, transaction_opaque_data, type.",
-        );
-        assert!(refuses_parameters(&refusal, true));
-        let other = ErrorReport::new("ValueError", "no such schema: path");
-        assert!(!refuses_parameters(&other, true));
-    }
-
-    #[test]
-    fn the_two_parameter_shapes() {
-        let path = vec!["main".to_string()];
-        let by_path = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, true);
-        assert!(
-            by_path.column_by_name("path").is_some() && by_path.column_by_name("name").is_none()
-        );
-        let by_name = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, false);
-        let name = RowReader::new(&by_name, "params").str("name").unwrap();
-        assert_eq!(name.as_deref(), Some("main"));
-        assert!(by_name.column_by_name("path").is_none());
-    }
-}
-
 fn items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ErrorReport> {
     let answer = ipc::decode_row(bytes, "ItemsResponse")?;
     Ok(RowReader::new(&answer, "ItemsResponse")
@@ -466,4 +436,34 @@ pub fn detach(worker: &Worker, attach: &[u8]) -> Outcome<()> {
             .call(methods::CATALOG_DETACH, &attach_params(attach).finish())
             .map(|_| ())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_parameter_shape_is_recognised() {
+        let refusal = ErrorReport::new(
+            "TypeError",
+            "Request carries parameter(s) this protocol does not declare: path. Declared: \
+             attach_opaque_data, name, transaction_opaque_data, type.",
+        );
+        assert!(refuses_parameters(&refusal, true));
+        let other = ErrorReport::new("ValueError", "no such schema: path");
+        assert!(!refuses_parameters(&other, true));
+    }
+
+    #[test]
+    fn the_two_parameter_shapes() {
+        let path = vec!["main".to_string()];
+        let by_path = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, true);
+        assert!(
+            by_path.column_by_name("path").is_some() && by_path.column_by_name("name").is_none()
+        );
+        let by_name = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, false);
+        let name = RowReader::new(&by_name, "params").str("name").unwrap();
+        assert_eq!(name.as_deref(), Some("main"));
+        assert!(by_name.column_by_name("path").is_none());
+    }
 }
