@@ -4,6 +4,7 @@ engine-role client.
 
   release  protocol          what changed for the engine
   0.30.0   VgiProtocol 1.4   another protocol name; schemas named, not pathed; no catalog_contents
+  0.39.0   vgi.v2 2.0        no catalog_contents
   0.40.0   vgi.v2 2.1        catalog_contents answers one struct per schema
   0.47.0   vgi.v2 2.2        what quiver's own workers speak
 
@@ -26,15 +27,19 @@ from extension_support import ROOT, children, connect, zombies
 
 WORKER = ROOT / "tests" / "vgi_oracle" / "versioned_worker.py"
 DRIVER = ROOT / "tests" / "vgi_oracle" / "drive_versioned.py"
-RELEASES = ["0.30.0", "0.40.0", "0.47.0"]
+RELEASES = ["0.30.0", "0.39.0", "0.40.0", "0.47.0"]
 # Generous: a cold Python start of a vgi worker or client on a loaded 2-core machine.
 DRIVE_TIMEOUT_S = 300
 
 
 def release_python(release: str) -> Path:
-    """The interpreter of the venv setup.sh made for `release` (0.47.0 is the main vgi venv)."""
-    venv = ".venv-vgi" if release == "0.47.0" else f".venv-vgi-{release}"
-    python = ROOT / venv / "bin" / "python"
+    """The interpreter of the venv setup.sh made for `release` (0.47.0 is the main vgi venv,
+    QUIVER_VGI_PYTHON when set, as in tests/test_extension_third_party.py).
+    """
+    if release == "0.47.0":
+        python = Path(os.environ.get("QUIVER_VGI_PYTHON", ROOT / ".venv-vgi" / "bin" / "python"))
+    else:
+        python = ROOT / f".venv-vgi-{release}" / "bin" / "python"
     if not python.exists():
         pytest.fail(f"no vgi-python {release} venv at {python}: run ./quiver test (setup.sh builds it)")
     return python
@@ -77,7 +82,7 @@ def test_an_older_worker_attaches_and_answers_sql(attached: tuple[str, duckdb.Du
     )
 
 
-@pytest.mark.parametrize("declared", ["2.0.0", "3.0.0"])
+@pytest.mark.parametrize("declared", ["2.3.0", "3.0.0"])
 def test_no_common_ground_names_both_versions(extension: Path, monkeypatch: pytest.MonkeyPatch, declared: str) -> None:
     monkeypatch.setenv("VERSIONED_WORKER_PROTOCOL", f"vgi.v2 {declared}")
     con = connect(extension, threads="2")
@@ -85,7 +90,7 @@ def test_no_common_ground_names_both_versions(extension: Path, monkeypatch: pyte
         con.execute(f"ATTACH '{release_python('0.47.0')} {WORKER}' AS w (TYPE quiver)")
     message = str(refused.value)
     assert f"vgi.v2 {declared}" in message, message
-    for spoken in ("vgi.v2 2.2.0", "vgi.v2 2.1.0", "VgiProtocol 1.4.0"):
+    for spoken in ("vgi.v2 2.2.0", "vgi.v2 2.1.0", "vgi.v2 2.0.0", "VgiProtocol 1.4.0"):
         assert spoken in message, message
     con.close()
     assert not children() and not zombies()
@@ -149,6 +154,7 @@ def test_the_047_client_drives_quivers_worker(allinone: Path) -> None:
         # quiver's workers serve vgi.v2 2.2 only: an older client is refused with a typed error
         # naming both sides, on every call, and the worker keeps serving.
         ("0.40.0", "ProtocolVersionError", ["2.1.0", "2.2.0"]),
+        ("0.39.0", "ProtocolVersionError", ["2.0.0", "2.2.0"]),
         ("0.30.0", "ProtocolNotSupportedError", ["VgiProtocol", "vgi.v2"]),
     ],
 )

@@ -64,7 +64,8 @@ if [[ -f tools/requirements-vgi.txt ]]; then
     ensure_venv .venv-vgi "$(find_python313)" tools/requirements-vgi.txt
 fi
 # Older vgi-python releases, one venv each, for the version-skew tests
-# (tests/test_extension_vgi_versions.py): 0.30.0 speaks VgiProtocol 1.4, 0.40.0 vgi.v2 2.1.
+# (tests/test_extension_vgi_versions.py): 0.30.0 speaks VgiProtocol 1.4, 0.39.0 vgi.v2 2.0,
+# 0.40.0 vgi.v2 2.1.
 for requirements in tools/requirements-vgi-*.txt; do
     [[ -f "$requirements" ]] || continue
     release="${requirements#tools/requirements-vgi-}"

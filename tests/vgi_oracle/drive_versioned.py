@@ -1,4 +1,5 @@
-"""Drive a worker with whichever vgi-python release runs this script (0.30.0, 0.40.0 or 0.47.0):
+"""Drive a worker with whichever vgi-python release runs this script (0.30.0, 0.39.0, 0.40.0 or
+0.47.0):
 its engine-role `vgi.client.Client` lists the catalogs, attaches, calls a scalar and a table
 function, and the script prints what it saw as JSON. Nothing here decides pass or fail; the
 asserts are in tests/test_extension_vgi_versions.py.

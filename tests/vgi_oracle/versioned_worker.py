@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A small VGI worker written against whichever vgi-python release runs it (0.30.0, 0.40.0 or
-0.47.0, one venv each, made by tools/setup.sh), for the version-skew tests
+"""A small VGI worker written against whichever vgi-python release runs it (0.30.0, 0.39.0,
+0.40.0 or 0.47.0, one venv each, made by tools/setup.sh), for the version-skew tests
 (tests/test_extension_vgi_versions.py). It uses only the API those releases share; the one shape
 that differs is how a schema is declared (0.30's `Schema(name=...)`, later `Schema(path=[...])`).
 

@@ -9,8 +9,9 @@
 //!
 //! | dialect        | vgi-python   | schemas named by | catalog_contents answer                  |
 //! |----------------|--------------|------------------|------------------------------------------|
-//! | vgi.v2 2.2     | 0.47         | `path` list      | one nested stream per object category    |
-//! | vgi.v2 2.1     | 0.40 to 0.46 | `path` list      | one `SchemaContents` struct per schema   |
+//! | vgi.v2 2.2     | 0.46, 0.47   | `path` list      | one nested stream per object category    |
+//! | vgi.v2 2.1     | 0.40 to 0.45 | `path` list      | one `SchemaContents` struct per schema   |
+//! | vgi.v2 2.0     | 0.31 to 0.39 | `path` list      | (no such call)                           |
 //! | VgiProtocol 1.4| 0.30         | `name` string    | (no such call)                           |
 //!
 //! (`FunctionInfo.arguments` is a dictionary-encoded binary from 2.2 on, plain binary before; the
@@ -24,16 +25,18 @@ pub const HOSTED_NAMES_MAX: usize = 64;
 /// One version of the engine-to-worker contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// vgi.v2 2.2.0 (vgi-python 0.47): what quiver's own workers speak.
+    /// vgi.v2 2.2.0 (vgi-python 0.46 and 0.47): what quiver's own workers speak.
     V2_2,
-    /// vgi.v2 2.1.0 (vgi-python 0.40 to 0.46).
+    /// vgi.v2 2.1.0 (vgi-python 0.40 to 0.45).
     V2_1,
+    /// vgi.v2 2.0.0 (vgi-python 0.31 to 0.39): no `catalog_contents`.
+    V2_0,
     /// VgiProtocol 1.4.0 (vgi-python 0.30): schemas are named, not pathed.
     V1_4,
 }
 
 /// Every dialect, newest first: the order the engine tries them in.
-pub const DIALECTS: [Dialect; 3] = [Dialect::V2_2, Dialect::V2_1, Dialect::V1_4];
+pub const DIALECTS: [Dialect; 4] = [Dialect::V2_2, Dialect::V2_1, Dialect::V2_0, Dialect::V1_4];
 
 /// What a refusal tells the engine to do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +56,7 @@ impl Dialect {
     /// The name requests carry in `vgi_rpc.protocol`.
     pub fn protocol_name(self) -> &'static str {
         match self {
-            Dialect::V2_2 | Dialect::V2_1 => "vgi.v2",
+            Dialect::V2_2 | Dialect::V2_1 | Dialect::V2_0 => "vgi.v2",
             Dialect::V1_4 => "VgiProtocol",
         }
     }
@@ -63,6 +66,7 @@ impl Dialect {
         match self {
             Dialect::V2_2 => "2.2.0",
             Dialect::V2_1 => "2.1.0",
+            Dialect::V2_0 => "2.0.0",
             Dialect::V1_4 => "1.4.0",
         }
     }
@@ -70,8 +74,9 @@ impl Dialect {
     /// The vgi-python releases that speak it, for messages.
     pub fn releases(self) -> &'static str {
         match self {
-            Dialect::V2_2 => "vgi-python 0.47",
-            Dialect::V2_1 => "vgi-python 0.40 to 0.46",
+            Dialect::V2_2 => "vgi-python 0.46 to 0.47",
+            Dialect::V2_1 => "vgi-python 0.40 to 0.45",
+            Dialect::V2_0 => "vgi-python 0.31 to 0.39",
             Dialect::V1_4 => "vgi-python 0.30",
         }
     }
@@ -225,15 +230,15 @@ mod tests {
     fn an_unknown_version_is_no_common_ground_naming_both_sides() {
         let report = refusal(
             "protocol_version_mismatch",
-            "mismatch\n  Client: 2.2.0\n  Server: 2.0.3\n",
+            "mismatch\n  Client: 2.2.0\n  Server: 2.3.1\n",
         );
         let Next::NoCommonGround(served) = Dialect::V2_2.after_refusal(&report) else {
-            panic!("2.0 is not spoken");
+            panic!("2.3 is not spoken");
         };
-        assert_eq!(served, "vgi.v2 2.0.3");
+        assert_eq!(served, "vgi.v2 2.3.1");
         let message = no_common_ground(&served);
         assert!(
-            message.contains("vgi.v2 2.0.3") && message.contains("vgi.v2 2.2.0"),
+            message.contains("vgi.v2 2.3.1") && message.contains("vgi.v2 2.2.0"),
             "{message}"
         );
     }
@@ -256,6 +261,7 @@ mod tests {
     #[test]
     fn serving_matches_major_and_minor_only() {
         assert_eq!(Dialect::serving("vgi.v2", "2.1.7"), Some(Dialect::V2_1));
+        assert_eq!(Dialect::serving("vgi.v2", "2.0.0"), Some(Dialect::V2_0));
         assert_eq!(
             Dialect::serving("VgiProtocol", "1.4.0"),
             Some(Dialect::V1_4)

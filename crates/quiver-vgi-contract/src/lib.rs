@@ -12,7 +12,7 @@
 //! - [`enums`]: enum members that travel by name (function type, catalog object type, init phase).
 //! - [`errors`]: the error types a peer reads, named as vgi-python names them.
 //! - [`limits`]: bounds on what a peer may send.
-//! - [`dialects`]: the older contracts the engine still speaks (vgi-python 0.30 and 0.40 to 0.46).
+//! - [`dialects`]: the older contracts the engine still speaks (vgi-python 0.30 to 0.45).
 //!
 //! Nothing here knows about processes, transports or function bodies.
 #![warn(missing_docs)]
