@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,16 @@ def test_each_release_client_drives_its_own_worker(release: str) -> None:
     assert out["table"] == {"error_class": None, "value": [1, 2, 3, 4, 5]}
 
 
-def test_the_047_client_drives_quivers_worker(allinone: Path) -> None:
-    out = drive("0.47.0", [str(allinone)], "allinone", {"name": "upper_case", "column": "value"}, "numbers")
+@pytest.fixture(params=["rust", "python"])
+def quiver_worker(request, allinone: Path) -> list[str]:
+    """The all-in-one worker of quiver: the Rust binary, or the Python one (quiver's own venv)."""
+    if request.param == "rust":
+        return [str(allinone)]
+    return [sys.executable, "-m", "quiver.vgi.allinone"]
+
+
+def test_the_047_client_drives_quivers_worker(quiver_worker: list[str]) -> None:
+    out = drive("0.47.0", quiver_worker, "allinone", {"name": "upper_case", "column": "value"}, "numbers")
     assert out["catalogs"] == {"error_class": None, "value": ["allinone"]}
     assert out["attach"] == {"error_class": None, "value": "main"}
     assert out["scalar"] == {"error_class": None, "value": [["AB", None, "C"]]}
@@ -151,17 +160,17 @@ def test_the_047_client_drives_quivers_worker(allinone: Path) -> None:
 @pytest.mark.parametrize(
     ("release", "error", "named"),
     [
-        # quiver's workers serve vgi.v2 2.2 only: an older client is refused with a typed error
-        # naming both sides, on every call, and the worker keeps serving.
+        # quiver's workers (Rust and Python) serve vgi.v2 2.2 only: an older client is refused
+        # with a typed error naming both sides, on every call, and the worker keeps serving.
         ("0.40.0", "ProtocolVersionError", ["2.1.0", "2.2.0"]),
         ("0.39.0", "ProtocolVersionError", ["2.0.0", "2.2.0"]),
         ("0.30.0", "ProtocolNotSupportedError", ["VgiProtocol", "vgi.v2"]),
     ],
 )
 def test_an_older_client_is_refused_by_quivers_worker_naming_both_sides(
-    allinone: Path, release: str, error: str, named: list[str]
+    quiver_worker: list[str], release: str, error: str, named: list[str]
 ) -> None:
-    out = drive(release, [str(allinone)], "allinone", {"name": "upper_case", "column": "value"}, "numbers")
+    out = drive(release, quiver_worker, "allinone", {"name": "upper_case", "column": "value"}, "numbers")
     for step in ("catalogs", "attach", "scalar", "table"):
         assert out[step]["error_class"] is not None, (step, out[step])
         assert error in out[step]["message"], (step, out[step])
