@@ -65,6 +65,14 @@ ensure_venv .venv-haybarn "$(find_python311)" tools/requirements-haybarn.txt
 if [[ -f tools/requirements-vgi.txt ]]; then
     ensure_venv .venv-vgi "$(find_python313)" tools/requirements-vgi.txt
 fi
+# Older vgi-python releases, one venv each, for the version-skew tests
+# (tests/test_extension_vgi_versions.py): 0.30.0 speaks VgiProtocol 1.4, 0.39.0 vgi.v2 2.0,
+# 0.40.0 vgi.v2 2.1.
+for requirements in tools/requirements-vgi-*.txt; do
+    [[ -f "$requirements" ]] || continue
+    release="${requirements#tools/requirements-vgi-}"
+    ensure_venv ".venv-vgi-${release%.txt}" "$(find_python313)" "$requirements"
+done
 
 log "building Rust workspace (release)"
 cargo build --release --workspace --locked --quiet

@@ -1,19 +1,23 @@
 //! Discovery: `catalog_attach`, then the worker's functions from one `catalog_contents` call (or,
 //! for workers without it, `catalog_schemas` + `catalog_schema_contents_functions`), decoded into
 //! what DuckDB needs to register them. `catalog_detach` on DETACH.
+//!
+//! Workers written against older vgi-python releases are spoken to in their dialect: the first
+//! call learns it (src/negotiate.rs), and the calls whose shape changed follow it here.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
 use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
-use quiver_vgi_contract::{arg_metadata, ipc, methods, RowBuilder, RowReader};
+use quiver_vgi_contract::{arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
-use crate::ffi::{Failure, FailureCode, Outcome};
+use crate::ffi::{Failure, Outcome};
+use crate::negotiate::{negotiated, Step};
 use crate::worker::Worker;
 
 /// Most functions one worker may register.
@@ -113,24 +117,6 @@ fn malformed(what: &str, why: &str) -> ErrorReport {
     ErrorReport::new("ProtocolError", format!("{what}: {why}"))
 }
 
-/// Why discovery stopped: the connection failed, or a reply could not be read.
-enum Step {
-    Client(ClientError),
-    Decode(ErrorReport),
-}
-
-impl From<ClientError> for Step {
-    fn from(error: ClientError) -> Step {
-        Step::Client(error)
-    }
-}
-
-impl From<ErrorReport> for Step {
-    fn from(report: ErrorReport) -> Step {
-        Step::Decode(report)
-    }
-}
-
 /// Attaches the worker's catalog `name` and lists its functions. Without a name: the worker's
 /// only catalog, or the one called like the alias the engine attaches it as.
 pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
@@ -138,53 +124,24 @@ pub fn discover(worker: &Worker, name: Option<&str>) -> Outcome<Discovered> {
         Some(name) => name.to_string(),
         None => choose_catalog(worker)?,
     };
-    let mut unreadable = None;
-    let found = worker.with_conn(methods::CATALOG_ATTACH, |client| {
-        match discover_on(client, &name) {
-            Ok(found) => Ok(Some(found)),
-            Err(Step::Client(error)) => Err(error),
-            Err(Step::Decode(report)) => {
-                unreadable = Some(report);
-                Ok(None)
-            }
-        }
-    })?;
-    found.ok_or_else(|| {
-        let report = unreadable.expect("set when nothing was found");
-        Failure::new(
-            FailureCode::Worker,
-            format!("{}: unreadable catalog: {}", worker.label(), report.message),
-        )
+    negotiated(worker, methods::CATALOG_ATTACH, |client, dialect| {
+        discover_on(client, dialect, &name)
     })
 }
 
 /// The catalog to attach when the engine names none (`catalog_catalogs`).
 fn choose_catalog(worker: &Worker) -> Outcome<String> {
     let params = RecordBatch::new_empty(Arc::new(Schema::empty()));
-    let reply = worker.with_conn(methods::CATALOG_CATALOGS, |client| {
-        client.call(methods::CATALOG_CATALOGS, &params)
+    let names = negotiated(worker, methods::CATALOG_CATALOGS, |client, _| {
+        let reply = client.call(methods::CATALOG_CATALOGS, &params)?;
+        let mut names = Vec::new();
+        for item in items(&result_bytes(reply, methods::CATALOG_CATALOGS)?)? {
+            let info = ipc::decode_row(&item, "CatalogInfo")?;
+            let row = RowReader::new(&info, "CatalogInfo");
+            names.push(row.str("name")?.unwrap_or_default());
+        }
+        Ok(names)
     })?;
-    let unreadable = |why: String| {
-        Failure::new(
-            FailureCode::Worker,
-            format!(
-                "{}: unreadable answer to catalog_catalogs: {why}",
-                worker.label()
-            ),
-        )
-    };
-    let bytes =
-        result_bytes(reply, methods::CATALOG_CATALOGS).map_err(|e| unreadable(e.message))?;
-    let mut names = Vec::new();
-    for item in items(&bytes).map_err(|e| unreadable(e.message))? {
-        let info = ipc::decode_row(&item, "CatalogInfo").map_err(|e| unreadable(e.message))?;
-        let row = RowReader::new(&info, "CatalogInfo");
-        names.push(
-            row.str("name")
-                .map_err(|e| unreadable(e.message))?
-                .unwrap_or_default(),
-        );
-    }
     if let Some(same) = names.iter().find(|n| n.eq_ignore_ascii_case(&worker.alias)) {
         return Ok(same.clone());
     }
@@ -199,7 +156,7 @@ fn choose_catalog(worker: &Worker) -> Outcome<String> {
 }
 
 /// Attach + contents on one connection.
-fn discover_on(client: &mut Client, name: &str) -> Result<Discovered, Step> {
+fn discover_on(client: &mut Client, dialect: Dialect, name: &str) -> Result<Discovered, Step> {
     let attach_request = RowBuilder::new(schemas::CATALOG_ATTACH_REQUEST.clone())
         .str("name", Some(name))
         .finish();
@@ -218,9 +175,9 @@ fn discover_on(client: &mut Client, name: &str) -> Result<Discovered, Step> {
         .to_vec();
     let default_schema = row.str("default_schema")?.unwrap_or_else(|| "main".into());
     let rows = if row.bool("supports_catalog_contents")?.unwrap_or(false) {
-        contents(client, &attach_opaque_data)?
+        contents(client, dialect, &attach_opaque_data)?
     } else {
-        per_schema(client, &attach_opaque_data)?
+        per_schema(client, dialect, &attach_opaque_data)?
     };
     let mut functions = Vec::new();
     let mut skipped = Vec::new();
@@ -248,7 +205,11 @@ fn discover_on(client: &mut Client, name: &str) -> Result<Discovered, Step> {
 }
 
 /// Every `FunctionInfo` row of a `catalog_contents` answer.
-fn contents(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step> {
+fn contents(
+    client: &mut Client,
+    dialect: Dialect,
+    attach: &[u8],
+) -> Result<Vec<RecordBatch>, Step> {
     let params = RowBuilder::new(Arc::new(Schema::new(vec![
         Field::new("attach_opaque_data", DataType::Binary, false),
         Field::new("if_none_match", DataType::Utf8, true),
@@ -261,14 +222,56 @@ fn contents(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step
         "CatalogContentsResponse",
     )?;
     let row = RowReader::new(&answer, "CatalogContentsResponse");
+    if !dialect.contents_by_category() {
+        return Ok(contents_by_schema(&row)?);
+    }
     match row.bytes("functions")? {
         Some(bytes) if !bytes.is_empty() => Ok(rows_of(bytes, "functions")?),
         _ => Ok(Vec::new()),
     }
 }
 
+/// The `FunctionInfo` rows of a 2.1 `catalog_contents` answer: one `SchemaContents` struct per
+/// schema, its scalar and table functions each a list of serialized rows.
+fn contents_by_schema(row: &RowReader<'_>) -> Result<Vec<RecordBatch>, ErrorReport> {
+    let what = "CatalogContentsResponse.schemas";
+    let Some(schemas) = row.list("schemas")? else {
+        return Ok(Vec::new());
+    };
+    let schemas = schemas
+        .as_struct_opt()
+        .ok_or_else(|| malformed(what, "not a list of structs"))?;
+    let mut rows = Vec::new();
+    for category in ["scalar_functions", "table_functions"] {
+        let lists = schemas
+            .column_by_name(category)
+            .and_then(|c| c.as_list_opt::<i32>())
+            .ok_or_else(|| malformed(what, &format!("no list '{category}'")))?;
+        for schema in 0..lists.len() {
+            let items = lists.value(schema);
+            let items = items
+                .as_binary_opt::<i32>()
+                .ok_or_else(|| malformed(what, &format!("'{category}' is not binary")))?;
+            for item in items.iter().flatten() {
+                rows.push(ipc::decode_row(item, "FunctionInfo")?);
+                if rows.len() > FUNCTIONS_MAX {
+                    return Err(malformed(
+                        what,
+                        &format!("more than {FUNCTIONS_MAX} functions"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
 /// The fallback: every schema, then its scalar and table functions.
-fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, Step> {
+fn per_schema(
+    client: &mut Client,
+    dialect: Dialect,
+    attach: &[u8],
+) -> Result<Vec<RecordBatch>, Step> {
     let params = RowBuilder::new(Arc::new(Schema::new(vec![
         Field::new("attach_opaque_data", DataType::Binary, false),
         Field::new("transaction_opaque_data", DataType::Binary, true),
@@ -277,33 +280,79 @@ fn per_schema(client: &mut Client, attach: &[u8]) -> Result<Vec<RecordBatch>, St
     .finish();
     let reply = client.call(methods::CATALOG_SCHEMAS, &params)?;
     let mut rows = Vec::new();
+    let mut by_path = dialect.schemas_have_paths();
     for item in items(&result_bytes(reply, methods::CATALOG_SCHEMAS)?)? {
         let schema = ipc::decode_row(&item, "SchemaInfo")?;
-        let path = RowReader::new(&schema, "SchemaInfo")
-            .strs("path")?
-            .unwrap_or_default();
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let schema = RowReader::new(&schema, "SchemaInfo");
+        // 2.x names a schema by its path, 1.4 by one name.
+        let path = match schema.strs("path")? {
+            Some(path) => path,
+            None => vec![schema.str("name")?.ok_or_else(|| schema.missing("path"))?],
+        };
         for object_type in [object_type::SCALAR_FUNCTION, object_type::TABLE_FUNCTION] {
-            let params = RowBuilder::new(Arc::new(Schema::new(vec![
-                Field::new("attach_opaque_data", DataType::Binary, false),
-                Field::new("path", list_of(DataType::Utf8), false),
-                Field::new("type", enum_type(), false),
-                Field::new("transaction_opaque_data", DataType::Binary, true),
-            ])))
-            .bytes("attach_opaque_data", Some(attach))
-            .strs("path", &path)
-            .str("type", Some(object_type))
-            .finish();
-            let reply = client.call(methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS, &params)?;
-            for item in items(&result_bytes(
-                reply,
-                methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS,
-            )?)? {
+            let method = methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS;
+            let call = |client: &mut Client, by_path: bool| {
+                client.call(
+                    method,
+                    &schema_contents_params(attach, &path, object_type, by_path),
+                )
+            };
+            let reply = match call(client, by_path) {
+                // A worker whose declared version says one shape but whose method takes the
+                // other (the call took a schema `name` before protocol 2.0, a `path` since; a
+                // worker may declare a version its methods do not follow, or none). Try the
+                // other shape once, and keep to it for the remaining schemas.
+                Err(ClientError::Remote(report)) if refuses_parameters(&report, by_path) => {
+                    by_path = !by_path;
+                    call(client, by_path)?
+                }
+                other => other?,
+            };
+            for item in items(&result_bytes(reply, method)?)? {
                 rows.push(ipc::decode_row(&item, "FunctionInfo")?);
             }
         }
     }
     Ok(rows)
+}
+
+/// `catalog_schema_contents_functions`' parameters: the schema as a `path` list (2.x) or, before
+/// protocol 2.0, as one `name` (its path's last element).
+fn schema_contents_params(
+    attach: &[u8],
+    path: &[String],
+    object_type: &str,
+    by_path: bool,
+) -> RecordBatch {
+    let address = if by_path {
+        Field::new("path", list_of(DataType::Utf8), false)
+    } else {
+        Field::new("name", DataType::Utf8, false)
+    };
+    let row = RowBuilder::new(Arc::new(Schema::new(vec![
+        Field::new("attach_opaque_data", DataType::Binary, false),
+        address,
+        Field::new("type", enum_type(), false),
+        Field::new("transaction_opaque_data", DataType::Binary, true),
+    ])))
+    .bytes("attach_opaque_data", Some(attach));
+    let row = if by_path {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        row.strs("path", &path)
+    } else {
+        row.str("name", path.last().map(String::as_str))
+    };
+    row.str("type", Some(object_type)).finish()
+}
+
+/// Whether `report` refuses the request's parameters as shaped (`path` when `by_path`, else
+/// `name`): vgi-rpc answers a TypeError naming the parameter it does not declare ("Request carries
+/// parameter(s) this protocol does not declare: path. ..."), quiver-rpc likewise.
+fn refuses_parameters(report: &ErrorReport, by_path: bool) -> bool {
+    let sent = if by_path { "path" } else { "name" };
+    report.error_type == "TypeError"
+        && report.message.contains(sent)
+        && (report.message.contains("declare") || report.message.contains("mismatch"))
 }
 
 fn items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ErrorReport> {
@@ -360,9 +409,11 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         _ => None,
     };
     Ok(Some(FunctionDesc {
-        schema_path: info
-            .strs("schema_path")?
-            .unwrap_or_else(|| vec!["main".into()]),
+        // Before protocol 2.0 a function's schema was one name.
+        schema_path: match info.strs("schema_path")? {
+            Some(path) => path,
+            None => vec![info.str("schema_name")?.unwrap_or_else(|| "main".into())],
+        },
         kind,
         arguments,
         result,
@@ -385,4 +436,34 @@ pub fn detach(worker: &Worker, attach: &[u8]) -> Outcome<()> {
             .call(methods::CATALOG_DETACH, &attach_params(attach).finish())
             .map(|_| ())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_parameter_shape_is_recognised() {
+        let refusal = ErrorReport::new(
+            "TypeError",
+            "Request carries parameter(s) this protocol does not declare: path. Declared: \
+             attach_opaque_data, name, transaction_opaque_data, type.",
+        );
+        assert!(refuses_parameters(&refusal, true));
+        let other = ErrorReport::new("ValueError", "no such schema: path");
+        assert!(!refuses_parameters(&other, true));
+    }
+
+    #[test]
+    fn the_two_parameter_shapes() {
+        let path = vec!["main".to_string()];
+        let by_path = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, true);
+        assert!(
+            by_path.column_by_name("path").is_some() && by_path.column_by_name("name").is_none()
+        );
+        let by_name = schema_contents_params(b"t", &path, object_type::TABLE_FUNCTION, false);
+        let name = RowReader::new(&by_name, "params").str("name").unwrap();
+        assert_eq!(name.as_deref(), Some("main"));
+        assert!(by_name.column_by_name("path").is_none());
+    }
 }

@@ -29,6 +29,7 @@ pub mod calls;
 pub mod catalog;
 pub mod ffi;
 pub mod filters;
+pub mod negotiate;
 #[cfg(feature = "bench-functions")]
 pub mod numbers;
 pub mod scalar;

@@ -28,6 +28,7 @@ use quiver_rpc::{Client, ClientError};
 use quiver_shm::ShmConfig;
 use quiver_transport::fd_io::{self, FdReader, Stopped};
 use quiver_transport::Connection;
+use quiver_vgi_contract::Dialect;
 use quiver_wire::WireError;
 
 use crate::ffi::{Failure, FailureCode, Outcome};
@@ -102,6 +103,8 @@ pub struct Conn {
     /// ends of the pipes is what tells a stdio worker to exit.
     pub client: Client,
     process: Option<Child>,
+    /// The dialect its requests are addressed in (see [`Worker::speak`]).
+    dialect: Dialect,
 }
 
 /// A stream call holds the whole connection, so that the process behind it comes back with it.
@@ -136,6 +139,9 @@ pub struct Worker {
     idle: Mutex<Vec<Conn>>,
     closed: AtomicBool,
     connections_opened: AtomicU64,
+    /// The contract version new connections speak: the newest until discovery learns that the
+    /// worker wants an older one (crates/quiver-vgi-contract/src/dialects.rs).
+    dialect: Mutex<Dialect>,
 }
 
 impl Worker {
@@ -151,6 +157,7 @@ impl Worker {
             idle: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             connections_opened: AtomicU64::new(0),
+            dialect: Mutex::new(Dialect::NEWEST),
         });
         if let Location::Launch(_) = worker.location {
             worker.ensure_launched()?;
@@ -161,6 +168,25 @@ impl Worker {
     /// "worker 'w' (quiver-allinone)".
     pub fn label(&self) -> String {
         format!("worker '{}' ({})", self.alias, self.location.program())
+    }
+
+    /// The dialect this worker is spoken to in.
+    pub fn dialect(&self) -> Dialect {
+        *self.dialect.lock().expect("dialect lock")
+    }
+
+    /// Speaks `dialect` from now on: idle connections addressed in another are closed, and so is
+    /// any such connection checked in later.
+    pub fn speak(&self, dialect: Dialect) {
+        *self.dialect.lock().expect("dialect lock") = dialect;
+        let stale = std::mem::take(&mut *self.idle.lock().expect("pool lock"));
+        for mut conn in stale {
+            let process = conn.process.take();
+            drop(conn);
+            if let Some(mut process) = process {
+                process.finish(EXIT_GRACE);
+            }
+        }
     }
 
     /// Connections opened so far (for tests and diagnostics).
@@ -200,7 +226,7 @@ impl Worker {
     /// Returns a connection that is between calls; it is closed instead when the pool is full or
     /// the worker detached.
     pub fn checkin(&self, conn: Conn) {
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.load(Ordering::Acquire) || conn.dialect != self.dialect() {
             return;
         }
         let mut idle = self.idle.lock().expect("pool lock");
@@ -301,15 +327,17 @@ impl Worker {
             }
             Location::Unix(path) => (self.connect_unix(path)?, None),
         };
+        let dialect = self.dialect();
         let client = Client::new(connection)
-            .with_protocol(
-                quiver_vgi_contract::PROTOCOL_NAME,
-                quiver_vgi_contract::PROTOCOL_VERSION,
-            )
+            .with_protocol(dialect.protocol_name(), dialect.protocol_version())
             .with_shm_from_config(&self.shm)
             .map_err(|e| Failure::new(FailureCode::Worker, format!("{}: {e}", self.label())))?;
         self.connections_opened.fetch_add(1, Ordering::Relaxed);
-        Ok(Conn { client, process })
+        Ok(Conn {
+            client,
+            process,
+            dialect,
+        })
     }
 
     fn spawn_stdio(&self, argv: &[String]) -> Outcome<(Connection, Option<Child>)> {

@@ -12,12 +12,14 @@
 //! - [`enums`]: enum members that travel by name (function type, catalog object type, init phase).
 //! - [`errors`]: the error types a peer reads, named as vgi-python names them.
 //! - [`limits`]: bounds on what a peer may send.
+//! - [`dialects`]: the older contracts the engine still speaks (vgi-python 0.30 to 0.45).
 //!
 //! Nothing here knows about processes, transports or function bodies.
 #![warn(missing_docs)]
 
 pub mod arg_metadata;
 pub mod arguments;
+pub mod dialects;
 pub mod enums;
 pub mod errors;
 pub mod filter_container;
@@ -31,6 +33,7 @@ pub mod schemas;
 pub mod status;
 
 pub use arguments::{int64_value, utf8_value, RawArguments};
+pub use dialects::Dialect;
 pub use global_init::GlobalInitResponse;
 pub use requests::{BindRequest, InitRequest};
 pub use row::{RowBuilder, RowReader};
