@@ -77,21 +77,29 @@ pub fn protocol_version_mismatch(requested: &str, served: &str) -> ErrorReport {
     .with_kind("protocol_version_mismatch")
 }
 
-/// Checks a request batch against the method's parameters: the same names (in
-/// any order), one row, the declared Arrow types, and no null where a parameter
-/// is not nullable. Returns the batch in declared order.
+/// A request that breaks the wire contract (missing or unreadable dispatch
+/// metadata, a parameter batch of other than one row): type `ProtocolError`, as
+/// vgi-rpc names it.
+pub fn protocol_error(message: String) -> ErrorReport {
+    ErrorReport::new("ProtocolError", message).with_code(ErrorCode::InvalidArgument)
+}
+
+/// Checks a request batch against the method's parameters exactly as vgi-rpc's
+/// server does: the declared names, in the declared order, with the declared Arrow
+/// types and nullability (field and schema metadata aside, which Arrow
+/// implementations do not all keep), one row, and no null where a parameter is not
+/// nullable. Returns the batch on the declared schema.
 pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
     let schema = &method.params_schema;
     let name = &method.name;
-    for field in batch.schema_ref().fields() {
-        if schema.field_with_name(field.name()).is_err() {
-            let declared: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            return Err(type_error(format!(
-                "Request carries parameter '{}' that {name}() does not declare. Declared: {}",
-                field.name(),
-                declared.join(", ")
-            )));
-        }
+    check_param_names(method, batch.schema_ref())?;
+    let got = batch.schema_ref().fields();
+    if got.len() != schema.fields().len() {
+        return Err(type_error(format!(
+            "{name}() parameter schema expected {} fields, got {}",
+            schema.fields().len(),
+            got.len()
+        )));
     }
     if schema.fields().is_empty() {
         return Ok(RecordBatch::new_empty(schema.clone()));
@@ -102,31 +110,85 @@ pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch
             batch.num_rows()
         )));
     }
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let Some(column) = batch.column_by_name(field.name()) else {
+    for (index, (field, declared)) in got.iter().zip(schema.fields()).enumerate() {
+        if field.name() != declared.name() {
             return Err(type_error(format!(
-                "{name}() missing required argument: '{}'",
+                "{name}() parameter schema field {index} expected name '{}', got '{}'",
+                declared.name(),
                 field.name()
             )));
-        };
-        if column.data_type() != field.data_type() {
+        }
+        if field.data_type() != declared.data_type() {
             return Err(type_error(format!(
                 "{name}() parameter '{}' expected Arrow type {} but the request batch carried {}",
                 field.name(),
-                field.data_type(),
-                column.data_type()
+                declared.data_type(),
+                field.data_type()
             )));
         }
-        if !field.is_nullable() && column.is_null(0) {
+        if field.is_nullable() != declared.is_nullable() {
+            return Err(type_error(format!(
+                "{name}() parameter '{}' expected nullable={}, but the request batch carried nullable={}",
+                field.name(),
+                py_bool(declared.is_nullable()),
+                py_bool(field.is_nullable())
+            )));
+        }
+        if !declared.is_nullable() && batch.column(index).is_null(0) {
             return Err(type_error(format!(
                 "{name}() parameter '{}' is not optional but got None",
                 field.name()
             )));
         }
-        columns.push(Arc::clone(column));
     }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| type_error(format!("{name}(): {e}")))
+    RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+        .map_err(|e| type_error(format!("{name}(): {e}")))
+}
+
+/// Undeclared and missing parameters, named the way vgi-rpc names them; checked
+/// before order and types so the message says what the caller got wrong.
+fn check_param_names(method: &Method, got: &Schema) -> Result<(), ErrorReport> {
+    let declared = method.params_schema.fields();
+    let quoted = |names: Vec<&str>| {
+        let mut names: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+        names.sort();
+        names.join(", ")
+    };
+    let unexpected: Vec<&str> = got
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| declared.find(n).is_none())
+        .collect();
+    if !unexpected.is_empty() {
+        return Err(type_error(format!(
+            "{}() got unexpected keyword argument(s): {}",
+            method.name,
+            quoted(unexpected)
+        )));
+    }
+    let missing: Vec<&str> = declared
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| got.fields().find(n).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Err(type_error(format!(
+            "{}() missing required argument(s): {}",
+            method.name,
+            quoted(missing)
+        )));
+    }
+    Ok(())
+}
+
+/// Python's spelling, which vgi-rpc's messages use.
+fn py_bool(value: bool) -> &'static str {
+    if value {
+        "True"
+    } else {
+        "False"
+    }
 }
 
 /// Builds the one-row reply batch of a unary method from the body's value.
