@@ -78,10 +78,11 @@ pub fn protocol_version_mismatch(requested: &str, served: &str) -> ErrorReport {
 }
 
 /// A request that breaks the wire contract (missing or unreadable dispatch
-/// metadata, a parameter batch of other than one row): type `ProtocolError`, as
-/// vgi-rpc names it.
+/// metadata, a parameter batch of other than one row). vgi-rpc raises these as an
+/// `RpcError` of kind `ProtocolError` with no code, which its peers read as type
+/// `RpcError` and a message that starts `ProtocolError: `.
 pub fn protocol_error(message: String) -> ErrorReport {
-    ErrorReport::new("ProtocolError", message).with_code(ErrorCode::InvalidArgument)
+    ErrorReport::new("RpcError", format!("ProtocolError: {message}"))
 }
 
 /// Checks a request batch against the method's parameters exactly as vgi-rpc's

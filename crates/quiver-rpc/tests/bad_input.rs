@@ -317,7 +317,7 @@ fn bad_requests_are_answered_and_the_connection_keeps_serving() {
             bytes: with(&|m| {
                 m.remove(keys::METHOD);
             }),
-            error_type: "ProtocolError",
+            error_type: "RpcError",
             kind: None,
             mentions: "vgi_rpc.method",
         },

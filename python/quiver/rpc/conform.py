@@ -35,7 +35,7 @@ def check_param_schema(spec: MethodSpec, schema: pa.Schema) -> None:
     unexpected = sorted(name for name in set(names) if name not in declared)
     if unexpected:
         raise TypeError(f"{spec.name}() got unexpected keyword argument(s): {', '.join(map(repr, unexpected))}")
-    missing = sorted(param.name for param in spec.params if param.name not in names)
+    missing = sorted(param.name for param in spec.params if param.required and param.name not in names)
     if missing:
         raise TypeError(f"{spec.name}() missing required argument(s): {', '.join(map(repr, missing))}")
     if len(names) != len(spec.params_schema):
