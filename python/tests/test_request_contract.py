@@ -9,6 +9,7 @@ built with pyarrow directly so their metadata can carry any bytes.
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ from quiver import Server
 from quiver.conformance import ConformanceService, ConformanceServiceImpl
 from quiver.shm import ShmConfig
 from quiver.wire import ErrorReport, StreamReader, keys
+from quiver.wire.error import Truncated
+from quiver.wire.reader import read_stream
 
 ADD = pa.schema([pa.field("a", pa.float64(), False), pa.field("b", pa.float64(), False)])
 
@@ -111,3 +114,24 @@ def test_a_parameter_with_a_default_must_still_be_sent() -> None:
     report = ErrorReport.from_metadata(answer(connection)[-1][1])
     assert "expected 3 fields, got 1" in report.message
     assert_serves(connection)
+
+
+def test_a_truncated_stream_names_the_byte_where_its_message_starts() -> None:
+    body = request()
+    schema_end = body.index(b"\xff\xff\xff\xff", 8)
+    with pytest.raises(Truncated, match=f"message at stream byte {schema_end}"):
+        read_stream(io.BufferedReader(io.BytesIO(body[:-20])))
+
+
+def test_a_peer_gone_inside_a_request_leaves_a_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    connection = Server(ConformanceService, ConformanceServiceImpl(), shm=ShmConfig()).in_process()
+    assert_serves(connection)
+    connection.send([request()[:-20]])
+    connection.close()
+    deadline = time.monotonic() + 30
+    err = ""
+    while "ended inside a message" not in err:
+        assert time.monotonic() < deadline, f"no stderr line about the cut request: {err!r}"
+        time.sleep(0.05)
+        err += capsys.readouterr().err
+    assert "stream byte" in err, err
