@@ -18,6 +18,7 @@ use quiver_wire::{
     Limits, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
+use crate::conform;
 use crate::context::CallContext;
 use crate::errors;
 use crate::link::{ConnectionError, Link};
@@ -345,7 +346,7 @@ impl<'s> Session<'s> {
         } else {
             empty_schema()
         };
-        let params = match errors::conform_params(method, request.batch) {
+        let params = match conform::conform_params(method, request.batch) {
             Ok(batch) => Params::new(batch),
             Err(report) => return self.write_error_stream(&reply_schema, &report),
         };
@@ -427,7 +428,7 @@ impl<'s> Session<'s> {
         self.add_process_time(started);
         let logs = ctx.take_logs();
         let schema = method.result_schema.clone();
-        let result = outcome.and_then(|value| errors::result_batch(&schema, value));
+        let result = outcome.and_then(|value| conform::result_batch(&schema, value));
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
         for record in &logs {
             self.write_record(&mut writer, record)?;
