@@ -1,15 +1,11 @@
-//! The errors a server answers with, and the checks that raise them.
+//! The errors a server answers with.
 //!
 //! Type names and kinds follow vgi-rpc's, so a peer that matches on
-//! `error_kind` (or on the exception type) sees what it expects.
+//! `error_kind` (or on the exception type) sees what it expects. The checks that
+//! make batches fit a method's declaration, and raise most of these, are in
+//! [`crate::conform`].
 
-use std::sync::Arc;
-
-use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{Schema, SchemaRef};
 use quiver_wire::{ErrorCode, ErrorReport};
-
-use crate::method::{Method, StreamOutput, StreamSetup};
 
 /// A framework error of type `RpcError`.
 pub fn rpc_error(message: &str, code: ErrorCode) -> ErrorReport {
@@ -77,176 +73,16 @@ pub fn protocol_version_mismatch(requested: &str, served: &str) -> ErrorReport {
     .with_kind("protocol_version_mismatch")
 }
 
-/// Checks a request batch against the method's parameters: the same names (in
-/// any order), one row, the declared Arrow types, and no null where a parameter
-/// is not nullable. Returns the batch in declared order.
-pub fn conform_params(method: &Method, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
-    let schema = &method.params_schema;
-    let name = &method.name;
-    for field in batch.schema_ref().fields() {
-        if schema.field_with_name(field.name()).is_err() {
-            let declared: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            return Err(type_error(format!(
-                "Request carries parameter '{}' that {name}() does not declare. Declared: {}",
-                field.name(),
-                declared.join(", ")
-            )));
-        }
-    }
-    if schema.fields().is_empty() {
-        return Ok(RecordBatch::new_empty(schema.clone()));
-    }
-    if batch.num_rows() != 1 {
-        return Err(type_error(format!(
-            "{name}() request batch must have exactly 1 row, got {}",
-            batch.num_rows()
-        )));
-    }
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let Some(column) = batch.column_by_name(field.name()) else {
-            return Err(type_error(format!(
-                "{name}() missing required argument: '{}'",
-                field.name()
-            )));
-        };
-        if column.data_type() != field.data_type() {
-            return Err(type_error(format!(
-                "{name}() parameter '{}' expected Arrow type {} but the request batch carried {}",
-                field.name(),
-                field.data_type(),
-                column.data_type()
-            )));
-        }
-        if !field.is_nullable() && column.is_null(0) {
-            return Err(type_error(format!(
-                "{name}() parameter '{}' is not optional but got None",
-                field.name()
-            )));
-        }
-        columns.push(Arc::clone(column));
-    }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| type_error(format!("{name}(): {e}")))
+/// A request that breaks the wire contract (missing or unreadable dispatch
+/// metadata, a parameter batch of other than one row). vgi-rpc raises these as an
+/// `RpcError` of kind `ProtocolError` with no code, which its peers read as type
+/// `RpcError` and a message that starts `ProtocolError: `.
+pub fn protocol_error(message: String) -> ErrorReport {
+    ErrorReport::new("RpcError", format!("ProtocolError: {message}"))
 }
 
-/// Builds the one-row reply batch of a unary method from the body's value.
-pub fn result_batch(
-    schema: &SchemaRef,
-    value: Option<ArrayRef>,
-) -> Result<RecordBatch, ErrorReport> {
-    match (schema.fields().is_empty(), value) {
-        (true, None) => Ok(RecordBatch::new_empty(schema.clone())),
-        (true, Some(_)) => Err(type_error("void method returned a value".into())),
-        (false, None) => Err(type_error("method returned no value".into())),
-        (false, Some(array)) => {
-            let field = schema.field(0);
-            let array = cast_to(&array, field.data_type(), field.name())?;
-            RecordBatch::try_new(schema.clone(), vec![array])
-                .map_err(|e| type_error(format!("result: {e}")))
-        }
-    }
-}
-
-/// A stream that declares a header must produce one (and one row of it).
-pub fn check_header(method: &Method, setup: StreamSetup) -> Result<StreamSetup, ErrorReport> {
-    match (&method.header_schema, &setup.header) {
-        (Some(_), None) => Err(type_error(format!(
-            "{}() declares a header but produced none",
-            method.name
-        ))),
-        (Some(schema), Some(header)) if header.schema_ref().fields() != schema.fields() => {
-            Err(type_error(format!(
-                "{}() header does not match its declared schema",
-                method.name
-            )))
-        }
-        _ => Ok(setup),
-    }
-}
-
-/// Reconciles an input batch with the declared input schema: same field set in
-/// any order, compatible types cast.
-pub fn conform_input(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
-    if batch.schema_ref().fields() == schema.fields() {
-        return Ok(batch);
-    }
-    let mismatch = || {
-        type_error(format!(
-            "Input schema mismatch: expected {}, got {}",
-            describe_schema(schema),
-            describe_schema(batch.schema_ref())
-        ))
-    };
-    if batch.num_columns() != schema.fields().len() {
-        return Err(mismatch());
-    }
-    let mut columns = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let column = batch.column_by_name(field.name()).ok_or_else(mismatch)?;
-        columns.push(cast_to(column, field.data_type(), field.name()).map_err(|_| mismatch())?);
-    }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|_| mismatch())
-}
-
-/// Output batches must carry the declared fields; extra columns are dropped (a
-/// body may emit a superset, as projection pushdown does).
-pub fn conform_output(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch, ErrorReport> {
-    if batch.schema_ref().fields() == schema.fields() {
-        return Ok(batch);
-    }
-    let mut columns = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let column = batch.column_by_name(field.name()).ok_or_else(|| {
-            type_error(format!(
-                "Output batch is missing field '{}' of {}",
-                field.name(),
-                describe_schema(schema)
-            ))
-        })?;
-        columns.push(cast_to(column, field.data_type(), field.name())?);
-    }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| type_error(format!("output: {e}")))
-}
-
-/// One step must emit exactly one batch unless it finished the stream.
-pub fn check_step(step: &StreamOutput, is_producer: bool) -> Result<(), ErrorReport> {
-    match (step.batch_count, step.finished) {
-        (0, true) | (1, _) => Ok(()),
-        (0, false) if is_producer => Err(type_error(
-            "producer step emitted no batch and did not finish".into(),
-        )),
-        (0, false) => Err(type_error("exchange step emitted no batch".into())),
-        (n, _) => Err(type_error(format!(
-            "a step emitted {n} batches; exactly one is allowed"
-        ))),
-    }
-}
-
-fn cast_to(
-    column: &ArrayRef,
-    data_type: &arrow_schema::DataType,
-    name: &str,
-) -> Result<ArrayRef, ErrorReport> {
-    if column.data_type() == data_type {
-        return Ok(Arc::clone(column));
-    }
-    arrow_cast::cast(column, data_type).map_err(|e| {
-        type_error(format!(
-            "'{name}' is {} where {data_type} is expected: {e}",
-            column.data_type()
-        ))
-    })
-}
-
-fn type_error(message: String) -> ErrorReport {
+/// A request or reply that does not fit what the method declares, as vgi-rpc's
+/// server reports it (a Python `TypeError`).
+pub(crate) fn type_error(message: String) -> ErrorReport {
     ErrorReport::new("TypeError", message).with_code(ErrorCode::InvalidArgument)
-}
-
-fn describe_schema(schema: &Schema) -> String {
-    let fields: Vec<String> = schema
-        .fields()
-        .iter()
-        .map(|f| format!("{}: {}", f.name(), f.data_type()))
-        .collect();
-    format!("({})", fields.join(", "))
 }

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod conform;
 mod context;
 pub mod errors;
 mod link;

@@ -18,6 +18,7 @@ use quiver_wire::{
     Limits, LogRecord, StreamReader, StreamWriter, WireError,
 };
 
+use crate::conform;
 use crate::context::CallContext;
 use crate::errors;
 use crate::link::{ConnectionError, Link};
@@ -98,7 +99,17 @@ impl Server {
             match session.serve_one() {
                 Ok(true) => continue,
                 Ok(false) => break SessionEnd::Closed,
-                Err(error) if error.is_disconnect() => break SessionEnd::Closed,
+                Err(error) if error.is_disconnect() => {
+                    // A peer gone between requests reads as a clean end; one gone
+                    // inside a message leaves a line saying where it stopped.
+                    if matches!(error, ConnectionError::Wire(WireError::Truncated(_))) {
+                        quiver_process::log_line!(
+                            "quiver: connection {} ended inside a message: {error}",
+                            session.link.peer()
+                        );
+                    }
+                    break SessionEnd::Closed;
+                }
                 Err(error) => break SessionEnd::Failed(error),
             }
         };
@@ -179,17 +190,23 @@ impl<'s> Session<'s> {
                 return Ok(None);
             };
             let first = reader.next(input);
-            // Drain only a stream whose framing survived; after a framing error the
+            // Drain only a stream whose framing survived (a message read whole but
+            // refused, e.g. metadata that is not UTF-8); after a framing error the
             // bytes that follow are not messages.
-            let extra = match &first {
-                Ok(_) => reader.drain(input),
-                Err(_) => Ok(0),
-            };
-            Ok(Some((first?, extra?)))
+            if !reader.framing_intact() {
+                return Err(first.expect_err("framing is lost only by an error"));
+            }
+            let extra = reader.drain(input)?;
+            Ok(Some((first, extra)))
         });
         let Some((first, extra)) = read? else {
             return Ok(None);
         };
+        let first = first.map_err(|error| {
+            RequestError::Rejected(errors::protocol_error(format!(
+                "unreadable request batch: {error}"
+            )))
+        })?;
         let Some((batch, metadata)) = first else {
             return Err(RequestError::Rejected(errors::rpc_error(
                 "request stream carries no batch",
@@ -203,9 +220,8 @@ impl<'s> Session<'s> {
             )));
         }
         let Some(method) = metadata.get(keys::METHOD).map(str::to_string) else {
-            return Err(RequestError::Rejected(errors::rpc_error(
-                "request has no vgi_rpc.method",
-                ErrorCode::InvalidArgument,
+            return Err(RequestError::Rejected(errors::protocol_error(
+                "Missing 'vgi_rpc.method' in request batch custom_metadata".into(),
             )));
         };
         match metadata.get(keys::REQUEST_VERSION_KEY) {
@@ -219,6 +235,12 @@ impl<'s> Session<'s> {
         let (batch, metadata) = self
             .resolve_input(batch, metadata)
             .map_err(RequestError::Fatal)?;
+        if batch.num_columns() > 0 && batch.num_rows() != 1 {
+            return Err(RequestError::Rejected(errors::protocol_error(format!(
+                "Expected 1 row in request batch, got {}: each parameter is a column of one row",
+                batch.num_rows()
+            ))));
+        }
         Ok(Some(Request {
             method,
             metadata,
@@ -324,7 +346,7 @@ impl<'s> Session<'s> {
         } else {
             empty_schema()
         };
-        let params = match errors::conform_params(method, request.batch) {
+        let params = match conform::conform_params(method, request.batch) {
             Ok(batch) => Params::new(batch),
             Err(report) => return self.write_error_stream(&reply_schema, &report),
         };
@@ -406,7 +428,7 @@ impl<'s> Session<'s> {
         self.add_process_time(started);
         let logs = ctx.take_logs();
         let schema = method.result_schema.clone();
-        let result = outcome.and_then(|value| errors::result_batch(&schema, value));
+        let result = outcome.and_then(|value| conform::result_batch(&schema, value));
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
         for record in &logs {
             self.write_record(&mut writer, record)?;

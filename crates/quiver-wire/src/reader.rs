@@ -16,6 +16,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
 use arrow_ipc::MessageHeader;
 use arrow_schema::SchemaRef;
+use flatbuffers::InvalidFlatbuffer;
 
 use crate::error::{Result, WireError};
 use crate::framing::{ALIGNMENT_BYTES, CONTINUATION};
@@ -25,17 +26,22 @@ use crate::schema_cache::{cached_schema, decoded_schema};
 
 /// One framed message: its flatbuffer header and its body.
 ///
-/// Invariant: `header` passed flatbuffer verification (in [`body_length`]) before
+/// Invariant: `header` passed flatbuffer verification (in [`verify_header`]) before
 /// the frame was built, and a `Buffer` is immutable, so it is never verified again.
 pub struct Frame {
     header: Buffer,
     body: Buffer,
+    /// Bytes the message took on the wire: prefix, header and body.
+    size_bytes: u64,
+    /// Header offset of the first string that was not UTF-8 (its bytes were
+    /// replaced so the header verifies); the message is refused when decoded.
+    not_utf8_at: Option<usize>,
 }
 
 impl Frame {
     /// The message header, already verified.
     fn message(&self) -> arrow_ipc::Message<'_> {
-        // SAFETY: every Frame is constructed after `body_length` verified exactly
+        // SAFETY: every Frame is constructed after `verify_header` verified exactly
         // these bytes (see the invariant above).
         unsafe { arrow_ipc::root_as_message_unchecked(self.header.as_slice()) }
     }
@@ -60,8 +66,9 @@ impl<'a, R: Read> IoFrames<'a, R> {
 
     /// Reads the 4-or-8-byte prefix. `Ok(None)` when the stream is cleanly at EOF
     /// before the first byte and `eof_ok` allows it.
-    fn read_prefix(&mut self, limits: &Limits, eof_ok: bool) -> Result<Option<u32>> {
+    fn read_prefix(&mut self, limits: &Limits, eof_ok: bool) -> Result<Option<(u32, u64)>> {
         let mut word = [0u8; 4];
+        let mut prefix_bytes = 4;
         if !read_exact_or_eof(self.reader, &mut word)? {
             return if eof_ok {
                 Ok(None)
@@ -73,6 +80,7 @@ impl<'a, R: Read> IoFrames<'a, R> {
             self.reader
                 .read_exact(&mut word)
                 .map_err(truncated("message length"))?;
+            prefix_bytes = 8;
         }
         let len = i32::from_le_bytes(word);
         if len < 0 {
@@ -85,22 +93,27 @@ impl<'a, R: Read> IoFrames<'a, R> {
             len as u64,
             limits.metadata_bytes_max as u64,
         )?;
-        Ok(Some(len as u32))
+        Ok(Some((len as u32, prefix_bytes)))
     }
 }
 
 impl<R: Read> FrameSource for IoFrames<'_, R> {
     fn next_frame(&mut self, limits: &Limits) -> Result<Option<Frame>> {
-        let len = self
+        let (len, prefix_bytes) = self
             .read_prefix(limits, false)?
             .expect("eof not allowed here");
         if len == 0 {
             return Ok(None);
         }
         let header = read_buffer(self.reader, len as usize, "message metadata")?;
-        let body_len = body_length(&header, limits)?;
+        let (header, body_len, not_utf8_at) = verify_header(header, limits)?;
         let body = read_buffer(self.reader, body_len, "message body")?;
-        Ok(Some(Frame { header, body }))
+        Ok(Some(Frame {
+            size_bytes: prefix_bytes + len as u64 + body_len as u64,
+            header,
+            body,
+            not_utf8_at,
+        }))
     }
 }
 
@@ -143,9 +156,11 @@ impl FrameSource for BufferFrames {
             return Ok(None);
         }
         let mut word = [0u8; 4];
+        let mut prefix_bytes = 4;
         word.copy_from_slice(&self.take(4, "message prefix")?);
         if word == CONTINUATION {
             word.copy_from_slice(&self.take(4, "message length")?);
+            prefix_bytes = 8;
         }
         let len = i32::from_le_bytes(word);
         if len < 0 {
@@ -162,9 +177,14 @@ impl FrameSource for BufferFrames {
             return Ok(None);
         }
         let header = self.take(len as usize, "message metadata")?;
-        let body_len = body_length(&header, limits)?;
+        let (header, body_len, not_utf8_at) = verify_header(header, limits)?;
         let body = aligned(self.take(body_len, "message body")?);
-        Ok(Some(Frame { header, body }))
+        Ok(Some(Frame {
+            size_bytes: prefix_bytes + len as u64 + body_len as u64,
+            header,
+            body,
+            not_utf8_at,
+        }))
     }
 }
 
@@ -188,6 +208,8 @@ pub struct StreamReader {
     dictionaries: HashMap<i64, ArrayRef>,
     limits: Limits,
     messages_read: u32,
+    /// Bytes of this stream consumed so far, for naming where a message failed.
+    bytes_read: u64,
     finished: bool,
     /// Set when reading a frame failed: the position in the byte stream is then
     /// unknown, and reading on would take body bytes for message prefixes (and
@@ -201,22 +223,36 @@ impl StreamReader {
     /// transport is cleanly closed before a new stream starts.
     pub fn begin<R: Read>(reader: &mut R, limits: Limits) -> Result<Option<Self>> {
         let mut frames = IoFrames::new(reader);
-        let Some(len) = frames.read_prefix(&limits, true)? else {
+        let Some((len, prefix_bytes)) = frames.read_prefix(&limits, true)? else {
             return Ok(None);
         };
         if len == 0 {
             return Err(WireError::Malformed(
-                "stream ended before its schema".into(),
+                "stream ended before its schema (stream byte 0)".into(),
             ));
         }
-        let header = read_buffer(frames.reader, len as usize, "schema metadata")?;
+        let header = read_buffer(frames.reader, len as usize, "schema metadata")
+            .map_err(|e| at_stream_byte(e, 0))?;
         if let Some(schema) = cached_schema(header.as_slice()) {
             // These exact bytes were verified and decoded before, and had no body.
-            return Ok(Some(Self::for_schema_read(schema, limits)));
+            let mut reader = Self::for_schema_read(schema, limits);
+            reader.bytes_read = prefix_bytes + len as u64;
+            return Ok(Some(reader));
         }
-        let body_len = body_length(&header, &limits)?;
-        let body = read_buffer(frames.reader, body_len, "schema body")?;
-        Self::from_schema_frame(Frame { header, body }, limits).map(Some)
+        let read_rest = |frames: &mut IoFrames<'_, R>| {
+            let (header, body_len, not_utf8_at) = verify_header(header, &limits)?;
+            let body = read_buffer(frames.reader, body_len, "schema body")?;
+            Ok(Frame {
+                size_bytes: prefix_bytes + len as u64 + body_len as u64,
+                header,
+                body,
+                not_utf8_at,
+            })
+        };
+        let frame = read_rest(&mut frames).map_err(|e| at_stream_byte(e, 0))?;
+        Self::from_schema_frame(frame, limits)
+            .map_err(|e| at_stream_byte(e, 0))
+            .map(Some)
     }
 
     /// Starts a stream from the first frame of `source`.
@@ -242,12 +278,18 @@ impl StreamReader {
             dictionaries: HashMap::new(),
             limits,
             messages_read: 0,
+            bytes_read: 0,
             finished: false,
             framing_lost: None,
         }
     }
 
     fn from_schema_frame(frame: Frame, limits: Limits) -> Result<Self> {
+        if let Some(at) = frame.not_utf8_at {
+            return Err(WireError::Malformed(format!(
+                "the schema message carries text that is not UTF-8 (header byte {at})"
+            )));
+        }
         let message = frame.message();
         let ipc_schema = message.header_as_schema().ok_or_else(|| {
             WireError::Malformed(format!(
@@ -272,6 +314,7 @@ impl StreamReader {
             dictionaries: HashMap::new(),
             limits,
             messages_read: 1,
+            bytes_read: frame.size_bytes,
             finished: false,
             framing_lost: None,
         })
@@ -312,6 +355,7 @@ impl StreamReader {
                     WireError::Malformed(message)
                 });
             }
+            let offset = self.bytes_read;
             let frame = match source.next_frame(&self.limits) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => {
@@ -319,20 +363,31 @@ impl StreamReader {
                     return Ok(None);
                 }
                 Err(error) => {
+                    let error = at_stream_byte(error, offset);
                     self.framing_lost = Some((error.is_disconnect(), error.to_string()));
                     return Err(error);
                 }
             };
             self.messages_read += 1;
+            self.bytes_read += frame.size_bytes;
             check_limit(
                 "messages in a stream",
                 self.messages_read as u64,
                 self.limits.messages_per_stream_max as u64,
             )?;
-            if let Some(batch) = self.decode(frame)? {
+            // The frame was read whole, so a message that does not decode leaves
+            // framing intact: the caller may drain the rest and answer.
+            if let Some(batch) = self.decode(frame).map_err(|e| at_stream_byte(e, offset))? {
                 return Ok(Some(batch));
             }
         }
+    }
+
+    /// Whether the reader still knows where the next message starts: false after
+    /// a frame could not be read whole, true after a frame that was read whole but
+    /// did not decode (which [`StreamReader::drain`] can then skip past).
+    pub fn framing_intact(&self) -> bool {
+        self.framing_lost.is_none()
     }
 
     /// Reads and discards the rest of the stream, so the transport is positioned at
@@ -347,6 +402,12 @@ impl StreamReader {
 
     /// Decodes a frame: `Some` for a record batch, `None` after absorbing a dictionary.
     fn decode(&mut self, frame: Frame) -> Result<Option<(RecordBatch, BatchMetadata)>> {
+        if let Some(at) = frame.not_utf8_at {
+            return Err(WireError::Malformed(format!(
+                "message {} carries custom metadata that is not UTF-8 (header byte {at})",
+                self.messages_read
+            )));
+        }
         let message = frame.message();
         let version = message.version();
         match message.header_type() {
@@ -430,6 +491,7 @@ pub fn decode_region(
     let mut batches = Vec::new();
     if let Some(frame) = pending {
         reader.messages_read += 1;
+        reader.bytes_read += frame.size_bytes;
         batches.extend(reader.decode(frame)?);
     }
     while let Some(batch) = reader.next_from(&mut frames)? {
@@ -438,21 +500,57 @@ pub fn decode_region(
     Ok((reader.schema().clone(), batches))
 }
 
-fn parse_message(header: &Buffer) -> Result<arrow_ipc::Message<'_>> {
-    arrow_ipc::root_as_message(header.as_slice())
-        .map_err(|e| WireError::Malformed(format!("invalid message header: {e}")))
+/// Verifies a message header and returns it with its body length.
+///
+/// A string that is not UTF-8 (custom metadata a peer filled with raw bytes) fails
+/// flatbuffer verification, yet framing does not depend on it. Its bytes are
+/// replaced by `?` in a copy so the header verifies and the frame can be read
+/// whole; the header offset of the first such string comes back so the message is
+/// refused when decoded, and the stream stays in step.
+fn verify_header(header: Buffer, limits: &Limits) -> Result<(Buffer, usize, Option<usize>)> {
+    let mut header = header;
+    let mut not_utf8_at = None;
+    for _ in 0..=NOT_UTF8_STRINGS_MAX {
+        let body_len = match arrow_ipc::root_as_message(header.as_slice()) {
+            Ok(message) => message.bodyLength(),
+            Err(InvalidFlatbuffer::Utf8Error { range, .. }) if range.end <= header.len() => {
+                not_utf8_at.get_or_insert(range.start);
+                let mut copy = MutableBuffer::from_len_zeroed(header.len());
+                copy.as_slice_mut().copy_from_slice(header.as_slice());
+                copy.as_slice_mut()[range].fill(b'?');
+                header = copy.into();
+                continue;
+            }
+            Err(e) => return Err(WireError::Malformed(format!("invalid message header: {e}"))),
+        };
+        if body_len < 0 {
+            return Err(WireError::Malformed(format!(
+                "negative body length {body_len}"
+            )));
+        }
+        check_limit("message body", body_len as u64, limits.body_bytes_max)?;
+        return Ok((header, body_len as usize, not_utf8_at));
+    }
+    Err(WireError::Malformed(format!(
+        "message header carries more than {NOT_UTF8_STRINGS_MAX} strings that are not UTF-8"
+    )))
 }
 
-fn body_length(header: &Buffer, limits: &Limits) -> Result<usize> {
-    let message = parse_message(header)?;
-    let body_len = message.bodyLength();
-    if body_len < 0 {
-        return Err(WireError::Malformed(format!(
-            "negative body length {body_len}"
-        )));
+/// Bounds the repairs of one header (each copies it): a request carries a handful
+/// of metadata strings.
+const NOT_UTF8_STRINGS_MAX: usize = 16;
+
+/// Names where in the stream a message failed, so a report can point at the bytes.
+fn at_stream_byte(error: WireError, offset: u64) -> WireError {
+    match error {
+        WireError::Truncated(message) => {
+            WireError::Truncated(format!("{message} (message at stream byte {offset})"))
+        }
+        WireError::Malformed(message) => {
+            WireError::Malformed(format!("{message} (message at stream byte {offset})"))
+        }
+        other => other,
     }
-    check_limit("message body", body_len as u64, limits.body_bytes_max)?;
-    Ok(body_len as usize)
 }
 
 fn custom_metadata(message: &arrow_ipc::Message<'_>) -> BatchMetadata {

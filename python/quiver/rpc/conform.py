@@ -12,51 +12,49 @@ from .method import MethodSpec, Param
 def decode_params(spec: MethodSpec, batch: pa.RecordBatch) -> dict[str, Any]:
     """Checks a request batch against the declared parameters and decodes its values.
 
-    Columns are matched by name; a parameter with a default may be absent. Raises
-    ``TypeError`` (or ``KeyError`` for an unknown enum member) with the message a
+    The contract is vgi-rpc's: the declared names, in the declared order, with the
+    declared Arrow types and nullability (schema and field metadata aside, which Arrow
+    implementations do not all keep), and no null where a parameter is not nullable.
+    Raises ``TypeError`` (or ``KeyError`` for an unknown enum member) with the message a
     vgi-rpc client expects.
     """
-    if batch.schema.equals(spec.params_schema):
-        return {
-            param.name: _value(spec, param, column) for param, column in zip(spec.params, batch.columns, strict=True)
-        }
-    return _decode_by_name(spec, batch)
+    if not batch.schema.equals(spec.params_schema):
+        check_param_schema(spec, batch.schema)
+    return {param.name: _value(spec, param, column) for param, column in zip(spec.params, batch.columns, strict=True)}
 
 
-def _decode_by_name(spec: MethodSpec, batch: pa.RecordBatch) -> dict[str, Any]:
-    """The checks and decoding for a request whose schema differs from the declared one."""
-    names = batch.schema.names
+def check_param_schema(spec: MethodSpec, schema: pa.Schema) -> None:
+    """Raises ``TypeError`` naming the first way ``schema`` breaks the declared parameters.
+
+    Undeclared and missing names are reported first, as vgi-rpc does, so the message
+    says what the caller got wrong; then field count, and field by field the name,
+    type and nullability.
+    """
+    names = schema.names
     declared = {param.name: param for param in spec.params}
-    unknown = [name for name in names if name not in declared]
-    if unknown:
-        raise TypeError(
-            f"Request carries parameter(s) this protocol does not declare: {', '.join(unknown)}. "
-            f"Declared: {', '.join(declared)}. The caller and this worker disagree about the method "
-            "signature — check their protocol versions."
-        )
-    if len(set(names)) != len(names):
-        raise TypeError(f"{spec.name}() request batch repeats a parameter: {', '.join(names)}")
-    missing = [param.name for param in spec.params if param.required and param.name not in names]
+    unexpected = sorted(name for name in set(names) if name not in declared)
+    if unexpected:
+        raise TypeError(f"{spec.name}() got unexpected keyword argument(s): {', '.join(map(repr, unexpected))}")
+    missing = sorted(param.name for param in spec.params if param.required and param.name not in names)
     if missing:
-        raise TypeError(f"{spec.name}() missing required argument(s): {', '.join(repr(name) for name in missing)}")
-    values: dict[str, Any] = {}
-    for param in spec.params:
-        if param.name not in names:
-            values[param.name] = param.default
-            continue
-        field = batch.schema.field(param.name)
-        if field.type != param.codec.arrow_type:
+        raise TypeError(f"{spec.name}() missing required argument(s): {', '.join(map(repr, missing))}")
+    if len(names) != len(spec.params_schema):
+        raise TypeError(f"{spec.name}() parameter schema expected {len(spec.params_schema)} fields, got {len(names)}")
+    for index, (field, want) in enumerate(zip(schema, spec.params_schema, strict=True)):
+        if field.name != want.name:
             raise TypeError(
-                f"{spec.name}() parameter '{param.name}' expected Arrow type {param.codec.arrow_type} "
+                f"{spec.name}() parameter schema field {index} expected name {want.name!r}, got {field.name!r}"
+            )
+        if field.type != want.type:
+            raise TypeError(
+                f"{spec.name}() parameter {field.name!r} expected Arrow type {want.type} "
                 f"but the request batch carried {field.type}"
             )
-        if field.nullable != param.codec.nullable:
+        if field.nullable != want.nullable:
             raise TypeError(
-                f"{spec.name}() parameter '{param.name}' expected nullable={param.codec.nullable}, "
+                f"{spec.name}() parameter {field.name!r} expected nullable={want.nullable}, "
                 f"but the request batch carried nullable={field.nullable}"
             )
-        values[param.name] = _value(spec, param, batch.column(param.name))
-    return values
 
 
 def _value(spec: MethodSpec, param: Param, column: pa.Array) -> Any:

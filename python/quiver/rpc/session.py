@@ -88,8 +88,12 @@ class Session:
         try:
             while self._serve_one():
                 pass
-        except (ConnectionClosed, Truncated):
+        except ConnectionClosed:
             pass
+        except Truncated as exc:
+            # A peer gone between requests is a clean end; one gone inside a message
+            # leaves a line saying where it stopped.
+            print(f"quiver: connection {self.connection.peer} ended inside a message: {exc}", file=sys.stderr)
         except WireError as exc:
             print(f"quiver: connection {self.connection.peer} ended: {exc}", file=sys.stderr)
         finally:

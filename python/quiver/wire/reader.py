@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .error import ConnectionClosed, Malformed, WireError
-from .framing import END_OF_STREAM, ByteSource, Message, MessageKind, read_message, read_messages, skip_stream
+from .error import ConnectionClosed, LimitExceeded, Malformed, Truncated, WireError
+from .framing import END_OF_STREAM, ByteSource, Message, MessageKind, read_message, skip_stream
 from .limits import DEFAULT_LIMITS, Limits
 from .metadata import decode_metadata
 
@@ -41,12 +41,22 @@ def read_stream(source: ByteSource, limits: Limits = DEFAULT_LIMITS) -> WholeStr
     first = _first_message(source, limits)
     if first is None:
         return None
+    messages = [first]
+    offset = _wire_bytes(first)
     try:
-        messages = [first, *read_messages(source, limits)]
+        while (message := read_message(source, limits)) is not None:
+            messages.append(message)
+            if len(messages) - 1 > limits.messages_per_stream_max:
+                raise LimitExceeded(
+                    f"IPC stream has more than {limits.messages_per_stream_max} messages", recoverable=False
+                )
+            offset += _wire_bytes(message)
     except Malformed as exc:
         if exc.recoverable:
             skip_stream(source, limits)
-        raise
+        raise _at_stream_byte(exc, offset) from exc
+    except Truncated as exc:
+        raise Truncated(f"{exc} (message at stream byte {offset})") from exc
     try:
         reader = pa.ipc.open_stream(_decodable(messages, limits))
         batches = []
@@ -144,6 +154,16 @@ class StreamReader:
         if self._feeder.ended:
             return 0
         return skip_stream(self._source, self._limits)
+
+
+def _wire_bytes(message: Message) -> int:
+    """How many bytes ``message`` took on the byte stream (prefix, header, body)."""
+    return len(message.header) + (message.body.size if message.body is not None else 0)
+
+
+def _at_stream_byte(exc: Malformed, offset: int) -> Malformed:
+    """The same error, naming where in the stream the failing message starts."""
+    return type(exc)(f"{exc} (message at stream byte {offset})", recoverable=exc.recoverable)
 
 
 def _first_message(source: ByteSource, limits: Limits) -> Message | None:

@@ -6,8 +6,8 @@ use std::time::Instant;
 use quiver_wire::{empty_schema, keys, BatchMetadata, StreamReader, StreamWriter, WireError};
 
 use super::Session;
+use crate::conform;
 use crate::context::CallContext;
-use crate::errors;
 use crate::link::ConnectionError;
 use crate::method::{Method, OutputItem, StreamOutput, StreamSetup};
 use crate::params::Params;
@@ -21,7 +21,7 @@ impl Session<'_> {
         request_metadata: &BatchMetadata,
     ) -> Result<(), ConnectionError> {
         let mut ctx = CallContext::new(&method.name, request_metadata);
-        let setup = body(params, &mut ctx).and_then(|setup| errors::check_header(method, setup));
+        let setup = body(params, &mut ctx).and_then(|setup| conform::check_header(method, setup));
         let mut pending_logs = ctx.take_logs();
         let mut setup: StreamSetup = match setup {
             Ok(setup) => setup,
@@ -66,7 +66,7 @@ impl Session<'_> {
                 break;
             }
             let (batch, metadata) = self.resolve_input(batch, metadata)?;
-            let step = errors::conform_input(&setup.input_schema, batch).and_then(|batch| {
+            let step = conform::conform_input(&setup.input_schema, batch).and_then(|batch| {
                 let mut ctx = CallContext::new(&method.name, &metadata);
                 let mut step = StreamOutput::default();
                 let started = Instant::now();
@@ -75,13 +75,13 @@ impl Session<'_> {
                 let mut items: Vec<OutputItem> =
                     ctx.take_logs().into_iter().map(OutputItem::Log).collect();
                 outcome?;
-                errors::check_step(&step, setup.is_producer())?;
+                conform::check_step(&step, setup.is_producer())?;
                 // Conform every output before writing any: a turn that fails sends
                 // only its error, never part of its output.
                 for item in step.items {
                     items.push(match item {
                         OutputItem::Batch(batch, metadata) => OutputItem::Batch(
-                            errors::conform_output(&output_schema, batch)?,
+                            conform::conform_output(&output_schema, batch)?,
                             metadata,
                         ),
                         log => log,
