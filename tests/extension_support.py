@@ -42,5 +42,9 @@ def zombies() -> list[int]:
 
 
 def shm_segments() -> set[str]:
-    """quiver/vgi-rpc segment names in /dev/shm (psm_*)."""
-    return {Path(p).name for p in glob.glob("/dev/shm/psm_*")}
+    """The names of the segments this process created that are still in /dev/shm.
+
+    quiver names its segments `psm_<owner pid>_<hex>`; other processes' segments (a concurrent
+    test run, another engine on the machine) are not this test's to count.
+    """
+    return {Path(p).name for p in glob.glob(f"/dev/shm/psm_{os.getpid()}_*")}
