@@ -10,7 +10,7 @@ use std::sync::Arc;
 use quiver_rpc::{Method, Service, StreamSetup};
 use quiver_wire::ErrorReport;
 
-use crate::stream_kit::{exchange, int, producer};
+use crate::stream_kit::{add_exchange, add_producer, exchange, int, producer};
 
 fn no_sessions() -> ErrorReport {
     ErrorReport::new(
@@ -48,35 +48,36 @@ pub fn register(service: &mut Service) {
             true,
         )]))
     };
-    service.add(Method::stream(
-        "stream_session_counter",
-        vec![int("count")],
-        None,
-        move |params, _| {
-            let count = params.i64("count")?;
-            Ok(StreamSetup::producer(
-                output(),
-                producer(move |tick, _, out, _| {
-                    if tick >= count {
-                        out.finish();
-                        return Ok(());
-                    }
-                    Err(no_counter())
-                }),
-            ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_session_counter",
-        vec![],
-        None,
-        move |_, _| {
+    add_producer(
+        service,
+        Method::stream(
+            "stream_session_counter",
+            vec![int("count")],
+            None,
+            move |params, _| {
+                let count = params.i64("count")?;
+                Ok(StreamSetup::producer(
+                    output(),
+                    producer(move |tick, _, out, _| {
+                        if tick >= count {
+                            out.finish();
+                            return Ok(());
+                        }
+                        Err(no_counter())
+                    }),
+                ))
+            },
+        ),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_session_counter", vec![], None, move |_, _| {
             let input = Arc::new(Schema::new(vec![Field::new("by", DataType::Int64, true)]));
             Ok(StreamSetup::exchange(
                 input,
                 output(),
                 exchange(|_, _, _, _| Err(no_counter())),
             ))
-        },
-    ));
+        }),
+    );
 }

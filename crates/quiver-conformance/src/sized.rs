@@ -9,7 +9,9 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Method, Service, StreamSetup};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
-use crate::stream_kit::{exchange, index_value_schema, int, producer, value_schema};
+use crate::stream_kit::{
+    add_exchange, add_producer, exchange, index_value_schema, int, producer, value_schema,
+};
 use crate::types::single;
 
 /// The largest payload or batch these methods build on request, so a caller's
@@ -50,50 +52,56 @@ pub fn register(service: &mut Service) {
             ))
         },
     ));
-    service.add(Method::stream(
-        "produce_oversized_batch",
-        vec![int("rows_per_batch")],
-        None,
-        |params, _| {
-            let rows = checked_size(
-                params.i64("rows_per_batch")?,
-                MAX_REQUESTED_ROWS,
-                "rows_per_batch",
-            )?;
-            Ok(StreamSetup::producer(
-                index_value_schema(),
-                producer(move |tick, _, out, _| {
-                    if tick == 0 {
+    add_producer(
+        service,
+        Method::stream(
+            "produce_oversized_batch",
+            vec![int("rows_per_batch")],
+            None,
+            |params, _| {
+                let rows = checked_size(
+                    params.i64("rows_per_batch")?,
+                    MAX_REQUESTED_ROWS,
+                    "rows_per_batch",
+                )?;
+                Ok(StreamSetup::producer(
+                    index_value_schema(),
+                    producer(move |tick, _, out, _| {
+                        if tick == 0 {
+                            out.emit(index_value_rows(rows));
+                        } else {
+                            out.finish();
+                        }
+                        Ok(())
+                    }),
+                ))
+            },
+        ),
+    );
+    add_exchange(
+        service,
+        Method::stream(
+            "exchange_oversized",
+            vec![int("rows_per_batch")],
+            None,
+            |params, _| {
+                let rows = checked_size(
+                    params.i64("rows_per_batch")?,
+                    MAX_REQUESTED_ROWS,
+                    "rows_per_batch",
+                )?;
+                Ok(StreamSetup::exchange(
+                    value_schema(),
+                    index_value_schema(),
+                    exchange(move |_, _, out, _| {
                         out.emit(index_value_rows(rows));
-                    } else {
-                        out.finish();
-                    }
-                    Ok(())
-                }),
-            ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_oversized",
-        vec![int("rows_per_batch")],
-        None,
-        |params, _| {
-            let rows = checked_size(
-                params.i64("rows_per_batch")?,
-                MAX_REQUESTED_ROWS,
-                "rows_per_batch",
-            )?;
-            Ok(StreamSetup::exchange(
-                value_schema(),
-                index_value_schema(),
-                exchange(move |_, _, out, _| {
-                    out.emit(index_value_rows(rows));
-                    Ok(())
-                }),
-            ))
-        },
-    ));
-    service.add(produce_annotated_batches());
+                        Ok(())
+                    }),
+                ))
+            },
+        ),
+    );
+    add_producer(service, produce_annotated_batches());
 }
 
 /// `count` batches of `rows_per_batch` rows, each with metadata naming its index.

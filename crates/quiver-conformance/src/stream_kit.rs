@@ -8,7 +8,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::{CallContext, StreamOutput, StreamSetup, StreamState};
+use quiver_rpc::{
+    CallContext, Method, Service, StreamKind, StreamOutput, StreamSetup, StreamState,
+};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::streams::ON_CANCEL_CALLS;
@@ -175,4 +177,14 @@ pub(crate) fn echo_input() -> Exchange {
 
 pub(crate) fn int(name: &str) -> Field {
     Field::new(name, DataType::Int64, false)
+}
+
+/// Adds a stream method that takes ticks and emits batches.
+pub(crate) fn add_producer(service: &mut Service, method: Method) {
+    service.add(method.with_stream_kind(StreamKind::Producer));
+}
+
+/// Adds a stream method that answers each input batch with one output batch.
+pub(crate) fn add_exchange(service: &mut Service, method: Method) {
+    service.add(method.with_stream_kind(StreamKind::Exchange));
 }

@@ -23,6 +23,7 @@ use crate::errors;
 use crate::link::{ConnectionError, Link};
 use crate::method::{Body, Method};
 use crate::params::Params;
+use crate::reflection::{reflection_service, REFLECTION_PROTOCOL};
 use crate::service::{major_minor, Service};
 use crate::shm_route::ShmRoute;
 
@@ -56,6 +57,8 @@ fn default_server_id() -> String {
 /// Serves one [`Service`] on any number of connections.
 pub struct Server {
     service: Arc<Service>,
+    /// `vgi_rpc.Reflection.v1`, describing `service` and itself.
+    reflection: Arc<Service>,
     config: ServerConfig,
     /// Process id in hex: generated request ids are this plus a per-connection count.
     request_id_prefix: String,
@@ -74,8 +77,10 @@ pub enum SessionEnd {
 impl Server {
     /// A server for `service`.
     pub fn new(service: Service, config: ServerConfig) -> Self {
+        let reflection = reflection_service(&service, &config.server_id, env!("CARGO_PKG_VERSION"));
         Self {
             service: Arc::new(service),
+            reflection: Arc::new(reflection),
             config,
             request_id_prefix: format!("{:08x}", std::process::id()),
         }
@@ -308,7 +313,11 @@ impl<'s> Session<'s> {
                 self.server.request_id_prefix, self.requests_served
             ),
         };
-        let service = Arc::clone(&self.server.service);
+        let service = if request.metadata.get(keys::PROTOCOL) == Some(REFLECTION_PROTOCOL) {
+            Arc::clone(&self.server.reflection)
+        } else {
+            Arc::clone(&self.server.service)
+        };
         if let Some(report) = self.check_protocol(&service, &request) {
             return self.write_error_stream(&empty_schema(), &report);
         }
@@ -382,7 +391,14 @@ impl<'s> Session<'s> {
                 &service.protocol_name,
             ));
         }
-        if let Some(version) = request.metadata.get(keys::PROTOCOL_VERSION) {
+        // Reflection is exempt from the version gate: a client whose version
+        // mismatches calls it to learn what mismatched.
+        let gated = service.protocol_name != REFLECTION_PROTOCOL;
+        if let Some(version) = request
+            .metadata
+            .get(keys::PROTOCOL_VERSION)
+            .filter(|_| gated)
+        {
             if major_minor(version) != major_minor(&service.protocol_version) {
                 return Some(errors::protocol_version_mismatch(
                     version,
