@@ -11,7 +11,10 @@ const REFERENCE_HASH: &str = "05479410c96f34410a2b10a4f6a49d59dcfd9d6d1d45ce9a98
 
 #[test]
 fn protocol_hash_matches_the_reference() {
-    assert_eq!(protocol_hash(&conformance_service()).unwrap(), REFERENCE_HASH);
+    assert_eq!(
+        protocol_hash(&conformance_service()).unwrap(),
+        REFERENCE_HASH
+    );
 }
 
 #[test]
