@@ -59,7 +59,7 @@ pub fn register(service: &mut Service) {
             vec![int("rows_per_batch")],
             None,
             |params, _| {
-                let rows = checked_size(
+                let rows = checked_rows(
                     params.i64("rows_per_batch")?,
                     MAX_REQUESTED_ROWS,
                     "rows_per_batch",
@@ -85,7 +85,7 @@ pub fn register(service: &mut Service) {
             vec![int("rows_per_batch")],
             None,
             |params, _| {
-                let rows = checked_size(
+                let rows = checked_rows(
                     params.i64("rows_per_batch")?,
                     MAX_REQUESTED_ROWS,
                     "rows_per_batch",
@@ -112,7 +112,7 @@ fn produce_annotated_batches() -> Method {
         None,
         |params, _| {
             let count = params.i64("count")?;
-            let rows = checked_size(
+            let rows = checked_rows(
                 params.i64("rows_per_batch")?,
                 MAX_REQUESTED_ROWS,
                 "rows_per_batch",
@@ -160,7 +160,8 @@ fn index_value_rows(rows: usize) -> RecordBatch {
         .expect("columns match schema")
 }
 
-/// A caller's size as a `usize`, refused when negative or above `limit`.
+/// A caller's size as a `usize`, refused above `limit`. A negative size is
+/// refused too, as the reference's `oversized_unary` does.
 fn checked_size(value: i64, limit: i64, name: &str) -> Result<usize, ErrorReport> {
     if value < 0 {
         return Err(ErrorReport::new(
@@ -168,11 +169,17 @@ fn checked_size(value: i64, limit: i64, name: &str) -> Result<usize, ErrorReport
             format!("{name} must be non-negative"),
         ));
     }
+    checked_rows(value, limit, name)
+}
+
+/// A caller's row count: a negative one is no rows (the reference builds rows
+/// with Python's `range`, which is empty then); above `limit` it is refused.
+fn checked_rows(value: i64, limit: i64, name: &str) -> Result<usize, ErrorReport> {
     if value > limit {
         return Err(ErrorReport::new(
             "ValueError",
             format!("{name} must be at most {limit}"),
         ));
     }
-    Ok(usize::try_from(value).expect("checked non-negative"))
+    Ok(usize::try_from(value.max(0)).expect("clamped to non-negative"))
 }
