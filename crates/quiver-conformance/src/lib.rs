@@ -7,6 +7,7 @@
 
 mod build;
 mod headers;
+mod secondary;
 mod sessions;
 mod sized;
 mod stream_kit;
@@ -16,6 +17,8 @@ mod unary;
 mod wide;
 
 use quiver_rpc::Service;
+
+pub use secondary::{secondary_service, SECONDARY_PROTOCOL_NAME};
 
 /// The protocol name the suite addresses.
 pub const PROTOCOL_NAME: &str = "ConformanceService";

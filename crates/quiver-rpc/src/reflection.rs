@@ -31,16 +31,17 @@ use quiver_wire::ErrorCode;
 
 /// The reflection protocol's wire name; its major version is in the name.
 pub const REFLECTION_PROTOCOL: &str = "vgi_rpc.Reflection.v1";
-/// The version the reflection service is built with. vgi-rpc declares none for
-/// reflection and lists it with an empty version, as this module does.
-const REFLECTION_SERVICE_VERSION: &str = "1.0.0";
-
-/// The reflection service for a server hosting `hosted`.
-pub fn reflection_service(hosted: &Service, server_id: &str, server_version: &str) -> Service {
+/// The reflection service for a server hosting the `hosted` application
+/// protocols (primary first).
+pub fn reflection_service(hosted: &[&Service], server_id: &str, server_version: &str) -> Service {
     // Reflection describes itself like any other protocol: build its shape
     // first (bodies unused), then the real service whose replies include it.
     let shape = reflection_methods(Arc::new(Err(not_ready())), Arc::new(BTreeMap::new()));
-    let protocols = [(hosted, hosted.protocol_version.as_str()), (&shape, "")];
+    let protocols: Vec<(&Service, &str)> = hosted
+        .iter()
+        .chain([&&shape])
+        .map(|service| (*service, service.protocol_version.as_str()))
+        .collect();
 
     let mut descriptions = BTreeMap::new();
     let mut summaries = Vec::with_capacity(protocols.len());
@@ -67,7 +68,7 @@ type Described = BTreeMap<String, Result<Vec<u8>, String>>;
 
 fn reflection_methods(listing: Arc<Result<Vec<u8>, String>>, described: Arc<Described>) -> Service {
     let result = || Some(Field::new("result", DataType::Binary, false));
-    Service::new(REFLECTION_PROTOCOL, REFLECTION_SERVICE_VERSION)
+    Service::unversioned(REFLECTION_PROTOCOL)
         .with(Method::unary(
             "list_protocols",
             vec![],

@@ -23,7 +23,7 @@ use crate::errors;
 use crate::link::{ConnectionError, Link};
 use crate::method::{Body, Method};
 use crate::params::Params;
-use crate::reflection::{reflection_service, REFLECTION_PROTOCOL};
+use crate::reflection::reflection_service;
 use crate::service::{major_minor, Service};
 use crate::shm_route::ShmRoute;
 
@@ -57,8 +57,10 @@ fn default_server_id() -> String {
 /// Serves one [`Service`] on any number of connections.
 pub struct Server {
     service: Arc<Service>,
-    /// `vgi_rpc.Reflection.v1`, describing `service` and itself.
-    reflection: Arc<Service>,
+    /// Further protocols served on the same connections, routed by the
+    /// request's protocol name: secondary application protocols, then
+    /// `vgi_rpc.Reflection.v1` describing them all.
+    others: Vec<Arc<Service>>,
     config: ServerConfig,
     /// Process id in hex: generated request ids are this plus a per-connection count.
     request_id_prefix: String,
@@ -77,13 +79,41 @@ pub enum SessionEnd {
 impl Server {
     /// A server for `service`.
     pub fn new(service: Service, config: ServerConfig) -> Self {
-        let reflection = reflection_service(&service, &config.server_id, env!("CARGO_PKG_VERSION"));
+        Self::hosting(service, Vec::new(), config)
+    }
+
+    /// A server for `primary` and `secondary` protocols on the same
+    /// connections; reflection lists them in that order.
+    pub fn hosting(primary: Service, secondary: Vec<Service>, config: ServerConfig) -> Self {
+        let applications: Vec<&Service> = std::iter::once(&primary).chain(&secondary).collect();
+        let reflection =
+            reflection_service(&applications, &config.server_id, env!("CARGO_PKG_VERSION"));
+        let mut others: Vec<Arc<Service>> = secondary.into_iter().map(Arc::new).collect();
+        others.push(Arc::new(reflection));
+        for (i, service) in others.iter().enumerate() {
+            assert!(
+                service.protocol_name != primary.protocol_name
+                    && others[..i]
+                        .iter()
+                        .all(|o| o.protocol_name != service.protocol_name),
+                "protocol names are unique on a server"
+            );
+        }
         Self {
-            service: Arc::new(service),
-            reflection: Arc::new(reflection),
+            service: Arc::new(primary),
+            others,
             config,
             request_id_prefix: format!("{:08x}", std::process::id()),
         }
+    }
+
+    /// The service a request names, or the primary (which then refuses it).
+    fn route(&self, protocol: Option<&str>) -> Arc<Service> {
+        let named = self
+            .others
+            .iter()
+            .find(|service| Some(service.protocol_name.as_str()) == protocol);
+        Arc::clone(named.unwrap_or(&self.service))
     }
 
     /// The service served.
@@ -313,11 +343,7 @@ impl<'s> Session<'s> {
                 self.server.request_id_prefix, self.requests_served
             ),
         };
-        let service = if request.metadata.get(keys::PROTOCOL) == Some(REFLECTION_PROTOCOL) {
-            Arc::clone(&self.server.reflection)
-        } else {
-            Arc::clone(&self.server.service)
-        };
+        let service = self.server.route(request.metadata.get(keys::PROTOCOL));
         if let Some(report) = self.check_protocol(&service, &request) {
             return self.write_error_stream(&empty_schema(), &report);
         }
@@ -391,9 +417,9 @@ impl<'s> Session<'s> {
                 &service.protocol_name,
             ));
         }
-        // Reflection is exempt from the version gate: a client whose version
-        // mismatches calls it to learn what mismatched.
-        let gated = service.protocol_name != REFLECTION_PROTOCOL;
+        // An unversioned protocol is not gated; reflection is one, since a
+        // client whose version mismatches calls it to learn what mismatched.
+        let gated = !service.protocol_version.is_empty();
         if let Some(version) = request
             .metadata
             .get(keys::PROTOCOL_VERSION)
