@@ -459,6 +459,7 @@ impl<'s> Session<'s> {
                 writer.write(&batch, &metadata, &mut self.out)?;
             }
             Err(report) => {
+                let report = report.with_synthesized_traceback(&origin(method, request_metadata));
                 self.write_record(&mut writer, &report.to_record())?;
             }
         }
@@ -563,6 +564,12 @@ impl<'s> Session<'s> {
 const TRANSPORT_OPTIONS: &str = "__transport_options__";
 
 /// `__name__` methods belong to the framework, not to the service.
+/// `<protocol>/<method>`: where a method's error was raised, for its traceback.
+pub(super) fn origin(method: &Method, request_metadata: &BatchMetadata) -> String {
+    let protocol = request_metadata.get(keys::PROTOCOL).unwrap_or("");
+    format!("{protocol}/{}", method.name)
+}
+
 fn is_reserved(method: &str) -> bool {
     method.len() > 4 && method.starts_with("__") && method.ends_with("__")
 }

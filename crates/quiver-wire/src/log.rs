@@ -253,6 +253,18 @@ impl ErrorReport {
         self
     }
 
+    /// Adds a traceback when the error carries none. vgi-rpc sends one with
+    /// every error by default (its clients show it to users); a Rust body has
+    /// no Python stack, so this one names where the error was raised
+    /// (`origin`, e.g. `<protocol>/<method>`) and the error itself.
+    pub fn with_synthesized_traceback(mut self, origin: &str) -> Self {
+        if !self.extra.contains_key("traceback") {
+            let trace = format!("{origin}\n{}: {}", self.error_type, self.message);
+            self.extra.insert("traceback".into(), Value::String(trace));
+        }
+        self
+    }
+
     /// The EXCEPTION record that carries this error.
     pub fn to_record(&self) -> LogRecord {
         let mut extra = Map::new();
@@ -342,6 +354,14 @@ mod tests {
     use serde_json::json;
 
     use super::{ErrorReport, ERROR_DETAILS_BYTES_MAX};
+
+    #[test]
+    fn a_synthesized_traceback_names_the_origin_and_keeps_a_real_one() {
+        let report = ErrorReport::new("ValueError", "bad").with_synthesized_traceback("P/m");
+        assert_eq!(report.extra["traceback"], json!("P/m\nValueError: bad"));
+        let again = report.with_synthesized_traceback("Q/n");
+        assert_eq!(again.extra["traceback"], json!("P/m\nValueError: bad"));
+    }
 
     #[test]
     fn details_over_the_cap_are_dropped_whole() {
