@@ -427,6 +427,7 @@ impl<'s> Session<'s> {
         {
             if major_minor(version) != major_minor(&service.protocol_version) {
                 return Some(errors::protocol_version_mismatch(
+                    &service.protocol_name,
                     version,
                     &service.protocol_version,
                 ));
