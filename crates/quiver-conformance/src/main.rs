@@ -38,7 +38,11 @@ fn main() {
         shm,
         ..ServerConfig::default()
     };
-    let server = Server::new(quiver_conformance::conformance_service(), config);
+    let server = Server::hosting(
+        quiver_conformance::conformance_service(),
+        vec![quiver_conformance::secondary_service()],
+        config,
+    );
     let idle = args.idle_timeout.map(Duration::from_secs);
     let result = match (&args.unix, &args.tcp) {
         (Some(path), _) => serve_unix(Arc::new(server), path, idle),

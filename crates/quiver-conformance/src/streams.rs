@@ -7,182 +7,22 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::{CallContext, Method, Service, StreamOutput, StreamSetup, StreamState};
-use quiver_wire::{BatchMetadata, ErrorReport, LogLevel, LogRecord};
+use arrow_schema::{DataType, Field, Schema};
+use quiver_rpc::{Method, Service, StreamSetup};
+use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::headers::{conformance_header, rich_header};
+use crate::stream_kit::{
+    add_exchange, add_producer, counting, echo_input, exchange, index_value, index_value_schema,
+    int, producer, scaling, value_schema,
+};
 use crate::types::{
     conformance_header_schema, list_of, python_float_repr, rich_header_schema, single,
 };
 
 static PRODUCE_CALLS: AtomicI64 = AtomicI64::new(0);
 static EXCHANGE_CALLS: AtomicI64 = AtomicI64::new(0);
-static ON_CANCEL_CALLS: AtomicI64 = AtomicI64::new(0);
-
-/// One step of a producer: `(tick index, tick metadata, output, ctx)`.
-type ProduceStep = dyn FnMut(i64, &BatchMetadata, &mut StreamOutput, &mut CallContext<'_>) -> Result<(), ErrorReport>
-    + Send;
-/// One step of an exchange: `(input, input metadata, output, ctx)`.
-type ExchangeStep = dyn FnMut(
-        &RecordBatch,
-        &BatchMetadata,
-        &mut StreamOutput,
-        &mut CallContext<'_>,
-    ) -> Result<(), ErrorReport>
-    + Send;
-
-/// A producer driven by a closure over the tick count.
-struct Producer {
-    tick: i64,
-    step: Box<ProduceStep>,
-    counts_cancel: bool,
-}
-
-impl StreamState for Producer {
-    fn process(
-        &mut self,
-        _: &RecordBatch,
-        metadata: &BatchMetadata,
-        out: &mut StreamOutput,
-        ctx: &mut CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        let tick = self.tick;
-        self.tick += 1;
-        (self.step)(tick, metadata, out, ctx)
-    }
-
-    fn on_cancel(&mut self) {
-        if self.counts_cancel {
-            ON_CANCEL_CALLS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// An exchange driven by a closure over each input.
-struct Exchange {
-    step: Box<ExchangeStep>,
-    counts_cancel: bool,
-}
-
-impl StreamState for Exchange {
-    fn process(
-        &mut self,
-        input: &RecordBatch,
-        metadata: &BatchMetadata,
-        out: &mut StreamOutput,
-        ctx: &mut CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        (self.step)(input, metadata, out, ctx)
-    }
-
-    fn on_cancel(&mut self) {
-        if self.counts_cancel {
-            ON_CANCEL_CALLS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-fn producer<F>(step: F) -> Producer
-where
-    F: FnMut(
-            i64,
-            &BatchMetadata,
-            &mut StreamOutput,
-            &mut CallContext<'_>,
-        ) -> Result<(), ErrorReport>
-        + Send
-        + 'static,
-{
-    Producer {
-        tick: 0,
-        step: Box::new(step),
-        counts_cancel: false,
-    }
-}
-
-fn exchange<F>(step: F) -> Exchange
-where
-    F: FnMut(
-            &RecordBatch,
-            &BatchMetadata,
-            &mut StreamOutput,
-            &mut CallContext<'_>,
-        ) -> Result<(), ErrorReport>
-        + Send
-        + 'static,
-{
-    Exchange {
-        step: Box::new(step),
-        counts_cancel: false,
-    }
-}
-
-/// `index: int64, value: int64`, both nullable.
-fn index_value_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("index", DataType::Int64, true),
-        Field::new("value", DataType::Int64, true),
-    ]))
-}
-
-/// `value: float64`, nullable.
-fn value_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new(
-        "value",
-        DataType::Float64,
-        true,
-    )]))
-}
-
-fn index_value(index: i64) -> RecordBatch {
-    RecordBatch::try_new(
-        index_value_schema(),
-        vec![
-            Arc::new(Int64Array::from(vec![index])),
-            Arc::new(Int64Array::from(vec![index * 10])),
-        ],
-    )
-    .expect("columns match schema")
-}
-
-/// A producer of `{i, i*10}` for `count` ticks.
-fn counting(count: i64) -> StreamSetup {
-    StreamSetup::producer(
-        index_value_schema(),
-        producer(move |tick, _, out, _| {
-            if tick >= count {
-                out.finish();
-            } else {
-                out.emit(index_value(tick));
-            }
-            Ok(())
-        }),
-    )
-}
-
-/// Multiplies `value` by `factor`.
-fn scaling(factor: f64) -> Exchange {
-    exchange(move |input, _, out, _| {
-        let values = input.column(0).as_primitive::<Float64Type>();
-        let scaled: Float64Array = values.iter().map(|v| v.map(|v| v * factor)).collect();
-        out.emit(
-            RecordBatch::try_new(value_schema(), vec![Arc::new(scaled)]).expect("value column"),
-        );
-        Ok(())
-    })
-}
-
-fn echo_input() -> Exchange {
-    exchange(|input, _, out, _| {
-        out.emit(input.clone());
-        Ok(())
-    })
-}
-
-fn int(name: &str) -> Field {
-    Field::new(name, DataType::Int64, false)
-}
+pub(crate) static ON_CANCEL_CALLS: AtomicI64 = AtomicI64::new(0);
 
 /// Registers every stream method and the counter methods.
 pub fn register(service: &mut Service) {
@@ -193,23 +33,23 @@ pub fn register(service: &mut Service) {
 }
 
 fn register_producers(service: &mut Service) {
-    service.add(Method::stream(
-        "produce_n",
-        vec![int("count")],
-        None,
-        |p, _| Ok(counting(p.i64("count")?)),
-    ));
-    service.add(Method::stream("produce_empty", vec![], None, |_, _| {
-        Ok(counting(0))
-    }));
-    service.add(Method::stream("produce_single", vec![], None, |_, _| {
-        Ok(counting(1))
-    }));
-    service.add(Method::stream(
-        "produce_with_logs",
-        vec![int("count")],
-        None,
-        |p, _| {
+    add_producer(
+        service,
+        Method::stream("produce_n", vec![int("count")], None, |p, _| {
+            Ok(counting(p.i64("count")?))
+        }),
+    );
+    add_producer(
+        service,
+        Method::stream("produce_empty", vec![], None, |_, _| Ok(counting(0))),
+    );
+    add_producer(
+        service,
+        Method::stream("produce_single", vec![], None, |_, _| Ok(counting(1))),
+    );
+    add_producer(
+        service,
+        Method::stream("produce_with_logs", vec![int("count")], None, |p, _| {
             let count = p.i64("count")?;
             Ok(StreamSetup::producer(
                 index_value_schema(),
@@ -226,40 +66,41 @@ fn register_producers(service: &mut Service) {
                     Ok(())
                 }),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "produce_error_mid_stream",
-        vec![int("emit_before_error")],
-        None,
-        |p, _| {
-            let limit = p.i64("emit_before_error")?;
-            Ok(StreamSetup::producer(
-                index_value_schema(),
-                producer(move |tick, _, out, _| {
-                    if tick >= limit {
-                        return Err(ErrorReport::new(
-                            "RuntimeError",
-                            format!("intentional error after {limit} batches"),
-                        ));
-                    }
-                    out.emit(index_value(tick));
-                    Ok(())
-                }),
-            ))
-        },
-    ));
-    service.add(Method::stream(
-        "produce_error_on_init",
-        vec![],
-        None,
-        |_, _| Err(ErrorReport::new("RuntimeError", "intentional init error")),
-    ));
-    service.add(Method::stream(
-        "produce_tick_metadata",
-        vec![int("count")],
-        None,
-        |p, _| {
+        }),
+    );
+    add_producer(
+        service,
+        Method::stream(
+            "produce_error_mid_stream",
+            vec![int("emit_before_error")],
+            None,
+            |p, _| {
+                let limit = p.i64("emit_before_error")?;
+                Ok(StreamSetup::producer(
+                    index_value_schema(),
+                    producer(move |tick, _, out, _| {
+                        if tick >= limit {
+                            return Err(ErrorReport::new(
+                                "RuntimeError",
+                                format!("intentional error after {limit} batches"),
+                            ));
+                        }
+                        out.emit(index_value(tick));
+                        Ok(())
+                    }),
+                ))
+            },
+        ),
+    );
+    add_producer(
+        service,
+        Method::stream("produce_error_on_init", vec![], None, |_, _| {
+            Err(ErrorReport::new("RuntimeError", "intentional init error"))
+        }),
+    );
+    add_producer(
+        service,
+        Method::stream("produce_tick_metadata", vec![int("count")], None, |p, _| {
             let count = p.i64("count")?;
             let schema = Arc::new(Schema::new(vec![
                 Field::new("index", DataType::Int64, true),
@@ -288,13 +129,11 @@ fn register_producers(service: &mut Service) {
                     Ok(())
                 }),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "cancellable_producer",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_producer(
+        service,
+        Method::stream("cancellable_producer", vec![], None, |_, _| {
             let mut state = producer(|tick, _, out, _| {
                 PRODUCE_CALLS.fetch_add(1, Ordering::SeqCst);
                 out.emit(index_value(tick));
@@ -302,58 +141,57 @@ fn register_producers(service: &mut Service) {
             });
             state.counts_cancel = true;
             Ok(StreamSetup::producer(index_value_schema(), state))
-        },
-    ));
-    service.add(Method::stream(
-        "produce_large_batches",
-        vec![int("rows_per_batch"), int("batch_count")],
-        None,
-        |p, _| {
-            let rows = p.i64("rows_per_batch")?.clamp(0, 1 << 24);
-            let batches = p.i64("batch_count")?;
-            Ok(StreamSetup::producer(
-                index_value_schema(),
-                producer(move |tick, _, out, _| {
-                    if tick >= batches {
-                        out.finish();
-                        return Ok(());
-                    }
-                    let start = tick * rows;
-                    let index: Int64Array = (start..start + rows).collect();
-                    let value: Int64Array = (start..start + rows).map(|i| i * 10).collect();
-                    out.emit(
-                        RecordBatch::try_new(
-                            index_value_schema(),
-                            vec![Arc::new(index), Arc::new(value)],
-                        )
-                        .unwrap(),
-                    );
-                    Ok(())
-                }),
-            ))
-        },
-    ));
+        }),
+    );
+    add_producer(
+        service,
+        Method::stream(
+            "produce_large_batches",
+            vec![int("rows_per_batch"), int("batch_count")],
+            None,
+            |p, _| {
+                let rows = p.i64("rows_per_batch")?.clamp(0, 1 << 24);
+                let batches = p.i64("batch_count")?;
+                Ok(StreamSetup::producer(
+                    index_value_schema(),
+                    producer(move |tick, _, out, _| {
+                        if tick >= batches {
+                            out.finish();
+                            return Ok(());
+                        }
+                        let start = tick * rows;
+                        let index: Int64Array = (start..start + rows).collect();
+                        let value: Int64Array = (start..start + rows).map(|i| i * 10).collect();
+                        out.emit(
+                            RecordBatch::try_new(
+                                index_value_schema(),
+                                vec![Arc::new(index), Arc::new(value)],
+                            )
+                            .unwrap(),
+                        );
+                        Ok(())
+                    }),
+                ))
+            },
+        ),
+    );
 }
 
 fn register_exchanges(service: &mut Service) {
     let float = |name: &str| Field::new(name, DataType::Float64, false);
-    service.add(Method::stream(
-        "exchange_scale",
-        vec![float("factor")],
-        None,
-        |p, _| {
+    add_exchange(
+        service,
+        Method::stream("exchange_scale", vec![float("factor")], None, |p, _| {
             Ok(StreamSetup::exchange(
                 value_schema(),
                 value_schema(),
                 scaling(p.f64("factor")?),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_accumulate",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_accumulate", vec![], None, |_, _| {
             let schema = Arc::new(Schema::new(vec![
                 Field::new("running_sum", DataType::Float64, true),
                 Field::new("exchange_count", DataType::Int64, true),
@@ -382,13 +220,11 @@ fn register_exchanges(service: &mut Service) {
                     Ok(())
                 }),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_with_logs",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_with_logs", vec![], None, |_, _| {
             Ok(StreamSetup::exchange(
                 value_schema(),
                 value_schema(),
@@ -399,48 +235,47 @@ fn register_exchanges(service: &mut Service) {
                     Ok(())
                 }),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_error_on_nth",
-        vec![int("fail_on")],
-        None,
-        |p, _| {
-            let fail_on = p.i64("fail_on")?;
-            let mut count = 0;
-            Ok(StreamSetup::exchange(
-                value_schema(),
-                value_schema(),
-                exchange(move |input, _, out, _| {
-                    count += 1;
-                    if count >= fail_on {
-                        return Err(ErrorReport::new(
-                            "RuntimeError",
-                            format!("intentional error on exchange {count}"),
-                        ));
-                    }
-                    out.emit(input.clone());
-                    Ok(())
-                }),
-            ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_error_on_init",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream(
+            "exchange_error_on_nth",
+            vec![int("fail_on")],
+            None,
+            |p, _| {
+                let fail_on = p.i64("fail_on")?;
+                let mut count = 0;
+                Ok(StreamSetup::exchange(
+                    value_schema(),
+                    value_schema(),
+                    exchange(move |input, _, out, _| {
+                        count += 1;
+                        if count >= fail_on {
+                            return Err(ErrorReport::new(
+                                "RuntimeError",
+                                format!("intentional error on exchange {count}"),
+                            ));
+                        }
+                        out.emit(input.clone());
+                        Ok(())
+                    }),
+                ))
+            },
+        ),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_error_on_init", vec![], None, |_, _| {
             Err(ErrorReport::new(
                 "RuntimeError",
                 "intentional exchange init error",
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_input_metadata",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_input_metadata", vec![], None, |_, _| {
             let schema = Arc::new(Schema::new(vec![
                 Field::new("seen", DataType::Utf8, true),
                 Field::new("keys", DataType::Utf8, true),
@@ -467,25 +302,21 @@ fn register_exchanges(service: &mut Service) {
                     Ok(())
                 }),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_cast_compatible",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_cast_compatible", vec![], None, |_, _| {
             Ok(StreamSetup::exchange(
                 value_schema(),
                 value_schema(),
                 echo_input(),
             ))
-        },
-    ));
-    service.add(Method::stream(
-        "cancellable_exchange",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("cancellable_exchange", vec![], None, |_, _| {
             let mut state = exchange(|input, _, out, _| {
                 EXCHANGE_CALLS.fetch_add(1, Ordering::SeqCst);
                 out.emit(input.clone());
@@ -493,121 +324,142 @@ fn register_exchanges(service: &mut Service) {
             });
             state.counts_cancel = true;
             Ok(StreamSetup::exchange(value_schema(), value_schema(), state))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_zero_columns",
-        vec![],
-        None,
-        |_, _| {
+        }),
+    );
+    add_exchange(
+        service,
+        Method::stream("exchange_zero_columns", vec![], None, |_, _| {
             let empty = Arc::new(Schema::empty());
             Ok(StreamSetup::exchange(empty.clone(), empty, echo_input()))
-        },
-    ));
+        }),
+    );
 }
 
 fn register_headers(service: &mut Service) {
     let float = |name: &str| Field::new(name, DataType::Float64, false);
     let header = Some(conformance_header_schema());
     let rich = Some(rich_header_schema());
-    service.add(Method::stream(
-        "produce_with_header",
-        vec![int("count")],
-        header.clone(),
-        |p, _| {
-            let count = p.i64("count")?;
-            Ok(counting(count).with_header(conformance_header(
-                count,
-                format!("producing {count} batches"),
-            )))
-        },
-    ));
-    service.add(Method::stream(
-        "produce_with_header_and_logs",
-        vec![int("count")],
-        header.clone(),
-        |p, ctx| {
-            let count = p.i64("count")?;
-            ctx.log(LogRecord::new(LogLevel::Info, "stream init log"));
-            Ok(counting(count).with_header(conformance_header(
-                count,
-                format!("producing {count} with logs"),
-            )))
-        },
-    ));
-    service.add(Method::stream(
-        "produce_with_rich_header",
-        vec![int("seed"), int("count")],
-        rich.clone(),
-        |p, _| Ok(counting(p.i64("count")?).with_header(rich_header(p.i64("seed")?)?)),
-    ));
-    service.add(Method::stream(
-        "produce_dynamic_schema",
-        vec![
-            int("seed"),
-            int("count"),
-            Field::new("include_strings", DataType::Boolean, false),
-            Field::new("include_floats", DataType::Boolean, false),
-        ],
-        rich.clone(),
-        |p, _| {
-            let (count, strings, floats) = (
-                p.i64("count")?,
-                p.bool("include_strings")?,
-                p.bool("include_floats")?,
-            );
-            let mut fields = vec![Field::new("index", DataType::Int64, true)];
-            if strings {
-                fields.push(Field::new("label", DataType::Utf8, true));
-            }
-            if floats {
-                fields.push(Field::new("score", DataType::Float64, true));
-            }
-            let schema = Arc::new(Schema::new(fields));
-            let output = schema.clone();
-            let state = producer(move |tick, _, out, _| {
-                if tick >= count {
-                    out.finish();
-                    return Ok(());
-                }
-                let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![tick]))];
+    add_producer(
+        service,
+        Method::stream(
+            "produce_with_header",
+            vec![int("count")],
+            header.clone(),
+            |p, _| {
+                let count = p.i64("count")?;
+                Ok(counting(count).with_header(conformance_header(
+                    count,
+                    format!("producing {count} batches"),
+                )))
+            },
+        ),
+    );
+    add_producer(
+        service,
+        Method::stream(
+            "produce_with_header_and_logs",
+            vec![int("count")],
+            header.clone(),
+            |p, ctx| {
+                let count = p.i64("count")?;
+                ctx.log(LogRecord::new(LogLevel::Info, "stream init log"));
+                Ok(counting(count).with_header(conformance_header(
+                    count,
+                    format!("producing {count} with logs"),
+                )))
+            },
+        ),
+    );
+    add_producer(
+        service,
+        Method::stream(
+            "produce_with_rich_header",
+            vec![int("seed"), int("count")],
+            rich.clone(),
+            |p, _| Ok(counting(p.i64("count")?).with_header(rich_header(p.i64("seed")?)?)),
+        ),
+    );
+    add_producer(
+        service,
+        Method::stream(
+            "produce_dynamic_schema",
+            vec![
+                int("seed"),
+                int("count"),
+                Field::new("include_strings", DataType::Boolean, false),
+                Field::new("include_floats", DataType::Boolean, false),
+            ],
+            rich.clone(),
+            |p, _| {
+                let (count, strings, floats) = (
+                    p.i64("count")?,
+                    p.bool("include_strings")?,
+                    p.bool("include_floats")?,
+                );
+                let mut fields = vec![Field::new("index", DataType::Int64, true)];
                 if strings {
-                    columns.push(Arc::new(StringArray::from(vec![format!("row-{tick}")])));
+                    fields.push(Field::new("label", DataType::Utf8, true));
                 }
                 if floats {
-                    columns.push(Arc::new(Float64Array::from(vec![tick as f64 * 1.5])));
+                    fields.push(Field::new("score", DataType::Float64, true));
                 }
-                out.emit(
-                    RecordBatch::try_new(output.clone(), columns).expect("columns match schema"),
+                let schema = Arc::new(Schema::new(fields));
+                let output = schema.clone();
+                let state = producer(move |tick, _, out, _| {
+                    if tick >= count {
+                        out.finish();
+                        return Ok(());
+                    }
+                    let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![tick]))];
+                    if strings {
+                        columns.push(Arc::new(StringArray::from(vec![format!("row-{tick}")])));
+                    }
+                    if floats {
+                        columns.push(Arc::new(Float64Array::from(vec![tick as f64 * 1.5])));
+                    }
+                    out.emit(
+                        RecordBatch::try_new(output.clone(), columns)
+                            .expect("columns match schema"),
+                    );
+                    Ok(())
+                });
+                Ok(StreamSetup::producer(schema, state).with_header(rich_header(p.i64("seed")?)?))
+            },
+        ),
+    );
+    add_exchange(
+        service,
+        Method::stream(
+            "exchange_with_header",
+            vec![float("factor")],
+            header,
+            |p, _| {
+                let factor = p.f64("factor")?;
+                let header =
+                    conformance_header(0, format!("scale by {}", python_float_repr(factor)));
+                Ok(
+                    StreamSetup::exchange(value_schema(), value_schema(), scaling(factor))
+                        .with_header(header),
+                )
+            },
+        ),
+    );
+    add_exchange(
+        service,
+        Method::stream(
+            "exchange_with_rich_header",
+            vec![int("seed"), float("factor")],
+            rich,
+            |p, _| {
+                let setup = StreamSetup::exchange(
+                    value_schema(),
+                    value_schema(),
+                    scaling(p.f64("factor")?),
                 );
-                Ok(())
-            });
-            Ok(StreamSetup::producer(schema, state).with_header(rich_header(p.i64("seed")?)?))
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_with_header",
-        vec![float("factor")],
-        header,
-        |p, _| {
-            let factor = p.f64("factor")?;
-            let header = conformance_header(0, format!("scale by {}", python_float_repr(factor)));
-            Ok(
-                StreamSetup::exchange(value_schema(), value_schema(), scaling(factor))
-                    .with_header(header),
-            )
-        },
-    ));
-    service.add(Method::stream(
-        "exchange_with_rich_header",
-        vec![int("seed"), float("factor")],
-        rich,
-        |p, _| {
-            let setup =
-                StreamSetup::exchange(value_schema(), value_schema(), scaling(p.f64("factor")?));
-            Ok(setup.with_header(rich_header(p.i64("seed")?)?))
-        },
-    ));
+                Ok(setup.with_header(rich_header(p.i64("seed")?)?))
+            },
+        ),
+    );
 }
 
 fn register_counters(service: &mut Service) {

@@ -191,12 +191,18 @@ pub fn register(service: &mut Service) {
 }
 
 /// `name(param) -> result` returning its argument unchanged.
-fn echo(name: &str, param: &str, data_type: DataType, nullable: bool) -> Method {
+pub(crate) fn echo(name: &str, param: &str, data_type: DataType, nullable: bool) -> Method {
     checked_echo(name, param, data_type, nullable, |_| Ok(()))
 }
 
 /// An echo that validates its argument first.
-fn checked_echo<F>(name: &str, param: &str, data_type: DataType, nullable: bool, check: F) -> Method
+pub(crate) fn checked_echo<F>(
+    name: &str,
+    param: &str,
+    data_type: DataType,
+    nullable: bool,
+    check: F,
+) -> Method
 where
     F: Fn(&ArrayRef) -> Result<(), ErrorReport> + Send + Sync + 'static,
 {

@@ -63,14 +63,27 @@ pub fn protocol_not_supported(requested: &str, hosted: &str) -> ErrorReport {
     .with_kind("protocol_not_supported")
 }
 
-/// The request's protocol version differs in major.minor.
-pub fn protocol_version_mismatch(requested: &str, served: &str) -> ErrorReport {
-    ErrorReport::new(
+/// The request's protocol version differs in major.minor. The details name
+/// the gated protocol, since a server hosting several cannot say which by
+/// version alone (a `vgi_rpc.PreconditionFailure`, as vgi-rpc sends).
+pub fn protocol_version_mismatch(protocol: &str, requested: &str, served: &str) -> ErrorReport {
+    let mut report = ErrorReport::new(
         "ProtocolVersionError",
         format!("Protocol version mismatch: client speaks {requested}, server speaks {served}"),
     )
     .with_code(ErrorCode::FailedPrecondition)
-    .with_kind("protocol_version_mismatch")
+    .with_kind("protocol_version_mismatch");
+    report.details = Some(serde_json::json!([{
+        "@type": "vgi_rpc.PreconditionFailure",
+        "violations": [{
+            "type": "protocol_version",
+            "subject": protocol,
+            "description": format!(
+                "client declares {requested}, server requires {served}; major and minor must match"
+            ),
+        }],
+    }]));
+    report
 }
 
 /// A request that breaks the wire contract (missing or unreadable dispatch

@@ -32,10 +32,13 @@ pub mod errors;
 mod link;
 mod method;
 mod params;
+mod protocol_hash;
+pub mod reflection;
 pub mod reply;
 pub mod serve;
 mod server;
 mod service;
+mod sha256;
 mod shm_route;
 mod stats;
 pub mod stream_call;
@@ -44,9 +47,10 @@ pub use client::{Client, ClientError};
 pub use context::CallContext;
 pub use link::ConnectionError;
 pub use method::{
-    field, Body, Method, StreamBody, StreamOutput, StreamSetup, StreamState, UnaryBody,
+    field, Body, Method, StreamBody, StreamKind, StreamOutput, StreamSetup, StreamState, UnaryBody,
 };
 pub use params::Params;
+pub use protocol_hash::{protocol_hash, type_token};
 pub use server::{Server, ServerConfig, SessionEnd};
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};

@@ -32,6 +32,17 @@ pub enum Body {
     Stream(Arc<StreamBody>),
 }
 
+/// What a stream method does with input, as reflection reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    /// Not declared (and always so for a unary method).
+    Unknown,
+    /// Takes ticks, emits batches until it finishes.
+    Producer,
+    /// Takes one input batch per output batch.
+    Exchange,
+}
+
 /// A method a service offers.
 #[derive(Clone)]
 pub struct Method {
@@ -43,6 +54,8 @@ pub struct Method {
     pub result_schema: SchemaRef,
     /// Schema of the header a stream sends before its batches, if any.
     pub header_schema: Option<SchemaRef>,
+    /// For a stream, whether it takes input; what reflection tells clients.
+    pub stream_kind: StreamKind,
     /// Documentation shown to peers.
     pub doc: String,
     /// What the method does.
@@ -67,6 +80,7 @@ impl Method {
             params_schema: Arc::new(Schema::new(params)),
             result_schema,
             header_schema: None,
+            stream_kind: StreamKind::Unknown,
             doc: String::new(),
             body: Body::Unary(Arc::new(body)),
         }
@@ -90,9 +104,19 @@ impl Method {
             params_schema: Arc::new(Schema::new(params)),
             result_schema: empty_schema(),
             header_schema,
+            stream_kind: StreamKind::Unknown,
             doc: String::new(),
             body: Body::Stream(Arc::new(body)),
         }
+    }
+
+    /// Declares whether a stream method is a producer or an exchange. The body
+    /// decides at call time (by the input schema of its [`StreamSetup`]); this
+    /// states it ahead of the call, for clients that ask before calling.
+    pub fn with_stream_kind(mut self, kind: StreamKind) -> Method {
+        assert!(!self.is_unary(), "only a stream has a stream kind");
+        self.stream_kind = kind;
+        self
     }
 
     /// Sets the documentation.

@@ -24,6 +24,7 @@ use crate::errors;
 use crate::link::{ConnectionError, Link};
 use crate::method::{Body, Method};
 use crate::params::Params;
+use crate::reflection::reflection_service;
 use crate::service::{major_minor, Service};
 use crate::shm_route::ShmRoute;
 
@@ -57,6 +58,10 @@ fn default_server_id() -> String {
 /// Serves one [`Service`] on any number of connections.
 pub struct Server {
     service: Arc<Service>,
+    /// Further protocols served on the same connections, routed by the
+    /// request's protocol name: secondary application protocols, then
+    /// `vgi_rpc.Reflection.v1` describing them all.
+    others: Vec<Arc<Service>>,
     config: ServerConfig,
     /// Process id in hex: generated request ids are this plus a per-connection count.
     request_id_prefix: String,
@@ -75,11 +80,41 @@ pub enum SessionEnd {
 impl Server {
     /// A server for `service`.
     pub fn new(service: Service, config: ServerConfig) -> Self {
+        Self::hosting(service, Vec::new(), config)
+    }
+
+    /// A server for `primary` and `secondary` protocols on the same
+    /// connections; reflection lists them in that order.
+    pub fn hosting(primary: Service, secondary: Vec<Service>, config: ServerConfig) -> Self {
+        let applications: Vec<&Service> = std::iter::once(&primary).chain(&secondary).collect();
+        let reflection =
+            reflection_service(&applications, &config.server_id, env!("CARGO_PKG_VERSION"));
+        let mut others: Vec<Arc<Service>> = secondary.into_iter().map(Arc::new).collect();
+        others.push(Arc::new(reflection));
+        for (i, service) in others.iter().enumerate() {
+            assert!(
+                service.protocol_name != primary.protocol_name
+                    && others[..i]
+                        .iter()
+                        .all(|o| o.protocol_name != service.protocol_name),
+                "protocol names are unique on a server"
+            );
+        }
         Self {
-            service: Arc::new(service),
+            service: Arc::new(primary),
+            others,
             config,
             request_id_prefix: format!("{:08x}", std::process::id()),
         }
+    }
+
+    /// The service a request names, or the primary (which then refuses it).
+    fn route(&self, protocol: Option<&str>) -> Arc<Service> {
+        let named = self
+            .others
+            .iter()
+            .find(|service| Some(service.protocol_name.as_str()) == protocol);
+        Arc::clone(named.unwrap_or(&self.service))
     }
 
     /// The service served.
@@ -330,7 +365,7 @@ impl<'s> Session<'s> {
                 self.server.request_id_prefix, self.requests_served
             ),
         };
-        let service = Arc::clone(&self.server.service);
+        let service = self.server.route(request.metadata.get(keys::PROTOCOL));
         if let Some(report) = self.check_protocol(&service, &request) {
             return self.write_error_stream(&empty_schema(), &report);
         }
@@ -404,9 +439,17 @@ impl<'s> Session<'s> {
                 &service.protocol_name,
             ));
         }
-        if let Some(version) = request.metadata.get(keys::PROTOCOL_VERSION) {
+        // An unversioned protocol is not gated; reflection is one, since a
+        // client whose version mismatches calls it to learn what mismatched.
+        let gated = !service.protocol_version.is_empty();
+        if let Some(version) = request
+            .metadata
+            .get(keys::PROTOCOL_VERSION)
+            .filter(|_| gated)
+        {
             if major_minor(version) != major_minor(&service.protocol_version) {
                 return Some(errors::protocol_version_mismatch(
+                    &service.protocol_name,
                     version,
                     &service.protocol_version,
                 ));
@@ -439,6 +482,7 @@ impl<'s> Session<'s> {
                 writer.write(&batch, &metadata, &mut self.out)?;
             }
             Err(report) => {
+                let report = report.with_synthesized_traceback(&origin(method, request_metadata));
                 self.write_record(&mut writer, &report.to_record())?;
             }
         }
@@ -543,6 +587,12 @@ impl<'s> Session<'s> {
 const TRANSPORT_OPTIONS: &str = "__transport_options__";
 
 /// `__name__` methods belong to the framework, not to the service.
+/// `<protocol>/<method>`: where a method's error was raised, for its traceback.
+pub(super) fn origin(method: &Method, request_metadata: &BatchMetadata) -> String {
+    let protocol = request_metadata.get(keys::PROTOCOL).unwrap_or("");
+    format!("{protocol}/{}", method.name)
+}
+
 fn is_reserved(method: &str) -> bool {
     method.len() > 4 && method.starts_with("__") && method.ends_with("__")
 }

@@ -8,7 +8,8 @@ use crate::method::Method;
 pub struct Service {
     /// Routing key clients put in `vgi_rpc.protocol`.
     pub protocol_name: String,
-    /// `major.minor.patch`; requests must match major.minor.
+    /// `major.minor.patch`; requests must match major.minor. Empty for a
+    /// protocol that declares no version, whose requests are not gated.
     pub protocol_version: String,
     methods: BTreeMap<String, Method>,
 }
@@ -24,6 +25,16 @@ impl Service {
         Self {
             protocol_name: protocol_name.into(),
             protocol_version,
+            methods: BTreeMap::new(),
+        }
+    }
+
+    /// A service whose protocol declares no version (reflection, or a protocol
+    /// that versions itself by its name).
+    pub fn unversioned(protocol_name: impl Into<String>) -> Self {
+        Self {
+            protocol_name: protocol_name.into(),
+            protocol_version: String::new(),
             methods: BTreeMap::new(),
         }
     }

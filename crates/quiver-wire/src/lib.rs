@@ -44,7 +44,7 @@ mod writer;
 pub use error::{Result, WireError};
 pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
 pub use limits::Limits;
-pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord};
+pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord, ERROR_DETAILS_BYTES_MAX};
 pub use metadata::BatchMetadata;
 pub use reader::{decode_region, decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
 pub use role::{classify, BatchRole};

@@ -201,6 +201,15 @@ impl ErrorCode {
     }
 }
 
+/// The most bytes an error's details array may take as compact JSON; over
+/// it the array is dropped whole, never trimmed, since a client cannot tell a
+/// trimmed list from a complete one (vgi-rpc's `MAX_ERROR_DETAILS_BYTES`).
+pub const ERROR_DETAILS_BYTES_MAX: usize = 4096;
+
+fn details_fit(details: &Value) -> bool {
+    serde_json::to_string(details).is_ok_and(|text| text.len() <= ERROR_DETAILS_BYTES_MAX)
+}
+
 /// An error as both sides see it: the type name (`ValueError`, `RpcError`...), the
 /// message, and the error model fields.
 #[derive(Clone, Debug, PartialEq)]
@@ -244,6 +253,18 @@ impl ErrorReport {
         self
     }
 
+    /// Adds a traceback when the error carries none. vgi-rpc sends one with
+    /// every error by default (its clients show it to users); a Rust body has
+    /// no Python stack, so this one names where the error was raised
+    /// (`origin`, e.g. `<protocol>/<method>`) and the error itself.
+    pub fn with_synthesized_traceback(mut self, origin: &str) -> Self {
+        if !self.extra.contains_key("traceback") {
+            let trace = format!("{origin}\n{}: {}", self.error_type, self.message);
+            self.extra.insert("traceback".into(), Value::String(trace));
+        }
+        self
+    }
+
     /// The EXCEPTION record that carries this error.
     pub fn to_record(&self) -> LogRecord {
         let mut extra = Map::new();
@@ -262,7 +283,7 @@ impl ErrorReport {
         if let Some(kind) = &self.kind {
             extra.insert("error_kind".into(), Value::String(kind.clone()));
         }
-        if let Some(details) = &self.details {
+        if let Some(details) = self.details.as_ref().filter(|d| details_fit(d)) {
             extra.insert("error_details".into(), details.clone());
         }
         for (key, value) in &self.extra {
@@ -327,3 +348,34 @@ impl std::fmt::Display for ErrorReport {
 }
 
 impl std::error::Error for ErrorReport {}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{ErrorReport, ERROR_DETAILS_BYTES_MAX};
+
+    #[test]
+    fn a_synthesized_traceback_names_the_origin_and_keeps_a_real_one() {
+        let report = ErrorReport::new("ValueError", "bad").with_synthesized_traceback("P/m");
+        assert_eq!(report.extra["traceback"], json!("P/m\nValueError: bad"));
+        let again = report.with_synthesized_traceback("Q/n");
+        assert_eq!(again.extra["traceback"], json!("P/m\nValueError: bad"));
+    }
+
+    #[test]
+    fn details_over_the_cap_are_dropped_whole() {
+        let mut fits = ErrorReport::new("StatusError", "small");
+        fits.details = Some(json!([{"@type": "vgi_rpc.RetryInfo", "retry_delay_seconds": 1}]));
+        assert!(fits.to_record().extra.contains_key("error_details"));
+
+        let mut over = ErrorReport::new("StatusError", "large");
+        over.details = Some(json!([
+            {"@type": "vgi_rpc.RetryInfo", "retry_delay_seconds": 1},
+            {"@type": "vgi_rpc.ErrorInfo", "metadata": {"padding": "x".repeat(ERROR_DETAILS_BYTES_MAX)}},
+        ]));
+        let record = over.to_record();
+        assert!(!record.extra.contains_key("error_details"));
+        assert_eq!(ErrorReport::from_record(&record).details, None);
+    }
+}

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use quiver_wire::{empty_schema, keys, BatchMetadata, StreamReader, StreamWriter, WireError};
 
-use super::Session;
+use super::{origin, Session};
 use crate::conform;
 use crate::context::CallContext;
 use crate::link::ConnectionError;
@@ -26,6 +26,7 @@ impl Session<'_> {
         let mut setup: StreamSetup = match setup {
             Ok(setup) => setup,
             Err(report) => {
+                let report = report.with_synthesized_traceback(&origin(method, request_metadata));
                 let logs = std::mem::take(&mut pending_logs);
                 self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report))?;
                 self.flush()?;
@@ -105,6 +106,8 @@ impl Session<'_> {
                     }
                 }
                 Err(report) => {
+                    let report =
+                        report.with_synthesized_traceback(&origin(method, request_metadata));
                     self.write_record(&mut output, &report.to_record())?;
                     break;
                 }
