@@ -38,7 +38,6 @@ pub mod reply;
 pub mod serve;
 mod server;
 mod service;
-mod sha256;
 mod shm_route;
 mod stats;
 pub mod stream_call;

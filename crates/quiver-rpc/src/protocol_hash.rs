@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 
 use arrow_schema::{DataType, Field, IntervalUnit, Schema, TimeUnit, UnionMode};
+use sha2::{Digest, Sha256};
 
 use crate::method::Method;
 use crate::service::Service;
-use crate::sha256::sha256_hex;
 
 /// Moves only when the hash's definition moves.
 const HASH_DOMAIN: &[u8] = b"vgi_rpc.protocol_hash.v1|";
@@ -36,7 +36,10 @@ pub fn protocol_hash(service: &Service) -> Result<String, String> {
     ]);
     let mut bytes = HASH_DOMAIN.to_vec();
     bytes.extend_from_slice(preimage.canonical().as_bytes());
-    Ok(sha256_hex(&bytes))
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
 }
 
 fn method_entry(method: &Method) -> Result<Json, String> {
