@@ -32,16 +32,27 @@ def conformance_worker(quiver_bin: Path) -> Path:
     return _require(quiver_bin / "quiver-conformance-worker", "conformance worker")
 
 
+def _built_extension(prebuilt_variable: str, flavour: str, **build_env: str) -> Path:
+    """A prebuilt extension named by the environment, or ours built incrementally."""
+    prebuilt = os.environ.get(prebuilt_variable)
+    if prebuilt:
+        return Path(prebuilt)
+    subprocess.run([str(ROOT / "extension" / "build.sh")], check=True, env={**os.environ, **build_env})
+    path = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "extension" / flavour / "quiver.duckdb_extension"
+    assert path.is_file(), path
+    return path
+
+
 @pytest.fixture(scope="session")
 def extension() -> Path:
     """target/extension/quiver.duckdb_extension, built incrementally (or QUIVER_EXTENSION)."""
-    prebuilt = os.environ.get("QUIVER_EXTENSION")
-    if prebuilt:
-        return Path(prebuilt)
-    subprocess.run([str(ROOT / "extension" / "build.sh")], check=True)
-    path = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "extension" / "quiver.duckdb_extension"
-    assert path.is_file(), path
-    return path
+    return _built_extension("QUIVER_EXTENSION", "")
+
+
+@pytest.fixture(scope="session")
+def bench_extension() -> Path:
+    """The bench flavour (with the in-process ceiling quiver_numbers), or QUIVER_BENCH_EXTENSION."""
+    return _built_extension("QUIVER_BENCH_EXTENSION", "bench", QUIVER_BENCH_FUNCTIONS="1")
 
 
 @pytest.fixture(scope="session")

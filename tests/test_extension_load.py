@@ -23,31 +23,6 @@ EXPECTED_SOURCE_ID = "d54cbbe3df"
 SOURCE_ID_SYMBOL = "_ZN6duckdb6DuckDB8SourceIDEv"
 
 
-@pytest.fixture(scope="session")
-def extension() -> Path:
-    prebuilt = os.environ.get("QUIVER_EXTENSION")
-    if prebuilt:
-        return Path(prebuilt)
-    subprocess.run([str(ROOT / "extension" / "build.sh")], check=True)
-    path = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "extension" / "quiver.duckdb_extension"
-    assert path.is_file(), path
-    return path
-
-
-@pytest.fixture(scope="session")
-def bench_extension() -> Path:
-    prebuilt = os.environ.get("QUIVER_BENCH_EXTENSION")
-    if prebuilt:
-        return Path(prebuilt)
-    subprocess.run(
-        [str(ROOT / "extension" / "build.sh")], check=True, env={**os.environ, "QUIVER_BENCH_FUNCTIONS": "1"}
-    )
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    path = target / "extension" / "bench" / "quiver.duckdb_extension"
-    assert path.is_file(), path
-    return path
-
-
 @pytest.fixture()
 def con(extension: Path) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(config={"allow_unsigned_extensions": "true"})

@@ -5,7 +5,8 @@
 //! Needs `target/<profile>/quiver-allinone` (built by `cargo build --workspace`; `./quiver test`
 //! builds it before running the tests).
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -17,24 +18,7 @@ use quiver_duckdb::bind::{bind, Bound};
 use quiver_duckdb::{catalog, scalar, scan, table_in_out, worker::Worker, FailureCode};
 use quiver_vgi_contract::RawArguments;
 
-fn allinone() -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let path: PathBuf = profile_dir.join("quiver-allinone");
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --release --workspace)",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-fn attach(location: &str) -> Arc<Attached> {
-    quiver_duckdb::attached::open(location, "w", None).expect("attach")
-}
+use common::{allinone, attach};
 
 fn function(attached: &Attached, name: &str) -> usize {
     attached

@@ -7,6 +7,8 @@
 //!
 //! Needs `target/<profile>/quiver-allinone` (built by `cargo build --workspace`).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -15,33 +17,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, Int64Array};
-use quiver_duckdb::attached::Attached;
 use quiver_duckdb::bind::bind;
 use quiver_duckdb::scan;
 use quiver_vgi_contract::RawArguments;
 
+use common::{allinone, attach};
+
 /// How long a worker may take to go after its engine dies before the test fails. The promise is
 /// 5 s; the bound is generous so that a loaded machine does not fail the test.
 const WORKER_EXIT_BOUND: Duration = Duration::from_secs(30);
-
-fn allinone() -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let path: PathBuf = profile_dir.join("quiver-allinone");
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --release --workspace)",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-fn attach(location: &str) -> Arc<Attached> {
-    quiver_duckdb::attached::open(location, "w", None).expect("attach")
-}
 
 fn fresh_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("quiver-lifecycle-{tag}-{}", std::process::id()));
