@@ -4,7 +4,8 @@
 //! is gathered in one buffer and written with one call; a bad request is answered
 //! with an error and the connection keeps serving, unless the bytes themselves
 //! are broken (framing cannot be recovered), in which case the error is sent and
-//! the connection closed. Stream calls (header, turns, cancel) are in `server/stream.rs`.
+//! the connection closed. Reading a request is in `server/request.rs`, stream calls (header,
+//! turns, cancel) in `server/stream.rs`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +16,7 @@ use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
     classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuffer,
-    Limits, LogRecord, StreamReader, StreamWriter, WireError,
+    Limits, LogRecord, StreamWriter, WireError,
 };
 
 use crate::conform;
@@ -28,7 +29,10 @@ use crate::reflection::reflection_service;
 use crate::service::{major_minor, Service};
 use crate::shm_route::ShmRoute;
 
+mod request;
 mod stream;
+
+use request::{Request, RequestError};
 
 /// Settings of a server.
 #[derive(Clone, Debug)]
@@ -166,13 +170,6 @@ struct Session<'s> {
     request_id: String,
 }
 
-/// A decoded request.
-struct Request {
-    method: String,
-    metadata: BatchMetadata,
-    batch: RecordBatch,
-}
-
 impl<'s> Session<'s> {
     fn new(server: &'s Server, connection: Connection) -> Self {
         Self {
@@ -214,73 +211,6 @@ impl<'s> Session<'s> {
         self.dispatch(request)?;
         self.flush()?;
         Ok(true)
-    }
-
-    /// Reads one request stream to its end marker, so framing stays intact even
-    /// when the request is rejected.
-    fn read_request(&mut self) -> Result<Option<Request>, RequestError> {
-        let limits = self.limits();
-        let read: Result<_, WireError> = self.link.wait_for_peer(self.shm.as_mut(), |input| {
-            let Some(mut reader) = StreamReader::begin(input, limits)? else {
-                return Ok(None);
-            };
-            let first = reader.next(input);
-            // Drain only a stream whose framing survived (a message read whole but
-            // refused, e.g. metadata that is not UTF-8); after a framing error the
-            // bytes that follow are not messages.
-            if !reader.framing_intact() {
-                return Err(first.expect_err("framing is lost only by an error"));
-            }
-            let extra = reader.drain(input)?;
-            Ok(Some((first, extra)))
-        });
-        let Some((first, extra)) = read? else {
-            return Ok(None);
-        };
-        let first = first.map_err(|error| {
-            RequestError::Rejected(errors::protocol_error(format!(
-                "unreadable request batch: {error}"
-            )))
-        })?;
-        let Some((batch, metadata)) = first else {
-            return Err(RequestError::Rejected(errors::rpc_error(
-                "request stream carries no batch",
-                ErrorCode::InvalidArgument,
-            )));
-        };
-        if extra > 0 {
-            return Err(RequestError::Rejected(errors::rpc_error(
-                "request stream carries more than one batch",
-                ErrorCode::InvalidArgument,
-            )));
-        }
-        let Some(method) = metadata.get(keys::METHOD).map(str::to_string) else {
-            return Err(RequestError::Rejected(errors::protocol_error(
-                "Missing 'vgi_rpc.method' in request batch custom_metadata".into(),
-            )));
-        };
-        match metadata.get(keys::REQUEST_VERSION_KEY) {
-            Some(keys::REQUEST_VERSION) => {}
-            other => {
-                return Err(RequestError::Rejected(errors::request_version(other)));
-            }
-        }
-        self.refresh_shm(&metadata)
-            .map_err(RequestError::Rejected)?;
-        let (batch, metadata) = self
-            .resolve_input(batch, metadata)
-            .map_err(RequestError::Fatal)?;
-        if batch.num_columns() > 0 && batch.num_rows() != 1 {
-            return Err(RequestError::Rejected(errors::protocol_error(format!(
-                "Expected 1 row in request batch, got {}: each parameter is a column of one row",
-                batch.num_rows()
-            ))));
-        }
-        Ok(Some(Request {
-            method,
-            metadata,
-            batch,
-        }))
     }
 
     /// Attaches (or re-attaches) the segment a request advertises.
@@ -586,27 +516,13 @@ impl<'s> Session<'s> {
 /// The capability handshake method, answered before routing.
 const TRANSPORT_OPTIONS: &str = "__transport_options__";
 
-/// `__name__` methods belong to the framework, not to the service.
 /// `<protocol>/<method>`: where a method's error was raised, for its traceback.
 pub(super) fn origin(method: &Method, request_metadata: &BatchMetadata) -> String {
     let protocol = request_metadata.get(keys::PROTOCOL).unwrap_or("");
     format!("{protocol}/{}", method.name)
 }
 
+/// `__name__` methods belong to the framework, not to the service.
 fn is_reserved(method: &str) -> bool {
     method.len() > 4 && method.starts_with("__") && method.ends_with("__")
-}
-
-/// Why a request could not be dispatched.
-enum RequestError {
-    /// Framing is broken (or the segment failed); the connection cannot continue.
-    Fatal(ConnectionError),
-    /// The request was read whole but is not acceptable; answer and continue.
-    Rejected(ErrorReport),
-}
-
-impl From<WireError> for RequestError {
-    fn from(error: WireError) -> Self {
-        RequestError::Fatal(error.into())
-    }
 }

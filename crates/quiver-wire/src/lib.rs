@@ -30,6 +30,7 @@
 
 mod body;
 mod error;
+mod frames;
 mod framing;
 pub mod keys;
 mod limits;
@@ -42,11 +43,12 @@ mod sink;
 mod writer;
 
 pub use error::{Result, WireError};
+pub use frames::{BufferFrames, FrameSource, IoFrames};
 pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
 pub use limits::Limits;
 pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord, ERROR_DETAILS_BYTES_MAX};
 pub use metadata::BatchMetadata;
-pub use reader::{decode_region, decode_stream, BufferFrames, FrameSource, IoFrames, StreamReader};
+pub use reader::{decode_region, decode_stream, StreamReader};
 pub use role::{classify, BatchRole};
 pub use schema_cache::SCHEMA_CACHE_ENTRIES_MAX;
 pub use sink::{GatherBuffer, IpcSink, GATHER_MIN_BYTES};
