@@ -73,18 +73,8 @@ impl<'a, R: Read> IoFrames<'a, R> {
                 .map_err(truncated("message length"))?;
             prefix_bytes = 8;
         }
-        let len = i32::from_le_bytes(word);
-        if len < 0 {
-            return Err(WireError::Malformed(format!(
-                "negative message length {len}"
-            )));
-        }
-        check_limit(
-            "message metadata",
-            len as u64,
-            limits.metadata_bytes_max as u64,
-        )?;
-        Ok(Some((len as u32, prefix_bytes)))
+        let len = metadata_length(word, limits)?;
+        Ok(Some((len, prefix_bytes)))
     }
 }
 
@@ -153,17 +143,7 @@ impl FrameSource for BufferFrames {
             word.copy_from_slice(&self.take(4, "message length")?);
             prefix_bytes = 8;
         }
-        let len = i32::from_le_bytes(word);
-        if len < 0 {
-            return Err(WireError::Malformed(format!(
-                "negative message length {len}"
-            )));
-        }
-        check_limit(
-            "message metadata",
-            len as u64,
-            limits.metadata_bytes_max as u64,
-        )?;
+        let len = metadata_length(word, limits)?;
         if len == 0 {
             return Ok(None);
         }
@@ -234,6 +214,22 @@ pub(crate) fn verify_header(
 /// Bounds the repairs of one header (each copies it): a request carries a handful
 /// of metadata strings.
 const NOT_UTF8_STRINGS_MAX: usize = 16;
+
+/// The metadata length a message prefix announces, refused when negative or over its limit.
+fn metadata_length(word: [u8; 4], limits: &Limits) -> Result<u32> {
+    let len = i32::from_le_bytes(word);
+    if len < 0 {
+        return Err(WireError::Malformed(format!(
+            "negative message length {len}"
+        )));
+    }
+    check_limit(
+        "message metadata",
+        len as u64,
+        limits.metadata_bytes_max as u64,
+    )?;
+    Ok(len as u32)
+}
 
 /// Refuses a size over its limit before anything is allocated for it.
 pub(crate) fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64) -> Result<()> {
