@@ -5,8 +5,10 @@
 //! before anything large is allocated. Every wait is bounded, so a server that
 //! hangs fails the test instead of stalling the suite.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -17,14 +19,15 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use common::{add_method, read_reply, request_metadata, Reply};
 use quiver_rpc::{
     field, CallContext, Client, ConnectionError, Method, Server, ServerConfig, Service, SessionEnd,
     StreamOutput, StreamSetup, StreamState,
 };
 use quiver_transport::{pipe_pair, Connection};
 use quiver_wire::{
-    classify, keys, BatchMetadata, BatchRole, ErrorReport, Limits, LogLevel, StreamReader,
-    StreamWriter, WireError,
+    classify, keys, BatchMetadata, BatchRole, ErrorReport, Limits, LogLevel, StreamWriter,
+    WireError,
 };
 
 /// How long any single wait on the server may take before the test fails.
@@ -67,19 +70,7 @@ static ALLOCATOR: Tracking = Tracking;
 
 fn service() -> Service {
     let mut service = Service::new("Test", "1.0.0");
-    service.add(Method::unary(
-        "add",
-        vec![
-            field("a", DataType::Float64, false),
-            field("b", DataType::Float64, false),
-        ],
-        Some(field("result", DataType::Float64, false)),
-        |params, _| {
-            Ok(Some(Arc::new(Float64Array::from(vec![
-                params.f64("a")? + params.f64("b")?,
-            ])) as ArrayRef))
-        },
-    ));
+    service.add(add_method());
     service.add(Method::unary(
         "total",
         vec![field(
@@ -176,15 +167,6 @@ fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static
 // ---------------------------------------------------------------------------
 // A raw client: hand-made request bytes, replies read as plain streams.
 
-fn request_metadata(method: &str) -> BatchMetadata {
-    BatchMetadata::from_pairs([
-        (keys::METHOD, method),
-        (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
-        (keys::PROTOCOL, "Test"),
-        (keys::PROTOCOL_VERSION, "1.0.0"),
-    ])
-}
-
 fn add_params(a: f64, b: f64) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![
         Field::new("a", DataType::Float64, false),
@@ -214,18 +196,6 @@ fn request(params: &RecordBatch, metadata: &BatchMetadata, copies: usize) -> Vec
 fn send(connection: &mut Connection, bytes: &[u8]) {
     connection.writer.write_all(bytes).unwrap();
     connection.writer.flush().unwrap();
-}
-
-type Reply = Vec<(RecordBatch, BatchMetadata)>;
-
-/// Reads one reply stream; `None` when the server closed the connection instead.
-fn read_reply(reader: &mut BufReader<Box<dyn Read + Send>>) -> Option<Reply> {
-    let mut stream = StreamReader::begin(reader, Limits::DEFAULT).expect("a readable reply")?;
-    let mut batches = Vec::new();
-    while let Some(batch) = stream.next(reader).expect("a readable reply") {
-        batches.push(batch);
-    }
-    Some(batches)
 }
 
 /// Sends `bytes` and reads the reply, within [`PATIENCE`].

@@ -4,7 +4,9 @@
 //! typed error, and the same connection then answers a good request. Every wait is
 //! bounded, so a server that hangs fails the test instead of stalling the suite.
 
-use std::io::{BufReader, Read, Write};
+mod common;
+
+use std::io::Write;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
@@ -14,12 +16,10 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_rpc::{field, Method, Server, ServerConfig, Service, SessionEnd};
+use common::{add_method, read_reply, request_metadata, Reply};
+use quiver_rpc::{Server, ServerConfig, Service, SessionEnd};
 use quiver_transport::{pipe_pair, Connection};
-use quiver_wire::{
-    classify, keys, BatchMetadata, BatchRole, ErrorReport, Limits, LogLevel, StreamReader,
-    StreamWriter,
-};
+use quiver_wire::{classify, keys, BatchMetadata, BatchRole, ErrorReport, LogLevel, StreamWriter};
 
 /// How long any single wait on the server may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -29,19 +29,7 @@ const PLACEHOLDER: &str = "<placeholder for bytes that are not UTF-8>";
 
 fn service() -> Service {
     let mut service = Service::new("Test", "1.0.0");
-    service.add(Method::unary(
-        "add",
-        vec![
-            field("a", DataType::Float64, false),
-            field("b", DataType::Float64, false),
-        ],
-        Some(field("result", DataType::Float64, false)),
-        |params, _| {
-            Ok(Some(Arc::new(Float64Array::from(vec![
-                params.f64("a")? + params.f64("b")?,
-            ])) as ArrayRef))
-        },
-    ));
+    service.add(add_method());
     service
 }
 
@@ -53,15 +41,6 @@ fn start() -> (Connection, mpsc::Receiver<SessionEnd>) {
         let _ = done.send(server.serve(server_end));
     });
     (client_end, ended)
-}
-
-fn metadata(method: &str) -> BatchMetadata {
-    BatchMetadata::from_pairs([
-        (keys::METHOD, method),
-        (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
-        (keys::PROTOCOL, "Test"),
-        (keys::PROTOCOL_VERSION, "1.0.0"),
-    ])
 }
 
 /// A one-or-more-row batch of Float64 columns named and typed by `fields`.
@@ -103,17 +82,6 @@ fn not_utf8(mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-type Reply = Vec<(RecordBatch, BatchMetadata)>;
-
-fn read_reply(reader: &mut BufReader<Box<dyn Read + Send>>) -> Option<Reply> {
-    let mut stream = StreamReader::begin(reader, Limits::DEFAULT).expect("a readable reply")?;
-    let mut batches = Vec::new();
-    while let Some(batch) = stream.next(reader).expect("a readable reply") {
-        batches.push(batch);
-    }
-    Some(batches)
-}
-
 /// Sends `bytes` and reads the reply within [`PATIENCE`].
 fn exchange(what: &str, connection: Connection, bytes: Vec<u8>) -> (Connection, Option<Reply>) {
     let (done, result) = mpsc::channel();
@@ -150,7 +118,11 @@ fn assert_serves_add(connection: Connection, after: &str) -> Connection {
         ],
     )
     .unwrap();
-    let (connection, reply) = exchange(after, connection, request(&params, &metadata("add")));
+    let (connection, reply) = exchange(
+        after,
+        connection,
+        request(&params, &request_metadata("add")),
+    );
     let reply = reply.unwrap_or_else(|| panic!("after {after}: the server closed the connection"));
     assert!(
         error_of(&reply).is_none(),
@@ -171,7 +143,7 @@ fn assert_serves_add(connection: Connection, after: &str) -> Connection {
 type Case = (&'static str, Vec<u8>, &'static str, &'static str);
 
 fn parameter_cases() -> Vec<Case> {
-    let add = metadata("add");
+    let add = request_metadata("add");
     let nullable_a = Field::new("a", DataType::Float64, true);
     let text_a = Field::new("a", DataType::Utf8, false);
     let stray = Field::new("unexpected", DataType::Utf8, false);
@@ -231,7 +203,7 @@ fn parameter_cases() -> Vec<Case> {
 fn metadata_cases() -> Vec<Case> {
     let params = batch(vec![a(), b()], 1);
     let with = |change: &dyn Fn(&mut BatchMetadata)| {
-        let mut metadata = metadata("add");
+        let mut metadata = request_metadata("add");
         change(&mut metadata);
         request(&params, &metadata)
     };
