@@ -4,7 +4,6 @@
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
-use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteOptions};
 use arrow_schema::{Schema, SchemaRef};
 use quiver_wire::{encode_stream, BatchMetadata, ErrorReport, Limits};
 
@@ -87,39 +86,14 @@ pub fn decode_row(bytes: &[u8], what: &str) -> Result<RecordBatch, ErrorReport> 
 
 /// A bare, framed schema message, as pyarrow's `Schema.serialize()` writes it.
 pub fn encode_schema(schema: &Schema) -> Vec<u8> {
-    let options = IpcWriteOptions::default();
-    let mut tracker = DictionaryTracker::new(false);
-    let encoded =
-        IpcDataGenerator {}.schema_to_bytes_with_dictionary_tracker(schema, &mut tracker, &options);
-    let message = encoded.ipc_message;
-    let padded_len = (message.len() + 8).div_ceil(8) * 8 - 8;
-    let mut bytes = Vec::with_capacity(8 + padded_len);
-    bytes.extend_from_slice(&[0xFF; 4]);
-    bytes.extend_from_slice(&(padded_len as i32).to_le_bytes());
-    bytes.extend_from_slice(&message);
-    bytes.resize(8 + padded_len, 0);
-    debug_assert_eq!(bytes.len() % 8, 0);
-    bytes
+    quiver_wire::schema_message::encode(schema)
 }
 
 /// Decodes a bare schema message (a full stream is accepted too: its first
 /// message is the schema).
 pub fn decode_schema(bytes: &[u8], what: &str) -> Result<SchemaRef, ErrorReport> {
-    if bytes.len() > SCHEMA_MESSAGE_BYTES_MAX {
-        return Err(errors::malformed(
-            what,
-            format!(
-                "{} bytes exceed the limit of {SCHEMA_MESSAGE_BYTES_MAX}",
-                bytes.len()
-            ),
-        ));
-    }
-    let schema = arrow_ipc::convert::try_schema_from_ipc_buffer(bytes)
-        .map_err(|error| errors::malformed(what, error))?;
-    if schema.fields().len() > SCHEMA_FIELDS_MAX {
-        return Err(errors::malformed(what, "too many fields"));
-    }
-    Ok(std::sync::Arc::new(schema))
+    quiver_wire::schema_message::decode(bytes, SCHEMA_MESSAGE_BYTES_MAX, SCHEMA_FIELDS_MAX)
+        .map_err(|error| errors::malformed(what, error))
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ mod metadata;
 mod reader;
 mod role;
 mod schema_cache;
+pub mod schema_message;
 mod sink;
 mod writer;
 
