@@ -7,6 +7,7 @@ runs the same DuckDB; whatever it loses against these figures is its transport a
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -113,6 +114,7 @@ def cases(args):
         bytes_per_row=m.BYTES_PER_ROW, database="file",
     )  # fmt: skip
     file_con.close()
+    shutil.rmtree(scratch, ignore_errors=True)
     cursors = [con.cursor() for _ in tables]
 
     def prepare_n():
