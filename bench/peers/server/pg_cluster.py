@@ -86,4 +86,5 @@ class Cluster:
 
     def version(self) -> str:
         out = subprocess.run([str(BIN / "postgres"), "--version"], capture_output=True, text=True)
-        return out.stdout.strip()
+        # "postgres (PostgreSQL) 15.18 (Debian …)" → "15.18 (Debian …)"
+        return out.stdout.strip().removeprefix("postgres (PostgreSQL) ")

@@ -11,10 +11,14 @@ from typing import Any
 
 PEER_ORDER = ["quiver", "duckdb in-process", "hyper", "quack", "postgresql"]
 WORKLOADS = [
-    ("insert.bulk", "Bulk insert", "24 B/row"),
-    ("query.full_scan", "Full scan → Arrow", "24 B/row"),
-    ("query.filtered", "Filtered scan (`sensor_id = 5`, id and value) → Arrow", "12 B/row of the result"),
-    ("query.aggregation", "Aggregation (`GROUP BY sensor_id`, 10 rows back)", "rows/s counts the 10 result rows"),
+    ("insert.bulk", "Bulk insert", "MB/s at 24 B/row."),
+    ("query.full_scan", "Full scan → Arrow", "MB/s at 24 B/row."),
+    ("query.filtered", "Filtered scan (`sensor_id = 5`, id and value) → Arrow", "MB/s at 12 B/row of the result."),
+    (
+        "query.aggregation",
+        "Aggregation (`GROUP BY sensor_id`, 10 rows back)",
+        "rows/s counts the 10 result rows: read the time.",
+    ),
 ]
 CHART_WORKLOADS = ["insert.bulk", "query.full_scan", "query.filtered"]
 
@@ -66,7 +70,7 @@ def targets_block(targets: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def workload_block(records: list[dict[str, Any]], workload: str, title: str, unit: str) -> list[str]:
+def workload_block(records: list[dict[str, Any]], workload: str, title: str, reading: str) -> list[str]:
     recs = sorted((r for r in records if r["workload"] == workload), key=order_key)
     if not recs:
         return []
@@ -74,7 +78,7 @@ def workload_block(records: list[dict[str, Any]], workload: str, title: str, uni
     lines = [
         f"## {title}",
         "",
-        f"Table of {table_rows:,} rows; MB/s at {unit}.",
+        f"Table of {table_rows:,} rows; {reading}",
         "",
         "| peer | variant | API | flavor | transport | database | rows | median [min–max] | rows/s | MB/s | × in-process |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -105,8 +109,8 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     ]
     lines += targets_block(saved["targets"])
     lines += ["", "![best single-connection rows/s per peer (log scale)](server.svg)", ""]
-    for workload, title, unit in WORKLOADS:
-        block = workload_block(records, workload, title, unit)
+    for workload, title, reading in WORKLOADS:
+        block = workload_block(records, workload, title, reading)
         if block:
             lines += [*block, ""]
     errors = [e for peer in saved["peers"].values() for e in peer.get("errors", [])]
