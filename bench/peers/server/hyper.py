@@ -36,6 +36,7 @@ from common import (
     Case,
     in_threads,
     insert_arrow_n,
+    log,
     parse_args,
     query_n,
     run_peer,
@@ -44,6 +45,9 @@ from tableauhyperapi import Connection, CreateMode, HyperProcess, Inserter, Tele
 
 PEER = "hyper"
 ROW_API_ROWS = 1_000_000
+# hyperd listens where `listen_connection` says; pantab starts hyperds of its own (measured once).
+LISTEN = {"unix": None, "tcp": "tab.tcp://127.0.0.1:auto"}
+PANTAB_TRANSPORT = "unix"
 DESCRIPTOR = "DESCRIPTOR(id INT, sensor_id INT, value DOUBLE PRECISION, timestamp BIGINT)"
 SHAPES = [
     ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES),
@@ -102,7 +106,7 @@ def check_result(workload: str, table: pa.Table, rows: int, start: int = 0) -> b
     return m.of_table(table).matches(want)
 
 
-def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Path, args):
+def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Path, args, transport: str):
     rows, workers = args.rows, args.workers
     source = m.table(rows)
     parts = m.worker_tables(rows, workers)
@@ -119,13 +123,13 @@ def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: P
             inserter.execute()
 
     yield Case(
-        "insert.bulk", INSERT_ROWS, "sync", "unix", "Inserter.add_rows (Python tuples)",
+        "insert.bulk", INSERT_ROWS, "sync", transport, "Inserter.add_rows (Python tuples)",
         prepare=prepare_rows, run=run_rows, check=lambda _r: checksum(con, ["m"]).matches(m.expected(row_rows)),
         rows=row_rows, bytes_per_row=m.BYTES_PER_ROW, database="file",
         note=f"capped at {ROW_API_ROWS:,} rows",
     )  # fmt: skip
     yield Case(
-        "insert.bulk", INSERT_ARROW, "sync", "unix", "external() over an Arrow IPC stream file",
+        "insert.bulk", INSERT_ARROW, "sync", transport, "external() over an Arrow IPC stream file",
         prepare=lambda: recreate(con, "m"), run=lambda _s: insert_external(con, "m", source, xfer / "in.arrows"),
         check=lambda _r: checksum(con, ["m"]).matches(m.expected(rows)), rows=rows,
         bytes_per_row=m.BYTES_PER_ROW, database="file",
@@ -144,18 +148,19 @@ def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: P
         )
 
     yield Case(
-        "insert.bulk", insert_arrow_n(workers), "parallel", "unix", "N connections, external() each",
+        "insert.bulk", insert_arrow_n(workers), "parallel", transport, "N connections, external() each",
         prepare=prepare_n, run=run_n, check=lambda _r: checksum(con, tables).matches(m.expected(len(parts) * parts[0].num_rows)),
         rows=parts[0].num_rows * workers, bytes_per_row=m.BYTES_PER_ROW, connections=workers, database="file",
     )  # fmt: skip
     pantab_file = scratch / "pantab.hyper"
-    yield Case(
-        "insert.bulk", INSERT_ARROW, "sync", "unix", "pantab.frame_to_hyper (own hyperd per call)",
-        prepare=lambda: pantab_file.unlink(missing_ok=True),
-        run=lambda _s: pantab.frame_to_hyper(source, pantab_file, table="m"),
-        check=lambda _r: pantab_checksum(pantab_file).matches(m.expected(rows)),
-        rows=rows, bytes_per_row=m.BYTES_PER_ROW, database="file",
-    )  # fmt: skip
+    if transport == PANTAB_TRANSPORT:
+        yield Case(
+            "insert.bulk", INSERT_ARROW, "sync", "unix", "pantab.frame_to_hyper (own hyperd per call)",
+            prepare=lambda: pantab_file.unlink(missing_ok=True),
+            run=lambda _s: pantab.frame_to_hyper(source, pantab_file, table="m"),
+            check=lambda _r: pantab_checksum(pantab_file).matches(m.expected(rows)),
+            rows=rows, bytes_per_row=m.BYTES_PER_ROW, database="file",
+        )  # fmt: skip
     # The query workloads read tables loaded once here.
     recreate(con, "m")
     insert_external(con, "m", source, xfer / "in.arrows")
@@ -163,24 +168,25 @@ def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: P
     run_n(None)
 
 
-def query_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Path, args):
+def query_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Path, args, transport: str):
     rows, workers = args.rows, args.workers
     per = rows // workers
     tables = [f"m_{w}" for w in range(workers)]
     pantab_file = scratch / "pantab.hyper"
     for workload, sql, nbytes in SHAPES:
         yield Case(
-            workload, QUERY_ONE, "sync", "unix", "COPY (q) TO file (FORMAT arrowstream), pyarrow reads it",
+            workload, QUERY_ONE, "sync", transport, "COPY (q) TO file (FORMAT arrowstream), pyarrow reads it",
             run=lambda _s, sql=sql: copy_out(con, sql.format(table="m"), xfer / "out.arrows"),
             check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
             bytes_per_row=nbytes, database="file",
         )  # fmt: skip
-        yield Case(
-            workload, QUERY_ONE, "sync", "unix", "pantab.frame_from_hyper_query (own hyperd per call)",
-            run=lambda _s, sql=sql: pantab.frame_from_hyper_query(pantab_file, sql.format(table="m"), return_type="pyarrow"),
-            check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
-            bytes_per_row=nbytes, database="file",
-        )  # fmt: skip
+        if transport == PANTAB_TRANSPORT:
+            yield Case(
+                workload, QUERY_ONE, "sync", "unix", "pantab.frame_from_hyper_query (own hyperd per call)",
+                run=lambda _s, sql=sql: pantab.frame_from_hyper_query(pantab_file, sql.format(table="m"), return_type="pyarrow"),
+                check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
+                bytes_per_row=nbytes, database="file",
+            )  # fmt: skip
 
         def run_n(_s, sql=sql):
             return in_threads(
@@ -191,7 +197,7 @@ def query_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Pa
             )
 
         yield Case(
-            workload, query_n(workers), "parallel", "unix", "N connections, COPY TO arrowstream each",
+            workload, query_n(workers), "parallel", transport, "N connections, COPY TO arrowstream each",
             run=run_n, check=lambda parts, w=workload: all(check_result(w, p, per, i * per) for i, p in enumerate(parts)),
             rows=result_rows(workload, per) * workers, bytes_per_row=nbytes, connections=workers, database="file",
         )  # fmt: skip
@@ -201,19 +207,29 @@ def cases(args):
     scratch = Path(tempfile.mkdtemp(prefix="quiver-bench-hyper-"))
     xfer = transfer_dir()
     try:
-        with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_dir": str(scratch)}) as hp:
-            db = str(scratch / "bench.hyper")
-            with Connection(hp.endpoint, db, CreateMode.CREATE_AND_REPLACE) as con:
-                cons = [Connection(hp.endpoint, db) for _ in range(args.workers)]
-                try:
-                    yield from insert_cases(con, cons, scratch, xfer, args)
-                    yield from query_cases(con, cons, scratch, xfer, args)
-                finally:
-                    for c in cons:
-                        c.close()
+        for transport, listen in LISTEN.items():
+            yield from transport_cases(args, transport, listen, scratch, xfer)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(xfer, ignore_errors=True)
+
+
+def transport_cases(args, transport: str, listen: str | None, scratch: Path, xfer: Path):
+    """Every case against one hyperd listening on `transport`, with a database of its own."""
+    parameters = {"log_dir": str(scratch)}
+    if listen:
+        parameters["listen_connection"] = listen
+    with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters=parameters) as hp:
+        log(PEER, f"hyperd at {hp.endpoint.connection_descriptor}")
+        db = str(scratch / f"bench-{transport}.hyper")
+        with Connection(hp.endpoint, db, CreateMode.CREATE_AND_REPLACE) as con:
+            cons = [Connection(hp.endpoint, db) for _ in range(args.workers)]
+            try:
+                yield from insert_cases(con, cons, scratch, xfer, args, transport)
+                yield from query_cases(con, cons, scratch, xfer, args, transport)
+            finally:
+                for c in cons:
+                    c.close()
 
 
 def main() -> int:
@@ -225,7 +241,8 @@ def main() -> int:
     }
     notes = [
         f"row API capped at {ROW_API_ROWS:,} rows; Hyper's row iterator (≈0.3 M rows/s) is not measured",
-        "hyperd listens on a unix domain socket (tableauhyperapi's default on Linux)",
+        "every case runs against a hyperd on its unix domain socket (tableauhyperapi's default on Linux), "
+        "then on TCP loopback; pantab's calls start hyperds of their own and run once",
         "Arrow files for external() and COPY TO live on /dev/shm; writing/reading them is timed",
     ]
     return run_peer(PEER, args, versions, lambda: cases(args), notes)
