@@ -183,7 +183,7 @@ def run_peer(
     emit({"kind": "info", "protocol": PROTOCOL, "peer": peer, "versions": versions, "notes": notes or []})
     failures = 0
     for case in cases():
-        label = f"{case.workload} · {case.variant} · {case.api}"
+        label = f"{case.workload} · {case.variant} · {case.transport} · {case.api}"
         try:
             times, result = measure(case, args.warmup, args.measured)
             if not case.check(result):

@@ -1,4 +1,4 @@
-"""Peer: PostgreSQL 15 (Debian's binaries, a throw-away cluster from pg_cluster.py) over its unix socket.
+"""Peer: PostgreSQL 15 (Debian's binaries, a throw-away cluster from pg_cluster.py), unix socket then TCP.
 
 - COPY in: psycopg 3 `COPY m FROM STDIN (FORMAT BINARY)` with `write_row` over Python tuples that are
   built before the clock starts (psycopg encodes them to PostgreSQL's binary format).
@@ -32,7 +32,7 @@ from common import (
 from pg_cluster import Cluster
 
 PEER = "postgresql"
-TRANSPORT = "unix"
+TRANSPORTS = ("unix", "tcp")
 COPY_TYPES = ["int4", "int4", "float8", "int8"]
 SHAPES = [
     ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES),
@@ -84,24 +84,29 @@ def check_result(workload: str, table: pa.Table, rows: int, start: int = 0) -> b
 
 
 def cases(pg: Cluster, args):
+    source = m.table(args.rows)
+    parts = m.worker_tables(args.rows, args.workers)
+    tuples = [tuple(r.values()) for r in source.to_pylist()]
+    for transport in TRANSPORTS:
+        yield from transport_cases(pg, args, transport, source, parts, tuples)
+
+
+def transport_cases(pg: Cluster, args, transport: str, source: pa.Table, parts: list[pa.Table], tuples: list):
+    """Every case over one transport, on tables of its own connections' making."""
     rows, workers = args.rows, args.workers
     per = rows // workers
-    source = m.table(rows)
-    parts = m.worker_tables(rows, workers)
     tables = [f"m_{w}" for w in range(workers)]
-    con = psycopg.connect(pg.conninfo(TRANSPORT), autocommit=True)
-    arrow = adbc.connect(pg.uri(TRANSPORT))
-    arrows = [adbc.connect(pg.uri(TRANSPORT)) for _ in range(workers)]
-    tuples = [tuple(r.values()) for r in source.to_pylist()]
+    con = psycopg.connect(pg.conninfo(transport), autocommit=True)
+    arrow = adbc.connect(pg.uri(transport))
+    arrows = [adbc.connect(pg.uri(transport)) for _ in range(workers)]
     yield Case(
-        "insert.bulk", INSERT_COPY, "sync", TRANSPORT, "psycopg COPY FROM STDIN (FORMAT BINARY), write_row",
+        "insert.bulk", INSERT_COPY, "sync", transport, "psycopg COPY FROM STDIN (FORMAT BINARY), write_row",
         prepare=lambda: recreate(con, "m"), run=lambda _s: copy_rows(con, "m", tuples),
         check=lambda _r: checksum(con, ["m"]).matches(m.expected(rows)), rows=rows, bytes_per_row=m.BYTES_PER_ROW,
         database="file", note="Python tuples built before the clock starts",
     )  # fmt: skip
-    tuples.clear()  # measured: free the Python rows before the Arrow cases
     yield Case(
-        "insert.bulk", INSERT_ARROW, "sync", TRANSPORT, "ADBC adbc_ingest(mode='append')",
+        "insert.bulk", INSERT_ARROW, "sync", transport, "ADBC adbc_ingest(mode='append')",
         prepare=lambda: recreate(con, "m"), run=lambda _s: ingest(arrow, "m", source),
         check=lambda _r: checksum(con, ["m"]).matches(m.expected(rows)), rows=rows, bytes_per_row=m.BYTES_PER_ROW,
         database="file",
@@ -115,7 +120,7 @@ def cases(pg: Cluster, args):
         in_threads([lambda c=c, t=t, p=p: ingest(c, t, p) for c, t, p in zip(arrows, tables, parts, strict=True)])
 
     yield Case(
-        "insert.bulk", insert_arrow_n(workers), "parallel", TRANSPORT, "N connections, ADBC adbc_ingest each",
+        "insert.bulk", insert_arrow_n(workers), "parallel", transport, "N connections, ADBC adbc_ingest each",
         prepare=prepare_n, run=run_n, check=lambda _r: checksum(con, tables).matches(m.expected(per * workers)),
         rows=per * workers, bytes_per_row=m.BYTES_PER_ROW, connections=workers, database="file",
     )  # fmt: skip
@@ -127,7 +132,7 @@ def cases(pg: Cluster, args):
     con.execute("VACUUM ANALYZE")
     for workload, sql, nbytes in SHAPES:
         yield Case(
-            workload, QUERY_ONE, "sync", TRANSPORT, "ADBC execute + fetch_arrow_table()",
+            workload, QUERY_ONE, "sync", transport, "ADBC execute + fetch_arrow_table()",
             run=lambda _s, sql=sql: fetch(arrow, sql.format(table="m")),
             check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
             bytes_per_row=nbytes, database="file",
@@ -139,7 +144,7 @@ def cases(pg: Cluster, args):
             )
 
         yield Case(
-            workload, query_n(workers), "parallel", TRANSPORT, "N connections, ADBC fetch_arrow_table() each",
+            workload, query_n(workers), "parallel", transport, "N connections, ADBC fetch_arrow_table() each",
             run=run_q, check=lambda ps, w=workload: all(check_result(w, p, per, i * per) for i, p in enumerate(ps)),
             rows=result_rows(workload, per) * workers, bytes_per_row=nbytes, connections=workers, database="file",
         )  # fmt: skip
