@@ -67,3 +67,22 @@ def test_a_sql_checksum_row_compares_like_the_table_checksum():
 def test_sizes_beyond_the_limit_are_refused():
     with pytest.raises(AssertionError):
         rows.table(rows.ROWS_MAX + 1)
+
+
+def _filtered(t):
+    return t.filter(pc.equal(t["sensor_id"], rows.FILTER_SENSOR)).select(["id", "value"])
+
+
+def _aggregated(t):
+    return t.group_by("sensor_id").aggregate([("id", "count"), ("value", "sum")])
+
+
+def test_each_worker_table_result_is_checked_against_its_own_ids():
+    per, workers = 501, 2
+    parts = rows.worker_tables(per * workers + 1, workers)
+    filtered = [_filtered(p) for p in parts]
+    assert sum(f.num_rows for f in filtered) == rows.split_result_rows("query.filtered", per, workers)
+    assert rows.split_results_match("query.filtered", filtered, per)
+    assert rows.split_results_match("query.full_scan", parts, per)
+    assert rows.split_results_match("query.aggregation", [_aggregated(p) for p in parts], per)
+    assert not rows.split_results_match("query.full_scan", list(reversed(parts)), per)

@@ -34,10 +34,6 @@ QUERY_ONE = "1 connection"
 INSERT_ROWS = "row API, 1 connection"
 INSERT_ARROW = "Arrow, 1 connection"
 INSERT_COPY = "COPY, 1 connection"
-# Queries that return 12 and 24 bytes per row (the seed's counts: filtered keeps id and value).
-FULL_SCAN_BYTES = measurements.BYTES_PER_ROW
-FILTERED_BYTES = 12
-AGGREGATION_BYTES = measurements.BYTES_PER_ROW
 THREAD_JOIN_TIMEOUT_S = 3600
 
 

@@ -15,9 +15,6 @@ import duckdb
 import pyarrow as pa
 import rows as m
 from common import (
-    AGGREGATION_BYTES,
-    FILTERED_BYTES,
-    FULL_SCAN_BYTES,
     INSERT_ARROW,
     QUERY_ONE,
     Case,
@@ -46,32 +43,22 @@ def insert(con: duckdb.DuckDBPyConnection, name: str, source: pa.Table, checkpoi
 
 
 def server_checksum(con: duckdb.DuckDBPyConnection, names: list[str]) -> m.Checksum:
-    union = " UNION ALL ".join(f"SELECT * FROM {n}" for n in names)
-    return m.of_sql_row(con.execute(m.CHECKSUM_SQL.format(table=f"({union})")).fetchall()[0])
+    return m.of_sql_row(con.execute(m.checksum_sql(names)).fetchall()[0])
 
 
 def query_cases(con, tables: list[str], workers: int, rows: int):
     """Full scan, filtered, aggregation on one connection, then N in parallel (one table each)."""
     per = rows // workers
-    shapes = [
-        ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES, m.of_table, m.expected),
-        ("query.filtered", m.FILTERED_SQL, FILTERED_BYTES, m.of_table, m.expected_filtered),
-        ("query.aggregation", m.AGGREGATION_SQL, AGGREGATION_BYTES, None, None),
-    ]
-    for workload, sql, nbytes, got, want in shapes:
-        result_rows = {"query.full_scan": rows, "query.filtered": rows // 10, "query.aggregation": 10}[workload]
-
-        def check_one(t, got=got, want=want):
-            return m.aggregation_matches(t, rows) if got is None else got(t).matches(want(rows))
-
+    cursors = [con.cursor() for _ in tables]
+    for workload, sql, nbytes in m.QUERY_SHAPES:
         yield Case(
             workload, QUERY_ONE, "sync", TRANSPORT, "con.sql(q).to_arrow_table()",
             run=lambda _s, sql=sql: con.sql(sql.format(table="m")).to_arrow_table(),
-            check=check_one, rows=result_rows, bytes_per_row=nbytes,
+            check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
+            bytes_per_row=nbytes,
         )  # fmt: skip
-        cursors = [con.cursor() for _ in tables]
 
-        def run_n(_s, sql=sql, cursors=cursors):
+        def run_n(_s, sql=sql):
             return in_threads(
                 [
                     lambda c=c, t=t: c.sql(sql.format(table=t)).to_arrow_table()
@@ -79,15 +66,10 @@ def query_cases(con, tables: list[str], workers: int, rows: int):
                 ]
             )
 
-        def check_n(parts, got=got, want=want):
-            if got is None:
-                return all(p.num_rows == m.SENSORS for p in parts)
-            return all(got(p).matches(want(per, start=w * per)) for w, p in enumerate(parts))
-
-        n_rows = {"query.full_scan": per * workers, "query.filtered": per * workers // 10}.get(workload, 10 * workers)
         yield Case(
             workload, query_n(workers), "parallel", TRANSPORT, "N cursors, to_arrow_table() each",
-            run=run_n, check=check_n, rows=n_rows, bytes_per_row=nbytes, connections=workers,
+            run=run_n, check=lambda ps, w=workload: m.split_results_match(w, ps, per),
+            rows=m.split_result_rows(workload, per, workers), bytes_per_row=nbytes, connections=workers,
         )  # fmt: skip
 
 

@@ -27,9 +27,6 @@ import pyarrow.ipc as ipc
 import rows as m
 import tableauhyperapi
 from common import (
-    AGGREGATION_BYTES,
-    FILTERED_BYTES,
-    FULL_SCAN_BYTES,
     INSERT_ARROW,
     INSERT_ROWS,
     QUERY_ONE,
@@ -49,11 +46,6 @@ ROW_API_ROWS = 1_000_000
 LISTEN = {"unix": None, "tcp": "tab.tcp://127.0.0.1:auto"}
 PANTAB_TRANSPORT = "unix"
 DESCRIPTOR = "DESCRIPTOR(id INT, sensor_id INT, value DOUBLE PRECISION, timestamp BIGINT)"
-SHAPES = [
-    ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES),
-    ("query.filtered", m.FILTERED_SQL, FILTERED_BYTES),
-    ("query.aggregation", m.AGGREGATION_SQL, AGGREGATION_BYTES),
-]
 
 
 def transfer_dir() -> Path:
@@ -86,24 +78,12 @@ def copy_out(con: Connection, sql: str, path: Path) -> pa.Table:
 
 
 def checksum(con: Connection, names: list[str]) -> m.Checksum:
-    union = " UNION ALL ".join(f"SELECT * FROM {n}" for n in names)
-    return m.of_sql_row(con.execute_list_query(m.CHECKSUM_SQL.format(table=f"({union}) AS u"))[0])
+    return m.of_sql_row(con.execute_list_query(m.checksum_sql(names))[0])
 
 
 def pantab_checksum(path: Path) -> m.Checksum:
     result = pantab.frame_from_hyper_query(path, m.CHECKSUM_SQL.format(table="m"), return_type="pyarrow")
     return m.of_sql_row(tuple(result.to_pylist()[0].values()))
-
-
-def result_rows(workload: str, rows: int) -> int:
-    return {"query.full_scan": rows, "query.filtered": rows // m.SENSORS}.get(workload, m.SENSORS)
-
-
-def check_result(workload: str, table: pa.Table, rows: int, start: int = 0) -> bool:
-    if workload == "query.aggregation":
-        return table.num_rows == m.SENSORS and (start > 0 or m.aggregation_matches(table, rows))
-    want = m.expected(rows, start) if workload == "query.full_scan" else m.expected_filtered(rows, start)
-    return m.of_table(table).matches(want)
 
 
 def insert_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Path, args, transport: str):
@@ -173,18 +153,18 @@ def query_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Pa
     per = rows // workers
     tables = [f"m_{w}" for w in range(workers)]
     pantab_file = scratch / "pantab.hyper"
-    for workload, sql, nbytes in SHAPES:
+    for workload, sql, nbytes in m.QUERY_SHAPES:
         yield Case(
             workload, QUERY_ONE, "sync", transport, "COPY (q) TO file (FORMAT arrowstream), pyarrow reads it",
             run=lambda _s, sql=sql: copy_out(con, sql.format(table="m"), xfer / "out.arrows"),
-            check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
+            check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
             bytes_per_row=nbytes, database="file",
         )  # fmt: skip
         if transport == PANTAB_TRANSPORT:
             yield Case(
                 workload, QUERY_ONE, "sync", "unix", "pantab.frame_from_hyper_query (own hyperd per call)",
                 run=lambda _s, sql=sql: pantab.frame_from_hyper_query(pantab_file, sql.format(table="m"), return_type="pyarrow"),
-                check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
+                check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
                 bytes_per_row=nbytes, database="file",
             )  # fmt: skip
 
@@ -198,8 +178,8 @@ def query_cases(con: Connection, cons: list[Connection], scratch: Path, xfer: Pa
 
         yield Case(
             workload, query_n(workers), "parallel", transport, "N connections, COPY TO arrowstream each",
-            run=run_n, check=lambda parts, w=workload: all(check_result(w, p, per, i * per) for i, p in enumerate(parts)),
-            rows=result_rows(workload, per) * workers, bytes_per_row=nbytes, connections=workers, database="file",
+            run=run_n, check=lambda parts, w=workload: m.split_results_match(w, parts, per),
+            rows=m.split_result_rows(workload, per, workers), bytes_per_row=nbytes, connections=workers, database="file",
         )  # fmt: skip
 
 

@@ -16,9 +16,6 @@ import psycopg
 import pyarrow as pa
 import rows as m
 from common import (
-    AGGREGATION_BYTES,
-    FILTERED_BYTES,
-    FULL_SCAN_BYTES,
     INSERT_ARROW,
     INSERT_COPY,
     QUERY_ONE,
@@ -34,11 +31,6 @@ from pg_cluster import Cluster
 PEER = "postgresql"
 TRANSPORTS = ("unix", "tcp")
 COPY_TYPES = ["int4", "int4", "float8", "int8"]
-SHAPES = [
-    ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES),
-    ("query.filtered", m.FILTERED_SQL, FILTERED_BYTES),
-    ("query.aggregation", m.AGGREGATION_SQL, AGGREGATION_BYTES),
-]
 
 
 def recreate(con: psycopg.Connection, name: str) -> None:
@@ -68,19 +60,7 @@ def fetch(con, sql: str) -> pa.Table:
 
 
 def checksum(con: psycopg.Connection, names: list[str]) -> m.Checksum:
-    union = " UNION ALL ".join(f"SELECT * FROM {n}" for n in names)
-    return m.of_sql_row(con.execute(m.CHECKSUM_SQL.format(table=f"({union}) AS u")).fetchone())
-
-
-def result_rows(workload: str, rows: int) -> int:
-    return {"query.full_scan": rows, "query.filtered": rows // m.SENSORS}.get(workload, m.SENSORS)
-
-
-def check_result(workload: str, table: pa.Table, rows: int, start: int = 0) -> bool:
-    if workload == "query.aggregation":
-        return table.num_rows == m.SENSORS and (start > 0 or m.aggregation_matches(table, rows))
-    want = m.expected(rows, start) if workload == "query.full_scan" else m.expected_filtered(rows, start)
-    return m.of_table(table).matches(want)
+    return m.of_sql_row(con.execute(m.checksum_sql(names)).fetchone())
 
 
 def cases(pg: Cluster, args):
@@ -130,11 +110,11 @@ def transport_cases(pg: Cluster, args, transport: str, source: pa.Table, parts: 
     prepare_n()
     run_n(None)
     con.execute("VACUUM ANALYZE")
-    for workload, sql, nbytes in SHAPES:
+    for workload, sql, nbytes in m.QUERY_SHAPES:
         yield Case(
             workload, QUERY_ONE, "sync", transport, "ADBC execute + fetch_arrow_table()",
             run=lambda _s, sql=sql: fetch(arrow, sql.format(table="m")),
-            check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
+            check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
             bytes_per_row=nbytes, database="file",
         )  # fmt: skip
 
@@ -145,8 +125,8 @@ def transport_cases(pg: Cluster, args, transport: str, source: pa.Table, parts: 
 
         yield Case(
             workload, query_n(workers), "parallel", transport, "N connections, ADBC fetch_arrow_table() each",
-            run=run_q, check=lambda ps, w=workload: all(check_result(w, p, per, i * per) for i, p in enumerate(ps)),
-            rows=result_rows(workload, per) * workers, bytes_per_row=nbytes, connections=workers, database="file",
+            run=run_q, check=lambda ps, w=workload: m.split_results_match(w, ps, per),
+            rows=m.split_result_rows(workload, per, workers), bytes_per_row=nbytes, connections=workers, database="file",
         )  # fmt: skip
     for c in [arrow, *arrows]:
         c.close()

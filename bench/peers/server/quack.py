@@ -19,9 +19,6 @@ import duckdb
 import pyarrow as pa
 import rows as m
 from common import (
-    AGGREGATION_BYTES,
-    FILTERED_BYTES,
-    FULL_SCAN_BYTES,
     INSERT_ARROW,
     QUERY_ONE,
     Case,
@@ -37,11 +34,6 @@ from common import (
 PEER = "quack"
 TRANSPORT = "tcp (HTTP)"
 SERVER_START_TIMEOUT_S = 60
-SHAPES = [
-    ("query.full_scan", m.FULL_SCAN_SQL, FULL_SCAN_BYTES),
-    ("query.filtered", m.FILTERED_SQL, FILTERED_BYTES),
-    ("query.aggregation", m.AGGREGATION_SQL, AGGREGATION_BYTES),
-]
 
 
 def extension_files() -> list[Path]:
@@ -122,19 +114,7 @@ def remote(con: duckdb.DuckDBPyConnection, uri: str, sql: str) -> pa.Table:
 
 
 def checksum(con: duckdb.DuckDBPyConnection, uri: str, names: list[str]) -> m.Checksum:
-    union = " UNION ALL ".join(f"SELECT * FROM {n}" for n in names)
-    return m.of_sql_row(tuple(remote(con, uri, m.CHECKSUM_SQL.format(table=f"({union})")).to_pylist()[0].values()))
-
-
-def result_rows(workload: str, rows: int) -> int:
-    return {"query.full_scan": rows, "query.filtered": rows // m.SENSORS}.get(workload, m.SENSORS)
-
-
-def check_result(workload: str, table: pa.Table, rows: int, start: int = 0) -> bool:
-    if workload == "query.aggregation":
-        return table.num_rows == m.SENSORS and (start > 0 or m.aggregation_matches(table, rows))
-    want = m.expected(rows, start) if workload == "query.full_scan" else m.expected_filtered(rows, start)
-    return m.of_table(table).matches(want)
+    return m.of_sql_row(tuple(remote(con, uri, m.checksum_sql(names)).to_pylist()[0].values()))
 
 
 def cases(server: Server, args):
@@ -171,11 +151,11 @@ def cases(server: Server, args):
     insert(con, "m", source)
     prepare_n()
     run_n(None)
-    for workload, sql, nbytes in SHAPES:
+    for workload, sql, nbytes in m.QUERY_SHAPES:
         yield Case(
             workload, QUERY_ONE, "sync", TRANSPORT, "quack_query(uri, q) → to_arrow_table()",
             run=lambda _s, sql=sql: remote(con, uri, sql.format(table="m")),
-            check=lambda t, w=workload: check_result(w, t, rows), rows=result_rows(workload, rows),
+            check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
             bytes_per_row=nbytes,
         )  # fmt: skip
 
@@ -186,8 +166,8 @@ def cases(server: Server, args):
 
         yield Case(
             workload, query_n(workers), "parallel", TRANSPORT, "N clients, quack_query each",
-            run=run_q, check=lambda ps, w=workload: all(check_result(w, p, per, i * per) for i, p in enumerate(ps)),
-            rows=result_rows(workload, per) * workers, bytes_per_row=nbytes, connections=workers,
+            run=run_q, check=lambda ps, w=workload: m.split_results_match(w, ps, per),
+            rows=m.split_result_rows(workload, per, workers), bytes_per_row=nbytes, connections=workers,
         )  # fmt: skip
 
 

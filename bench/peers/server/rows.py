@@ -56,6 +56,12 @@ COLUMNS_DDL = "id INT NOT NULL, sensor_id INT, value DOUBLE PRECISION, timestamp
 FULL_SCAN_SQL = "SELECT id, sensor_id, value, timestamp FROM {table}"
 FILTERED_SQL = f"SELECT id, value FROM {{table}} WHERE sensor_id = {FILTER_SENSOR}"
 AGGREGATION_SQL = "SELECT sensor_id, count(*) AS n, sum(value) AS total FROM {table} GROUP BY sensor_id"
+# The query workloads: name, SQL, bytes per result row (the seed's counts).
+QUERY_SHAPES = [
+    ("query.full_scan", FULL_SCAN_SQL, BYTES_PER_ROW),
+    ("query.filtered", FILTERED_SQL, 12),
+    ("query.aggregation", AGGREGATION_SQL, BYTES_PER_ROW),
+]
 # What a server holds after an insert; the timestamp sum is taken from TIMESTAMP_BASE so that it fits
 # a BIGINT on every engine.
 CHECKSUM_SQL = (
@@ -197,9 +203,43 @@ def of_sql_row(row: tuple) -> Checksum:
     )
 
 
-def aggregation_matches(result: pa.Table, rows: int) -> bool:
+def checksum_sql(tables: list[str]) -> str:
+    """CHECKSUM_SQL over the union of ``tables`` (the N-connection workloads' tables together)."""
+    assert tables, "a checksum needs at least one table"
+    union = " UNION ALL ".join(f"SELECT * FROM {t}" for t in tables)
+    return CHECKSUM_SQL.format(table=f"({union}) AS u")
+
+
+def result_rows(workload: str, rows: int, start: int = 0) -> int:
+    """How many rows a query workload returns from a table of ``rows`` rows from ``start``."""
+    if workload == "query.full_scan":
+        return rows
+    if workload == "query.filtered":
+        return expected_filtered(rows, start).count
+    return min(rows, SENSORS)
+
+
+def result_matches(workload: str, result: pa.Table, rows: int, start: int = 0) -> bool:
+    """Whether a query workload's result holds what a table of ``rows`` rows from ``start`` must give."""
+    if workload == "query.aggregation":
+        return aggregation_matches(result, rows, start)
+    want = expected(rows, start) if workload == "query.full_scan" else expected_filtered(rows, start)
+    return of_table(result).matches(want)
+
+
+def split_result_rows(workload: str, per_worker: int, workers: int) -> int:
+    """How many rows the N-connection variant of a query workload returns, all tables together."""
+    return sum(result_rows(workload, per_worker, w * per_worker) for w in range(workers))
+
+
+def split_results_match(workload: str, results: list[pa.Table], per_worker: int) -> bool:
+    """Whether each worker table's result (in worker order) holds what that table must give."""
+    return all(result_matches(workload, r, per_worker, w * per_worker) for w, r in enumerate(results))
+
+
+def aggregation_matches(result: pa.Table, rows: int, start: int = 0) -> bool:
     """query.aggregation: ten groups whose counts and sums add up to the whole table's."""
-    want = expected(rows)
+    want = expected(rows, start)
     counts = result.column(1)
     totals = result.column(2)
     return (
