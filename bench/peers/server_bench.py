@@ -8,8 +8,10 @@ own venv speaking the JSON lines of bench/peers/server/common.py:
     quack     DuckDB's own client/server protocol, duckdb 1.5.5 (.venv-bench-quack)
     postgres  PostgreSQL 15 through psycopg 3 and ADBC (.venv-bench-postgres)
 
-quiver's own rows come from `--quiver-cmd CMD`: any program printing the same JSON lines, run as
-`CMD --rows N --workers N --warmup W --measured M`; without it the suite runs and says so.
+quiver's own rows come from `--quiver-cmd CMD` (or $QUIVER_BENCH_SERVER_CMD): any program printing
+the same JSON lines, run as `CMD --rows N --workers N --warmup W --measured M`, whose records carry
+peer "quiver" and transport "tcp", "unix" or "unix+shm" (bench/peers/server/targets.py matches on
+those); without it the suite runs and says so.
 
 Usage (with .venv/bin/python; tools/setup_bench_peers.sh creates the peer venvs):
     python bench/peers/server_bench.py run [--rows N] [--workers N] [--warmup W] [--measured M]
