@@ -3,6 +3,8 @@
 #   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
 #   ./tools/bench.sh python [--reps N] [--quick]                   (quiver's Python SDK vs vgi-rpc)
 #   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (VGI's benchmark: the allinone worker under DuckDB)
+#   ./tools/bench.sh server [--rows N] [--workers N] [--warmup W] [--measured R] [--quick] [--peers a,b]
+#                           [--quiver-cmd CMD]                     (seed 002's suite: quiver's server vs its peers)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -41,5 +43,16 @@ case "$suite" in
         QUIVER_BENCH_FUNCTIONS=1 extension/build.sh
         exec "$py" bench/peers/vgi_bench.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python|vgi" >&2; exit 2 ;;
+    server)
+        shift
+        # The peers (Hyper, Quack, PostgreSQL clients) live in venvs of their own, made only here.
+        tools/setup_bench_peers.sh
+        py="$ROOT/.venv/bin/python"
+        if [[ ! -x "$py" ]]; then
+            echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
+            exit 1
+        fi
+        exec "$py" bench/peers/server_bench.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi|server" >&2; exit 2 ;;
 esac

@@ -1,0 +1,118 @@
+"""The issue's targets for `./quiver bench server`: ratios between quiver's records and the peers' of
+the same run, matched by workload and connection count (and by transport for shm vs unix).
+
+quiver's own bench prints records with peer "quiver" and transport "tcp", "unix" or "unix+shm"; its
+single-connection Arrow insert has variant "Arrow, 1 connection", its scans "1 connection".
+Where either side is missing the target stays `measured: null, met: false` with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common import INSERT_ARROW, INSERT_COPY, QUERY_ONE
+
+QUIVER = "quiver"
+IN_PROCESS = "duckdb in-process"
+INSERT = "insert.bulk"
+FULL_SCAN = "query.full_scan"
+
+Record = dict[str, Any]
+
+
+def best(records: list[Record], **match: Any) -> Record | None:
+    """The fastest record whose fields equal `match` (a callable value is a predicate)."""
+    found = [r for r in records if all(v(r.get(k)) if callable(v) else r.get(k) == v for k, v in match.items())]
+    return max(found, key=lambda r: r["rows_per_s"], default=None)
+
+
+def describe(r: Record) -> str:
+    return f"{r['peer']} {r['api']} over {r['transport']}"
+
+
+def ratio_target(name: str, threshold: float, ours: Record | None, theirs: Record | None, missing: str) -> dict:
+    target = {"target": name, "comparison": "≥", "threshold": threshold, "measured": None, "met": False}
+    if ours is None or theirs is None:
+        target["detail"] = "not measured: " + ("quiver's record is absent" if ours is None else missing)
+        return target
+    measured = ours["rows_per_s"] / theirs["rows_per_s"]
+    target.update(
+        measured=measured,
+        met=measured >= threshold,
+        detail=f"{ours['rows_per_s'] / 1e6:,.2f} vs {theirs['rows_per_s'] / 1e6:,.2f} Mrows/s "
+        f"({describe(ours)} vs {describe(theirs)})",
+    )
+    return target
+
+
+def compute(records: list[Record]) -> list[dict]:
+    """Every target of the issue, in its order."""
+
+    def one(r: Any) -> bool:
+        return r == 1
+
+    q_insert = best(records, peer=QUIVER, workload=INSERT, variant=INSERT_ARROW)
+    q_scan = best(records, peer=QUIVER, workload=FULL_SCAN, variant=QUERY_ONE)
+    reason = "the peer's record is absent (peer not run or failed)"
+    targets = [
+        ratio_target(
+            "Arrow insert ≥ 0.6× in-process DuckDB's Arrow insert (memory database)",
+            0.6,
+            q_insert,
+            best(records, peer=IN_PROCESS, workload=INSERT, variant=INSERT_ARROW, database="memory"),
+            reason,
+        )
+    ]
+    for peer, factor, label in (
+        ("postgresql", 3.0, "PostgreSQL's COPY"),
+        ("hyper", 2.0, "Hyper's fastest insert"),
+        ("quack", 5.0, "Quack's insert"),
+    ):
+        theirs = best(records, peer=peer, workload=INSERT, connections=one)
+        if peer == "postgresql":
+            theirs = best(records, peer=peer, workload=INSERT, variant=INSERT_COPY)
+        targets.append(
+            ratio_target(f"Arrow insert ≥ {factor:g}× {label} (1 connection)", factor, q_insert, theirs, reason)
+        )
+    targets.append(
+        ratio_target(
+            "full scan → Arrow ≥ 0.6× in-process DuckDB",
+            0.6,
+            q_scan,
+            best(records, peer=IN_PROCESS, workload=FULL_SCAN, variant=QUERY_ONE),
+            reason,
+        )
+    )
+    targets.append(
+        ratio_target(
+            "full scan → Arrow ≥ 1.5× Quack",
+            1.5,
+            q_scan,
+            best(records, peer="quack", workload=FULL_SCAN, variant=QUERY_ONE),
+            reason,
+        )
+    )
+    targets.append(
+        ratio_target(
+            "full scan over unix + shm ≥ 1.5× over the unix socket (quiver)",
+            1.5,
+            best(records, peer=QUIVER, workload=FULL_SCAN, variant=QUERY_ONE, transport="unix+shm"),
+            best(records, peer=QUIVER, workload=FULL_SCAN, variant=QUERY_ONE, transport="unix"),
+            "quiver's unix-socket full scan is absent",
+        )
+    )
+    return targets
+
+
+def add_baselines(records: list[Record]) -> None:
+    """Each record's ratio to in-process DuckDB's record of the same workload and connection count."""
+    for r in records:
+        base = best(
+            records,
+            peer=IN_PROCESS,
+            workload=r["workload"],
+            connections=r["connections"],
+            database=lambda d: d in (None, "memory"),
+        )
+        r["baseline"] = None if base is None or base is r else f"{IN_PROCESS}: {base['api']}"
+        r["vs_in_process"] = None if base is None else r["rows_per_s"] / base["rows_per_s"]
