@@ -111,6 +111,7 @@ class ServerProcess:
             env=environment,
             text=True,
         )
+        self.stderr_text = ""
         self.port: int | None = None
         self.unix: str | None = None
         self.token: str | None = None
@@ -167,6 +168,8 @@ class ServerProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=WAIT_SECONDS)
+        if self.process.stderr is not None and not self.process.stderr.closed:
+            self.stderr_text = self.process.stderr.read()
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()

@@ -27,7 +27,7 @@ pub struct DuckError {
 impl DuckError {
     fn from_raw(raw: &RawError) -> DuckError {
         DuckError {
-            type_name: raw.type_name(),
+            type_name: type_name(&raw.type_name()),
             message: raw.message(),
         }
     }
@@ -41,6 +41,19 @@ impl DuckError {
     pub fn report(&self) -> ErrorReport {
         errors::sql(&self.type_name, self.message.clone())
     }
+}
+
+/// DuckDB names most exception types in words (`Out of Range`) but a few in capitals
+/// (`INTERRUPT`); the protocol's type names are built from the words, so capitals become one word.
+fn type_name(duckdb: &str) -> String {
+    if duckdb.chars().any(|c| c.is_ascii_lowercase()) {
+        return duckdb.to_string();
+    }
+    let mut chars = duckdb.chars();
+    chars
+        .next()
+        .map(|first| first.to_string() + &chars.as_str().to_ascii_lowercase())
+        .unwrap_or_default()
 }
 
 fn internal(message: impl Into<String>) -> DuckError {
@@ -341,5 +354,18 @@ impl Cursor {
 impl Drop for Cursor {
     fn drop(&mut self) {
         (self.ops.cursor_close)(self.raw);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_name;
+
+    #[test]
+    fn capitalised_type_names_become_words() {
+        assert_eq!(type_name("INTERRUPT"), "Interrupt");
+        assert_eq!(type_name("Out of Range"), "Out of Range");
+        assert_eq!(type_name("Catalog"), "Catalog");
+        assert_eq!(type_name(""), "");
     }
 }
