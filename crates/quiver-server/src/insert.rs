@@ -224,3 +224,41 @@ impl Drop for Insert {
         self.roll_back();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{DataType, Field};
+
+    fn schema(names: &[&str]) -> Schema {
+        Schema::new(
+            names
+                .iter()
+                .map(|name| Field::new(*name, DataType::Int32, true))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn columns_must_match_by_position_and_name() {
+        let table = schema(&["id", "value"]);
+        assert!(check_columns("t", &schema(&["ID", "Value"]), &table).is_ok());
+        let renamed = check_columns("t", &schema(&["id", "price"]), &table).unwrap_err();
+        assert!(renamed.message.contains("price") && renamed.message.contains("value"));
+        assert_eq!(renamed.error_type, "BinderException");
+        let extra = check_columns("t", &schema(&["id", "value", "more"]), &table).unwrap_err();
+        assert!(extra.message.contains("more"));
+        let missing = check_columns("t", &schema(&["id"]), &table).unwrap_err();
+        assert!(missing.message.contains("value"));
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        let name = TableName {
+            table: "we\"ird".into(),
+            schema_name: Some("main".into()),
+            catalog: None,
+        };
+        assert_eq!(name.sql(), "\"main\".\"we\"\"ird\"");
+    }
+}
