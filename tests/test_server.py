@@ -165,13 +165,14 @@ def test_transactions_span_calls(server: ServerProcess) -> None:
 
 def test_catalog(server: ServerProcess) -> None:
     client = server.client()
-    client.call("execute", "CREATE TABLE cat_t (id INTEGER, name VARCHAR); CREATE VIEW cat_v AS SELECT 1 AS x")
+    client.call("execute", "CREATE TABLE cat_t (id INTEGER NOT NULL, name VARCHAR); CREATE VIEW cat_v AS SELECT 1 AS x")
     with client.stream("tables") as call:
         listing = pa.Table.from_batches([item.batch for item in call])
     rows = {(r["table_name"], r["table_type"], r["column_count"]) for r in listing.to_pylist()}
     assert ("cat_t", "BASE TABLE", 2) in rows and ("cat_v", "VIEW", 1) in rows
     schema = pa.ipc.read_schema(pa.py_buffer(client.call("table_schema", "cat_t")))
     assert schema.names == ["id", "name"] and schema.field("id").type == pa.int32()
+    assert not schema.field("id").nullable and schema.field("name").nullable
     client.close()
 
 
