@@ -233,3 +233,19 @@ def _connects(server: ServerProcess) -> bool:
         return False
     finally:
         client.close()
+
+
+def test_threads_and_memory_limit_reach_duckdb(extension: Path) -> None:
+    server = ServerProcess(
+        "--no-auth", "--threads", "1", "--memory-limit", "512MB", env={"QUIVER_EXTENSION": str(extension)}
+    )
+    try:
+        client = server.client()
+        settings = query_table(
+            client, "SELECT current_setting('threads') AS threads, current_setting('memory_limit') AS memory"
+        ).to_pylist()[0]
+        assert settings["threads"] == 1
+        assert settings["memory"].replace(" ", "").upper().startswith(("512", "488"))
+        client.close()
+    finally:
+        assert server.stop() == 0
