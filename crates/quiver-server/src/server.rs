@@ -25,7 +25,7 @@ use quiver_wire::Limits;
 use crate::auth::{generate_token, Token};
 use crate::ffi::Ops;
 use crate::service::session_service;
-use crate::session::{Registry, Session, SocketHandle};
+use crate::session::{HangUpReader, Registry, Session, SocketHandle};
 
 /// Longest the stop waits for open sessions to end.
 pub const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -124,28 +124,29 @@ impl Listener {
         }
     }
 
-    /// The next client: its connection and a handle to shut it down.
-    fn accept(&self) -> std::io::Result<(Connection, SocketHandle)> {
+    /// The next client: its connection, a handle to wake its reads, and its hang-up flag.
+    fn accept(&self) -> std::io::Result<(Connection, SocketHandle, Arc<AtomicBool>)> {
+        let hung_up = Arc::new(AtomicBool::new(false));
         match self {
             Listener::Tcp(listener) => {
                 let (stream, peer) = listener.accept()?;
                 stream.set_nonblocking(false)?;
                 stream.set_nodelay(true)?;
                 let handle = SocketHandle::Tcp(stream.try_clone()?);
-                let reader = stream.try_clone()?;
+                let reader = HangUpReader::new(stream.try_clone()?, Arc::clone(&hung_up));
                 let connection = Connection::new(
                     Box::new(reader),
                     Box::new(stream),
                     TransportKind::Tcp,
                     peer.to_string(),
                 );
-                Ok((connection, handle))
+                Ok((connection, handle, hung_up))
             }
             Listener::Unix(listener) => {
                 let (stream, _) = listener.inner().accept()?;
                 stream.set_nonblocking(false)?;
                 let handle = SocketHandle::Unix(stream.try_clone()?);
-                let reader = stream.try_clone()?;
+                let reader = HangUpReader::new(stream.try_clone()?, Arc::clone(&hung_up));
                 let peer = format!("{} client", listener.path().display());
                 let connection = Connection::new(
                     Box::new(reader),
@@ -153,7 +154,7 @@ impl Listener {
                     TransportKind::Unix,
                     peer,
                 );
-                Ok((connection, handle))
+                Ok((connection, handle, hung_up))
             }
         }
     }
@@ -266,9 +267,13 @@ fn accept_until_stopped(shared: &Arc<Shared>, listener: &Listener) {
     while !shared.is_stopping() {
         wait_readable(listener.raw_fd(), ACCEPT_POLL);
         match listener.accept() {
-            Ok((connection, socket)) => {
-                spawn_session(shared, connection, socket, listener.requires_token())
-            }
+            Ok((connection, socket, hung_up)) => spawn_session(
+                shared,
+                connection,
+                socket,
+                hung_up,
+                listener.requires_token(),
+            ),
             Err(error)
                 if matches!(
                     error.kind(),
@@ -286,6 +291,7 @@ fn spawn_session(
     shared: &Arc<Shared>,
     connection: Connection,
     socket: SocketHandle,
+    hung_up: Arc<AtomicBool>,
     token_required: bool,
 ) {
     let open = shared.registry.len();
@@ -300,6 +306,7 @@ fn spawn_session(
     let session = Arc::new(Session::new(
         Arc::clone(shared),
         socket,
+        hung_up,
         token_required && shared.token.is_some(),
         over_capacity,
     ));

@@ -162,6 +162,9 @@ fn rows_changed(rows: Option<i64>) -> Option<ArrayRef> {
 }
 
 fn connect(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, ErrorReport> {
+    if session.is_hung_up() {
+        return Err(errors::unauthenticated());
+    }
     if session.shared.is_stopping() {
         session.hang_up();
         return Err(errors::stopping());

@@ -3,6 +3,7 @@
 //! The registry lists the open sessions for `cancel` and for the server's stop.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,7 +15,7 @@ use quiver_wire::ErrorReport;
 use crate::duck::{DuckError, DuckSession, InterruptHandle, Prepared};
 use crate::server::Shared;
 
-/// A socket another thread may shut down, ending the session after its current call.
+/// A socket another thread may hang up, ending the session after its current call.
 pub enum SocketHandle {
     /// A TCP connection.
     Tcp(std::net::TcpStream),
@@ -22,9 +23,33 @@ pub enum SocketHandle {
     Unix(std::os::unix::net::UnixStream),
 }
 
+/// The session's input: the socket, until the session hangs up. From then on it reads as ended,
+/// whatever the peer sends (Linux keeps accepting TCP data after `shutdown(SHUT_RD)`, so the
+/// shutdown alone would not end a session whose peer keeps talking).
+pub struct HangUpReader<R> {
+    inner: R,
+    hung_up: Arc<AtomicBool>,
+}
+
+impl<R: Read> HangUpReader<R> {
+    /// Reads `inner` until `hung_up` is set.
+    pub fn new(inner: R, hung_up: Arc<AtomicBool>) -> HangUpReader<R> {
+        HangUpReader { inner, hung_up }
+    }
+}
+
+impl<R: Read> Read for HangUpReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.hung_up.load(Ordering::SeqCst) {
+            return Ok(0);
+        }
+        self.inner.read(buffer)
+    }
+}
+
 impl SocketHandle {
-    /// Stops reading: the session sees the end of its input once the current call is answered.
-    pub fn stop_reading(&self) {
+    /// Wakes a read blocked on the socket (it then sees the hang-up).
+    fn stop_reading(&self) {
         let _ = match self {
             SocketHandle::Tcp(stream) => stream.shutdown(Shutdown::Read),
             SocketHandle::Unix(stream) => stream.shutdown(Shutdown::Read),
@@ -52,6 +77,8 @@ pub struct Session {
     /// Set when the server already serves its maximum: `connect` answers `busy`.
     pub over_capacity: bool,
     socket: SocketHandle,
+    /// Shared with the session's `HangUpReader`.
+    hung_up: Arc<AtomicBool>,
     open: Mutex<Option<Open>>,
     /// For other threads: the interrupt handle while the session is open.
     interrupt: Mutex<Option<InterruptHandle>>,
@@ -64,6 +91,7 @@ impl Session {
     pub fn new(
         shared: Arc<Shared>,
         socket: SocketHandle,
+        hung_up: Arc<AtomicBool>,
         token_required: bool,
         over_capacity: bool,
     ) -> Session {
@@ -73,15 +101,23 @@ impl Session {
             token_required,
             over_capacity,
             socket,
+            hung_up,
             open: Mutex::new(None),
             interrupt: Mutex::new(None),
             running: AtomicBool::new(false),
         }
     }
 
-    /// Ends the session after the current call.
+    /// Ends the session after the current call: its input reads as ended, and calls already
+    /// buffered get the `unauthenticated` answer.
     pub fn hang_up(&self) {
+        self.hung_up.store(true, Ordering::SeqCst);
         self.socket.stop_reading();
+    }
+
+    /// Whether the session hung up.
+    pub fn is_hung_up(&self) -> bool {
+        self.hung_up.load(Ordering::SeqCst)
     }
 
     /// Opens the DuckDB connection (`connect`).
@@ -112,13 +148,13 @@ impl Session {
         &self,
         body: impl FnOnce(&mut Open) -> Result<T, DuckError>,
     ) -> Result<T, ErrorReport> {
-        let mut guard = self.lock_open();
-        let Some(open) = guard.as_mut() else {
-            return Err(errors::unauthenticated());
-        };
         if self.shared.is_stopping() {
             return Err(errors::stopping());
         }
+        let mut guard = self.lock_open();
+        let Some(open) = guard.as_mut().filter(|_| !self.is_hung_up()) else {
+            return Err(errors::unauthenticated());
+        };
         self.running.store(true, Ordering::SeqCst);
         let outcome = body(open);
         self.running.store(false, Ordering::SeqCst);
@@ -233,5 +269,20 @@ impl Registry {
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<Session>>> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_up_reader_reads_as_ended_whatever_follows() {
+        let hung_up = Arc::new(AtomicBool::new(false));
+        let mut reader = HangUpReader::new(&b"abcdef"[..], Arc::clone(&hung_up));
+        let mut buffer = [0u8; 3];
+        assert_eq!(reader.read(&mut buffer).unwrap(), 3);
+        hung_up.store(true, Ordering::SeqCst);
+        assert_eq!(reader.read(&mut buffer).unwrap(), 0);
     }
 }
