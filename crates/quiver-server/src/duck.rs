@@ -73,6 +73,11 @@ pub fn batch_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> FFI_ArrowAr
     FFI_ArrowArrayStream::new(Box::new(reader))
 }
 
+/// One batch offered to DuckDB as an Arrow C stream.
+pub fn one_batch_stream(batch: RecordBatch) -> FFI_ArrowArrayStream {
+    batch_stream(batch.schema(), vec![batch])
+}
+
 fn stream_ptr(stream: &mut Option<FFI_ArrowArrayStream>) -> *mut FFI_ArrowArrayStream {
     stream.as_mut().map_or(ptr::null_mut(), |s| s as *mut _)
 }

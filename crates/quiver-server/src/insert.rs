@@ -16,7 +16,8 @@ use quiver_server_protocol::parameters::decode_schema;
 use quiver_server_protocol::{errors, InsertMode};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
-use crate::service::{bounded_str, one_batch_stream};
+use crate::duck::{batch_stream, one_batch_stream};
+use crate::service::bounded_str;
 use crate::session::Session;
 
 /// A table named by a request: catalog and schema optional.
@@ -77,7 +78,7 @@ pub fn table_schema(session: &Arc<Session>, name: &TableName) -> Result<SchemaRe
         ("table", text_column(Some(&name.table))),
     ])
     .map_err(|e| errors::protocol(e.to_string()))?;
-    let parameters = crate::duck::batch_stream(filter.schema(), vec![filter]);
+    let parameters = batch_stream(filter.schema(), vec![filter]);
     let mut cursor =
         session.with(|open| open.duck.query(NOT_NULL_COLUMNS, Some(parameters), 4096))?;
     let mut not_null = Vec::new();

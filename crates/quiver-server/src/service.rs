@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, StructArray};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_array::{ArrayRef, BinaryArray, Int64Array, StructArray};
+use arrow_schema::DataType;
 use quiver_rpc::{reply, CallContext, Method, Params, Service, StreamKind, StreamSetup};
 use quiver_server_protocol::limits::{
     BATCH_ROWS_DEFAULT, BATCH_ROWS_MAX, IDENTIFIER_BYTES_MAX, SQL_BYTES_MAX, TOKEN_BYTES_MAX,
@@ -298,10 +298,4 @@ fn query_prepared(session: &Arc<Session>, params: &Params) -> Result<StreamSetup
     });
     let cursor = flatten_prepared(cursor, id)?;
     Ok(QueryStream::setup(Arc::clone(session), cursor))
-}
-
-/// A schema's batches as one stream for DuckDB.
-pub(crate) fn one_batch_stream(batch: RecordBatch) -> FFI_ArrowArrayStream {
-    let schema: SchemaRef = batch.schema();
-    batch_stream(schema, vec![batch])
 }
