@@ -95,8 +95,9 @@ class Session:
         for row in _rows(parameters):
             relation = self.con.execute(sql, row) if row else self.con.execute(sql)
             described = self.con.description
-            if described and [column[0] for column in described] == ["Count"]:
-                total = (total or 0) + int(relation.fetchone()[0])
+            counted = relation.fetchone() if described and [c[0] for c in described] == ["Count"] else None
+            if counted is not None:
+                total = (total or 0) + int(counted[0])
         return total
 
     def query(self, sql: str, parameters: bytes | None = None, batch_rows: int | None = None) -> Stream[Producer]:
