@@ -31,9 +31,9 @@ class QueryResult:
         self._finished = False
         self._discarded: str | None = None
         self._advance()
-        reader = call._output
-        assert reader is not None, "the first tick opened the output stream"
-        self.schema: pa.Schema = reader.schema
+        schema = call.output_schema
+        assert schema is not None, "the first tick opened the output stream"
+        self.schema: pa.Schema = schema
 
     @property
     def open(self) -> bool:
