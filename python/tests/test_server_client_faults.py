@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import quiver
@@ -75,5 +76,38 @@ def test_a_closed_connection_and_cursor_refuse_work(tmp_path: Path) -> None:
             result.fetchall()
         with pytest.raises(dbapi.InterfaceError):
             conn.execute("SELECT 1")
+    finally:
+        server.stop()
+
+
+def test_sixteen_clients_inserting_and_querying_at_once_count_exactly(tmp_path: Path) -> None:
+    server = start_server(tmp_path, unix=True)
+    clients, batches, rows = 16, 10, 1000
+    try:
+        with quiver.connect(server.unix, autocommit=True) as setup:
+            setup.execute("CREATE TABLE shared (client INTEGER, n INTEGER)")
+        failures: list[BaseException] = []
+
+        def work(client: int) -> None:
+            try:
+                with quiver.connect(server.unix, autocommit=True) as conn:
+                    for _ in range(batches):
+                        batch = pa.table({"client": [client] * rows, "n": list(range(rows))})
+                        conn.insert_arrow("shared", batch)
+                        seen = conn.execute("SELECT count(*) FROM shared WHERE client = ?", [client]).fetchone()
+                        assert seen is not None and seen[0] % rows == 0, seen
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=work, args=(client,)) for client in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_SECONDS_MAX * 4)
+        assert not any(thread.is_alive() for thread in threads), "a client hung"
+        assert failures == []
+        with quiver.connect(server.unix) as conn:
+            counts = conn.execute("SELECT client, count(*) FROM shared GROUP BY client ORDER BY client").fetchall()
+        assert counts == [(client, batches * rows) for client in range(clients)]
     finally:
         server.stop()
