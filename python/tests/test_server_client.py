@@ -57,7 +57,7 @@ def test_connect_dispatches_on_the_scheme_and_opens_a_session(conn: dbapi.Connec
     assert isinstance(conn, dbapi.Connection)
     assert sp.is_session_id(conn.session.session_id)
     assert conn.session.duckdb_version.startswith("v")
-    with pytest.raises(ValueError, match="scheme"):
+    with pytest.raises(dbapi.ProgrammingError, match="scheme"):
         dbapi.connect("http://127.0.0.1:1")
 
 
@@ -137,6 +137,7 @@ def test_sql_errors_map_to_dbapi_classes_with_duckdbs_message(
         conn.execute(sql)
     assert caught.value.error_type == error_type
     assert words in str(caught.value)
+    assert not str(caught.value).startswith(error_type), "the message is DuckDB's, without the type"
     conn.rollback()
     assert conn.execute("SELECT 41 + 1").fetchone() == (42,), "the connection lives on"
 

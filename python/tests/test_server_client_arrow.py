@@ -139,6 +139,8 @@ def test_insert_modes(conn: dbapi.Connection) -> None:
     assert conn.table_schema(table).names == ["id", "sensor_id", "value", "timestamp"]
     assert table in conn.tables()["table_name"].to_pylist()
     assert conn.insert_arrow(table, measurements(0)) == 0
+    with pytest.raises(dbapi.ProgrammingError, match="upsert"):
+        conn.insert_arrow(table, measurements(1), mode="upsert")
 
 
 def test_insert_of_the_wrong_schema_is_refused_and_the_connection_lives(conn: dbapi.Connection) -> None:

@@ -55,7 +55,10 @@ class Connection:
         client_name: str = CLIENT_NAME_DEFAULT,
         batch_rows: int | None = None,
     ) -> None:
-        self.address = sp.Address.parse(address)
+        try:
+            self.address = sp.Address.parse(address)
+        except ValueError as exc:
+            raise ProgrammingError(str(exc)) from None
         if token is None and not self.address.is_unix:
             token = os.environ.get(TOKEN_ENV)
         if token is not None and len(token.encode()) > sp.TOKEN_BYTES_MAX:
@@ -156,7 +159,10 @@ class Connection:
         transaction's when autocommit is off). ``mode``: ``append`` (the table exists), ``create``,
         ``create_append`` or ``replace`` (the table is made from the data's schema).
         """
-        mode = sp.InsertMode.parse(mode)
+        try:
+            mode = sp.InsertMode.parse(mode)
+        except ValueError as exc:
+            raise ProgrammingError(str(exc)) from None
         schema, batches = inserting.arrow_source(data)
         for name in (table, schema_name, catalog):
             if name is not None and len(name.encode()) > sp.IDENTIFIER_BYTES_MAX:

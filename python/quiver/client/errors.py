@@ -106,7 +106,10 @@ def from_rpc(error: RpcError) -> Error:
         # Another DuckDB exception is still the database's; anything else is the spine refusing the call
         # (wrong protocol version, unknown method): the client's side of the conversation.
         klass = DatabaseError if name.endswith("Exception") else InterfaceError
-    return klass(error.error_message, error_type=name, error_kind=error.error_kind)
+    # The spine's error record carries "<type>: <message>" (crates/quiver-wire/src/log.rs); the DB-API
+    # error keeps the message alone, DuckDB's words exactly, and the type in error_type.
+    message = error.error_message.removeprefix(f"{name}: ")
+    return klass(message, error_type=name, error_kind=error.error_kind)
 
 
 def connection_lost(address: str, cause: BaseException) -> OperationalError:
