@@ -57,6 +57,7 @@ def test_connect_dispatches_on_the_scheme_and_opens_a_session(conn: dbapi.Connec
     assert isinstance(conn, dbapi.Connection)
     assert sp.is_session_id(conn.session.session_id)
     assert conn.session.duckdb_version.startswith("v")
+    assert conn.uses_shm, "shared memory is on by default over a Unix socket"
     with pytest.raises(dbapi.ProgrammingError, match="scheme"):
         dbapi.connect("http://127.0.0.1:1")
 
@@ -174,6 +175,7 @@ def test_tcp_requires_the_token(server: RunningServer) -> None:
         assert caught.value.error_type == sp.AUTHENTICATION_ERROR
     with quiver.connect(server.tcp, token=TOKEN) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert not conn.uses_shm, "TCP peers may be on other machines: no shared memory"
 
 
 def test_the_readme_example_runs_as_written(server: RunningServer) -> None:

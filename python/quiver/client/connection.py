@@ -114,6 +114,11 @@ class Connection:
         return self._client is None
 
     @property
+    def uses_shm(self) -> bool:
+        """Whether large batches travel through a shared-memory segment (a local connection, shm on)."""
+        return self._client is not None and self._client.route is not None
+
+    @property
     def autocommit(self) -> bool:
         return self._autocommit
 
