@@ -140,6 +140,10 @@ def test_insert_modes(conn: dbapi.Connection) -> None:
     assert conn.insert_arrow(table, measurements(0)) == 0
     with pytest.raises(dbapi.ProgrammingError, match="upsert"):
         conn.insert_arrow(table, measurements(1), mode="upsert")
+    too_wide = pa.table({f"c{i}": [i] for i in range(5000)})
+    with pytest.raises(dbapi.ProgrammingError, match="limits"):
+        conn.insert_arrow(name(), too_wide, mode="create")
+    assert conn.execute("SELECT 1").fetchone() == (1,), "refused before anything was sent"
 
 
 def test_insert_of_the_wrong_schema_is_refused_and_the_connection_lives(conn: dbapi.Connection) -> None:

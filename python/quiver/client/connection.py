@@ -173,6 +173,11 @@ class Connection:
             if name is not None and len(name.encode()) > sp.IDENTIFIER_BYTES_MAX:
                 raise ProgrammingError(f"identifier longer than {sp.IDENTIFIER_BYTES_MAX} bytes: {name[:40]}...")
         encoded = schema.serialize().to_pybytes()
+        if len(schema) > sp.SCHEMA_FIELDS_MAX or len(encoded) > sp.SCHEMA_BYTES_MAX:
+            raise ProgrammingError(
+                f"a schema of {len(schema)} columns in {len(encoded)} bytes exceeds the limits of "
+                f"{sp.SCHEMA_FIELDS_MAX} columns and {sp.SCHEMA_BYTES_MAX} bytes"
+            )
         self._before_statement()
         call = self._guard(lambda: self._rpc().stream(sp.INSERT, table, schema_name, catalog, encoded, mode.value))
         return self._guard(lambda: inserting.send(call, schema, inserting.bounded(batches)))
