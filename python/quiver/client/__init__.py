@@ -3,8 +3,8 @@
 >>> import quiver
 >>> with quiver.connect("unix:///tmp/quiver.sock") as conn:
 ...     conn.insert_arrow("t", pa.table({"x": [1, 2, 3]}), mode="create")
-...     conn.execute("SELECT sum(x) FROM t").fetchall()
-[(6,)]
+...     conn.execute("SELECT count(*), max(x) FROM t").fetchall()
+[(3, 3)]
 
 Addresses are ``tcp://HOST:PORT`` (a token required: ``token=`` or ``$QUIVER_TOKEN``) and
 ``unix:///absolute/path`` (shared memory on by default: large batches travel through a segment this
