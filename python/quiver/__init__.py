@@ -5,9 +5,11 @@ The most used names are re-exported here; the layers live in :mod:`quiver.wire`
 :mod:`quiver.transport` (pipes, subprocesses, sockets) and :mod:`quiver.rpc` (client,
 server, typed protocols). :mod:`quiver.sql` opens DuckDB with quiver's extension loaded.
 
-``quiver.connect()`` answers both: with no arguments, a database path or keywords only, it is
-:func:`quiver.sql.connect` (DuckDB, workers attached as catalogs); with a protocol class first,
-it is :func:`quiver.rpc.connect` (an RPC client on a connection).
+``quiver.connect()`` answers all three: with a ``tcp://`` or ``unix://`` address, it is
+:func:`quiver.client.connect` (a DB-API connection to a quiver server); with no arguments, a
+database path or keywords only, it is :func:`quiver.sql.connect` (DuckDB, workers attached as
+catalogs); with a protocol class first, it is :func:`quiver.rpc.connect` (an RPC client on a
+connection).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -39,16 +41,26 @@ Level = LogLevel
 if TYPE_CHECKING:
     import duckdb
 
+    from .client import Connection as ServerConnection
 
-def connect(*args: Any, **kwargs: Any) -> "Client[Any] | duckdb.DuckDBPyConnection":
-    """Connect to DuckDB with quiver loaded, or to an RPC worker, depending on the first argument.
+_SERVER_SCHEMES = ("tcp://", "unix://")
 
+
+def connect(*args: Any, **kwargs: Any) -> "Client[Any] | duckdb.DuckDBPyConnection | ServerConnection":
+    """Connect to a quiver server, to DuckDB with quiver loaded, or to an RPC worker, by the first argument.
+
+    ``connect("tcp://127.0.0.1:5000", token=...)`` / ``connect("unix:///path")``: a DB-API 2.0
+    connection to a quiver server (:func:`quiver.client.connect`).
     ``connect()`` / ``connect("file.db", workers={"w": "launch:..."})``: DuckDB with quiver's
     extension loaded (:func:`quiver.sql.connect`). ``connect(Protocol, connection, **options)``: an
     RPC client (:func:`quiver.rpc.connect`).
     """
     if args and isinstance(args[0], type):
         return _rpc_connect(*args, **kwargs)
+    if args and isinstance(args[0], str) and args[0].startswith(_SERVER_SCHEMES):
+        from .client import connect as server_connect
+
+        return server_connect(*args, **kwargs)
     from .sql import connect as sql_connect
 
     return sql_connect(*args, **kwargs)

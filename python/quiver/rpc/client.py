@@ -326,6 +326,11 @@ class StreamCall:
             raise protocol_error(f"{self.spec.name}(): the server ended the exchange without an answer")
         return answer
 
+    @property
+    def output_schema(self) -> pa.Schema | None:
+        """The output stream's schema, known once the first answer has been read (a dynamic result's shape)."""
+        return None if self._output is None else self._output.schema
+
     def __iter__(self) -> Iterator[AnnotatedBatch]:
         while not self.closed and (batch := self.tick()) is not None:
             yield batch
