@@ -19,6 +19,9 @@ use crate::options::ConnectOptions;
 
 /// The variable naming the Python that runs `quiver.serve`.
 pub const ENV_PYTHON: &str = "QUIVER_SERVER_PYTHON";
+/// The variable holding a whole server command line (split like a shell's words) used instead of
+/// `<python> -m quiver.serve`, e.g. to run another build of the server.
+pub const ENV_COMMAND: &str = "QUIVER_SERVER_COMMAND";
 /// The variable naming the extension file the server loads.
 pub const ENV_EXTENSION: &str = "QUIVER_SERVER_EXTENSION";
 /// The variable the server reads its token from (its `--token-env` default).
@@ -35,9 +38,9 @@ const ANNOUNCEMENT_LINES_MAX: usize = 64;
 /// How to start a server.
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// The program and arguments before the server's flags; `None`: `<python> -m quiver.serve`
-    /// with the Python from [`ENV_PYTHON`], else the nearest `.venv/bin/python` above the
-    /// current directory, else `python3`.
+    /// The program and arguments before the server's flags; `None`: [`ENV_COMMAND`] if set, else
+    /// `<python> -m quiver.serve` with the Python from [`ENV_PYTHON`], else the nearest
+    /// `.venv/bin/python` above the current directory, else `python3`.
     pub command: Option<Vec<String>>,
     /// The database file; `None` for an in-memory database.
     pub database: Option<PathBuf>,
@@ -272,7 +275,11 @@ fn server_argv(options: &ServerOptions) -> Result<Vec<String>> {
     let mut argv = match &options.command {
         Some(command) if !command.is_empty() => command.clone(),
         Some(_) => return Err(Error::Spawn("an empty server command".into())),
-        None => vec![default_python(), "-m".into(), "quiver.serve".into()],
+        None => match std::env::var(ENV_COMMAND) {
+            Ok(text) if !text.trim().is_empty() => quiver_process::split_command(&text)
+                .map_err(|error| Error::Spawn(format!("{ENV_COMMAND}: {error}")))?,
+            _ => vec![default_python(), "-m".into(), "quiver.serve".into()],
+        },
     };
     if let Some(database) = &options.database {
         argv.extend(["--database".into(), database.display().to_string()]);
