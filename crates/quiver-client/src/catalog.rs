@@ -36,7 +36,7 @@ impl Connection {
             &[Value::Text(None), Value::Text(None)],
         );
         let mut tables = Vec::new();
-        let stream = crate::query::QueryStream::open(self.client(), methods::TABLES, &params)?;
+        let stream = crate::query::QueryStream::open(self.wire(), methods::TABLES, &params)?;
         for batch in stream {
             read_tables(&batch?, &mut tables)?;
             if tables.len() > TABLES_LISTED_MAX {

@@ -17,6 +17,8 @@ use crate::request::{request, Value};
 /// A session on a quiver server.
 pub struct Connection {
     client: Client,
+    /// Set when a call failed in a way that leaves the connection unusable.
+    broken: bool,
     session: SessionInfo,
     address: Address,
     options: ConnectOptions,
@@ -51,6 +53,7 @@ impl Connection {
             .with_shm_from_config(&options.shm_config()?)?;
         let mut connection = Connection {
             client,
+            broken: false,
             session: SessionInfo {
                 server_version: String::new(),
                 duckdb_version: String::new(),
@@ -101,6 +104,12 @@ impl Connection {
     /// The options it was opened with.
     pub fn options(&self) -> &ConnectOptions {
         &self.options
+    }
+
+    /// Whether a call on this connection failed in a way that leaves it unusable (the server
+    /// went away, the bytes broke); a [`crate::Pool`] discards such connections.
+    pub fn is_broken(&self) -> bool {
+        self.broken
     }
 
     /// Whether large batches travel through a shared-memory segment on this connection.
@@ -154,7 +163,7 @@ impl Connection {
                 Value::Int(batch_rows),
             ],
         );
-        QueryStream::open(&mut self.client, methods::QUERY, &params)
+        QueryStream::open(self.wire(), methods::QUERY, &params)
     }
 
     /// Runs a query and collects its whole result.
@@ -202,19 +211,27 @@ impl Connection {
 
     /// A unary call whose reply is one batch.
     pub(crate) fn unary(&mut self, method: &str, params: &RecordBatch) -> Result<RecordBatch> {
-        self.client
-            .call(method, params)?
-            .ok_or_else(|| Error::Protocol(format!("{method} answered nothing")))
+        let reply = self.client_call(method, params);
+        let reply = self.wire().noting(reply)?;
+        reply.ok_or_else(|| Error::Protocol(format!("{method} answered nothing")))
+    }
+
+    fn client_call(&mut self, method: &str, params: &RecordBatch) -> Result<Option<RecordBatch>> {
+        self.client.call(method, params).map_err(Error::from)
     }
 
     /// A unary call with no reply.
     pub(crate) fn unary_void(&mut self, method: &str, params: &RecordBatch) -> Result<()> {
-        self.client.call(method, params)?;
-        Ok(())
+        let reply = self.client_call(method, params);
+        self.wire().noting(reply).map(drop)
     }
 
-    pub(crate) fn client(&mut self) -> &mut Client {
-        &mut self.client
+    /// The client and the broken flag, borrowed apart so a stream call can hold both.
+    pub(crate) fn wire(&mut self) -> Wire<'_> {
+        Wire {
+            client: &mut self.client,
+            broken: &mut self.broken,
+        }
     }
 }
 
@@ -226,6 +243,29 @@ impl std::fmt::Debug for Connection {
             .field("shm", &self.uses_shm())
             .finish()
     }
+}
+
+/// A connection's client with its broken flag, for the calls that hold them while they stream.
+pub(crate) struct Wire<'c> {
+    pub(crate) client: &'c mut Client,
+    pub(crate) broken: &'c mut bool,
+}
+
+impl Wire<'_> {
+    /// Passes `result` through, marking the connection broken when its error says so.
+    pub(crate) fn noting<T>(&mut self, result: Result<T>) -> Result<T> {
+        note(self.broken, result)
+    }
+}
+
+/// Marks `broken` when `result` is an error that leaves the connection unusable.
+pub(crate) fn note<T>(broken: &mut bool, result: Result<T>) -> Result<T> {
+    if let Err(error) = &result {
+        if !error.connection_usable() {
+            *broken = true;
+        }
+    }
+    result
 }
 
 /// Cancels a session's running statement from any thread: it opens a connection of its own and

@@ -13,7 +13,7 @@ use quiver_server_protocol::{insert, limits, methods, parameters, InsertMode};
 use quiver_wire::BatchMetadata;
 
 use crate::catalog::check_identifier;
-use crate::connection::Connection;
+use crate::connection::{note, Connection, Wire};
 use crate::error::{Error, Result};
 use crate::request::{request, Value};
 
@@ -21,6 +21,7 @@ use crate::request::{request, Value};
 pub struct ArrowInserter<'c> {
     /// `None` once finished or failed.
     call: Option<StreamCall<'c>>,
+    broken: &'c mut bool,
     schema: SchemaRef,
     rows_sent: u64,
 }
@@ -52,9 +53,16 @@ impl Connection {
                 Value::Text(Some(mode.as_str())),
             ],
         );
-        let call = self.client().stream(methods::INSERT, &params, false)?;
+        let Wire { client, broken } = self.wire();
+        let call = note(
+            broken,
+            client
+                .stream(methods::INSERT, &params, false)
+                .map_err(Error::from),
+        )?;
         Ok(ArrowInserter {
             call: Some(call),
+            broken,
             schema: Arc::new(schema.clone()),
             rows_sent: 0,
         })
@@ -108,14 +116,14 @@ impl ArrowInserter<'_> {
             .call
             .take()
             .expect("an inserter holds its call until it ends");
-        call.close()?;
+        note(self.broken, call.close().map_err(Error::from))?;
         Ok(self.rows_sent)
     }
 
     /// Gives up: the server rolls back every row of this insert.
     pub fn abort(mut self) -> Result<()> {
         match self.call.take() {
-            Some(call) => call.cancel().map_err(Error::from),
+            Some(call) => note(self.broken, call.cancel().map_err(Error::from)),
             None => Ok(()),
         }
     }
@@ -136,7 +144,7 @@ impl ArrowInserter<'_> {
                 if let Some(call) = self.call.take() {
                     let _ = call.release();
                 }
-                return Err(error.into());
+                return note(self.broken, Err(error.into()));
             }
         };
         let acknowledged = ack
@@ -186,7 +194,8 @@ impl ArrowInserter<'_> {
 impl Drop for ArrowInserter<'_> {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
-            let _ = call.cancel();
+            let cancelled = call.cancel().map_err(Error::from);
+            let _ = note(self.broken, cancelled);
         }
     }
 }

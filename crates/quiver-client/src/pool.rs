@@ -146,21 +146,10 @@ pub struct PooledConnection<'p> {
 }
 
 impl PooledConnection<'_> {
-    /// Keeps this connection out of the pool (the pool opens a fresh one when needed). Callers
-    /// mark it after an error that leaves the connection unusable
-    /// ([`Error::connection_usable`]); [`PooledConnection::check`] does it for them.
+    /// Keeps this connection out of the pool (the pool opens a fresh one when needed). A
+    /// connection a call broke ([`Connection::is_broken`]) is discarded without this.
     pub fn discard(&mut self) {
         self.broken = true;
-    }
-
-    /// Passes `result` through, marking the connection broken when its error says so.
-    pub fn check<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let Err(error) = &result {
-            if !error.connection_usable() {
-                self.discard();
-            }
-        }
-        result
     }
 }
 
@@ -181,7 +170,7 @@ impl DerefMut for PooledConnection<'_> {
 impl Drop for PooledConnection<'_> {
     fn drop(&mut self) {
         let connection = self.connection.take().expect("lent until dropped");
-        if self.broken || std::thread::panicking() {
+        if self.broken || connection.is_broken() || std::thread::panicking() {
             drop(connection);
             self.pool.forget_one();
         } else {

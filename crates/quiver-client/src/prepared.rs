@@ -74,7 +74,7 @@ impl Prepared<'_> {
                 Value::Int(batch_rows),
             ],
         );
-        QueryStream::open(self.connection.client(), methods::QUERY_PREPARED, &params)
+        QueryStream::open(self.connection.wire(), methods::QUERY_PREPARED, &params)
     }
 
     /// Forgets the statement on the server.

@@ -4,27 +4,34 @@
 //! the connection ready for its next call.
 
 use arrow_array::RecordBatch;
-use quiver_rpc::{Client, StreamCall};
+use quiver_rpc::StreamCall;
 
+use crate::connection::{note, Wire};
 use crate::error::{Error, Result};
 
 /// The batches of one query, in order.
 pub struct QueryStream<'c> {
     /// `None` once the stream has ended (its end, an error, or a cancel).
     call: Option<StreamCall<'c>>,
+    broken: &'c mut bool,
     rows: u64,
 }
 
 impl<'c> QueryStream<'c> {
     /// Sends the request of a producer method (`query`, `query_prepared`).
     pub(crate) fn open(
-        client: &'c mut Client,
+        wire: Wire<'c>,
         method: &str,
         params: &RecordBatch,
     ) -> Result<QueryStream<'c>> {
-        let call = client.stream(method, params, false)?;
+        let Wire { client, broken } = wire;
+        let call = note(
+            broken,
+            client.stream(method, params, false).map_err(Error::from),
+        )?;
         Ok(QueryStream {
             call: Some(call),
+            broken,
             rows: 0,
         })
     }
@@ -37,7 +44,7 @@ impl<'c> QueryStream<'c> {
     /// Stops the query now: the server interrupts the statement and the connection stays usable.
     pub fn cancel(mut self) -> Result<()> {
         match self.call.take() {
-            Some(call) => call.cancel().map_err(Error::from),
+            Some(call) => note(self.broken, call.cancel().map_err(Error::from)),
             None => Ok(()),
         }
     }
@@ -63,7 +70,7 @@ impl Iterator for QueryStream<'_> {
                 if let Some(call) = self.call.take() {
                     let _ = call.release();
                 }
-                Some(Err(Error::from(error)))
+                Some(note(self.broken, Err(Error::from(error))))
             }
         }
     }
@@ -73,7 +80,8 @@ impl Drop for QueryStream<'_> {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
             // An early drop: cancel, so the server stops producing and the connection is in step.
-            let _ = call.cancel();
+            let cancelled = call.cancel().map_err(Error::from);
+            let _ = note(self.broken, cancelled);
         }
     }
 }

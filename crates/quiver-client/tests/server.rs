@@ -468,3 +468,28 @@ fn nothing_leaks_into_the_null_mask() {
     assert!(values.is_null(0));
     assert_eq!(values.value(1), 2.5);
 }
+
+#[test]
+fn the_pool_discards_connections_a_dead_server_broke() {
+    let server = real_server::spawn();
+    let pool = Pool::new(
+        server.unix_address().unwrap(),
+        ConnectOptions::default(),
+        2,
+        WAIT_MAX,
+    )
+    .unwrap();
+    let mut connection = pool.get().unwrap();
+    assert_eq!(connection.query_scalar_i64("SELECT 1").unwrap(), Some(1));
+    // SAFETY: signalling the server this test started.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGKILL) };
+    let error = connection.execute("SELECT 1").unwrap_err();
+    assert!(!error.connection_usable(), "{error}");
+    assert!(connection.is_broken());
+    drop(connection);
+    assert_eq!(
+        pool.open(),
+        0,
+        "a broken connection does not go back to the pool"
+    );
+}
