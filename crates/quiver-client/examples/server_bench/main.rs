@@ -10,6 +10,8 @@
 //! ```
 
 mod cases;
+mod inserts;
+mod queries;
 mod rows;
 
 use std::time::Instant;
@@ -209,9 +211,9 @@ fn run(args: &Args) -> quiver_client::Result<()> {
             worker_data: &worker_data,
         };
         progress(&format!("{transport}: inserts"));
-        let mut all = cases::inserts(&bench)?;
+        let mut all = inserts::inserts(&bench)?;
         progress(&format!("{transport}: queries"));
-        all.extend(cases::queries(&bench, &bytes_per_row)?);
+        all.extend(queries::queries(&bench, &bytes_per_row)?);
         for measured in &all {
             let line = record(measured, transport, args.rows);
             progress(&format!(
