@@ -3,7 +3,8 @@
 # duckdb==2.0.0 wheel (linux_amd64), compiled against DuckDB's headers only (see README.md here).
 #
 #   1. fetch_headers.sh    DuckDB 2.0.0 headers from crates.io (cached in extension/build/)
-#   2. cargo build         the Rust core, crates/quiver-duckdb, as a static library (release)
+#   2. cargo build         the Rust side, crates/quiver-extension (the engine core quiver-duckdb and the
+#                          server quiver-server), as one static library (release)
 #   3. make                the C++ glue + the Rust core -> libquiver_impl.so, embedded in the loader
 #                          shim -> quiver.so (objects cached in extension/build/obj, rebuilt on change)
 #   4. footer              DuckDB's 534-byte metadata footer appended -> quiver.duckdb_extension
@@ -49,12 +50,12 @@ t="$(now)"
 log "headers: $(cat "$HEADERS/VERSION") ($(cat "$HEADERS/SOURCE_ID")) [$(since "$t")]"
 
 t="$(now)"
-(cd "$ROOT" && cargo build --release --quiet -p quiver-duckdb "${CARGO_FEATURES[@]}")
+(cd "$ROOT" && cargo build --release --quiet -p quiver-extension "${CARGO_FEATURES[@]}")
 # Both flavours' cargo builds write the same path; each flavour links its own copy (the mtime kept,
 # so make relinks only when the core changed).
 mkdir -p "$BUILD"
-RUST_LIB="$BUILD/libquiver_duckdb.a"
-cp -p "$TARGET/release/libquiver_duckdb.a" "$RUST_LIB.tmp"
+RUST_LIB="$BUILD/libquiver_extension.a"
+cp -p "$TARGET/release/libquiver_extension.a" "$RUST_LIB.tmp"
 mv "$RUST_LIB.tmp" "$RUST_LIB"
 log "rust core: $RUST_LIB [$(since "$t")]"
 

@@ -55,5 +55,6 @@ DUCKDB_EXTENSION_API void quiver_impl_init(duckdb::ExtensionLoader &loader, cons
 	duckdb::quiver::RegisterNumbersFunction(loader);
 #endif
 	duckdb::quiver::RegisterStorage(loader);
+	duckdb::quiver::RegisterServerFunctions(loader);
 }
 }

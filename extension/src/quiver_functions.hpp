@@ -25,6 +25,10 @@ void RegisterVersionFunction(ExtensionLoader &loader);
 //! flavour only (QUIVER_BENCH_FUNCTIONS); numbers_function.cpp is not linked into the product.
 void RegisterNumbersFunction(ExtensionLoader &loader);
 
+//! quiver_serve(listen, ...), quiver_serve_stop() and quiver_server_batch(): the quiver server
+//! (server_function.cpp, server_session.cpp, server_batch.cpp).
+void RegisterServerFunctions(ExtensionLoader &loader);
+
 //! ATTACH '<location>' AS w (TYPE quiver): a worker's functions as catalog `w` (quiver_catalog.cpp).
 void RegisterStorage(ExtensionLoader &loader);
 

@@ -1,0 +1,29 @@
+//! The quiver server: DuckDB, with quiver's extension loaded, serving `quiver.server` 1.0.0
+//! (`quiver-server-protocol`) on the vgi-rpc v1 spine (`quiver-rpc`) over TCP and Unix sockets,
+//! shared memory negotiated per connection as the spine does it.
+//!
+//! The DuckDB side is C++ (`extension/src/server_*.cpp`) behind the operations table of
+//! `extension/include/quiver_server.h`; this crate is everything else:
+//!
+//! - [`ffi`]: that C ABI, mirrored, and `quiver_serve_start` / `quiver_serve_stop`;
+//! - [`duck`]: safe handles over the operations (session, prepared statement, cursor);
+//! - [`server`]: listeners, one thread per connection, limits, the stop;
+//! - [`session`]: one connection's session and the registry `cancel` and the stop use;
+//! - [`auth`]: the token;
+//! - [`service`]: the methods, with `query.rs` (result streams), `insert.rs` (all-or-nothing
+//!   inserts) and `catalog.rs` (`tables`).
+//!
+//! Started from SQL (`SELECT * FROM quiver_serve('tcp://127.0.0.1:0')`), or by the host program
+//! `python -m quiver.serve` behind `./quiver server`.
+#![warn(missing_docs)]
+
+pub mod auth;
+mod catalog;
+pub mod duck;
+#[allow(missing_docs)]
+pub mod ffi;
+mod insert;
+mod query;
+pub mod server;
+pub mod service;
+pub mod session;

@@ -1,0 +1,348 @@
+//! The running server: listeners on TCP and Unix sockets, one thread per connection, the limits,
+//! and the stop. Started and stopped through `ffi.rs` (`quiver_serve_start` / `_stop`).
+//!
+//! Stop: listeners close (Unix sockets are removed), every running statement is interrupted (its
+//! caller gets `ServerStoppingError`), every session ends after its current call and closes its
+//! DuckDB connection, which rolls back a transaction left open. The stop waits for the sessions at
+//! most [`STOP_WAIT`].
+
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use quiver_process::log_line;
+use quiver_rpc::{Server, ServerConfig};
+use quiver_server_protocol::limits::{CONNECTIONS_DEFAULT, MESSAGE_BYTES_DEFAULT};
+use quiver_server_protocol::Address;
+use quiver_shm::ShmConfig;
+use quiver_transport::socket::UnixListener;
+use quiver_transport::{Connection, TransportKind};
+use quiver_wire::Limits;
+
+use crate::auth::{generate_token, Token};
+use crate::ffi::Ops;
+use crate::service::session_service;
+use crate::session::{Registry, Session, SocketHandle};
+
+/// Longest the stop waits for open sessions to end.
+pub const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How often accept loops look whether the server stops.
+const ACCEPT_POLL: Duration = Duration::from_millis(100);
+/// Connections over the maximum that still get the `busy` answer; beyond them a connection is
+/// closed unanswered.
+const BUSY_ANSWERS_MAX: usize = 16;
+/// Most listeners one server opens.
+pub const LISTENERS_MAX: usize = 16;
+
+/// How the server is started.
+pub struct ServeOptions {
+    /// The token TCP listeners require; `None`: generated (and announced).
+    pub token: Option<String>,
+    /// Serve TCP without a token (loopback listeners only).
+    pub no_auth: bool,
+    /// Most sessions at once (default `CONNECTIONS_DEFAULT`).
+    pub max_connections: Option<usize>,
+    /// Largest message read (default `MESSAGE_BYTES_DEFAULT`).
+    pub message_bytes_max: Option<u64>,
+    /// What `connect` reports as the database.
+    pub database: String,
+    /// What `connect` reports as DuckDB's version.
+    pub duckdb_version: String,
+}
+
+/// What every session of one server shares.
+pub struct Shared {
+    /// DuckDB's operations.
+    pub ops: Arc<Ops>,
+    /// The token TCP connections must present; `None` with `no_auth`.
+    pub token: Option<Token>,
+    /// The open sessions.
+    pub registry: Registry,
+    /// Most sessions at once.
+    pub max_connections: usize,
+    /// What `connect` reports.
+    pub database: String,
+    /// What `connect` reports.
+    pub duckdb_version: String,
+    rpc_config: ServerConfig,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    /// Whether the server is stopping.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+/// A started server.
+pub struct Running {
+    shared: Arc<Shared>,
+    accept_threads: Vec<JoinHandle<()>>,
+}
+
+enum Listener {
+    Tcp(std::net::TcpListener),
+    Unix(UnixListener),
+}
+
+impl Listener {
+    fn bind(address: &Address) -> Result<(Listener, String), String> {
+        match address {
+            Address::Tcp { host, port } => {
+                let listener = std::net::TcpListener::bind((host.as_str(), *port))
+                    .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+                let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+                Ok((Listener::Tcp(listener), format!("PORT:{port}")))
+            }
+            Address::Unix(path) => {
+                let listener = UnixListener::bind(path)
+                    .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+                // Only the server's user may connect: a Unix socket needs no token.
+                std::fs::set_permissions(listener.path(), std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| format!("{}: {e}", listener.path().display()))?;
+                let line = format!("UNIX:{}", listener.path().display());
+                Ok((Listener::Unix(listener), line))
+            }
+        }
+    }
+
+    fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listener::Tcp(listener) => listener.set_nonblocking(true),
+            Listener::Unix(listener) => listener.inner().set_nonblocking(true),
+        }
+    }
+
+    fn raw_fd(&self) -> i32 {
+        match self {
+            Listener::Tcp(listener) => listener.as_raw_fd(),
+            Listener::Unix(listener) => listener.inner().as_raw_fd(),
+        }
+    }
+
+    /// The next client: its connection and a handle to shut it down.
+    fn accept(&self) -> std::io::Result<(Connection, SocketHandle)> {
+        match self {
+            Listener::Tcp(listener) => {
+                let (stream, peer) = listener.accept()?;
+                stream.set_nonblocking(false)?;
+                stream.set_nodelay(true)?;
+                let handle = SocketHandle::Tcp(stream.try_clone()?);
+                let reader = stream.try_clone()?;
+                let connection = Connection::new(
+                    Box::new(reader),
+                    Box::new(stream),
+                    TransportKind::Tcp,
+                    peer.to_string(),
+                );
+                Ok((connection, handle))
+            }
+            Listener::Unix(listener) => {
+                let (stream, _) = listener.inner().accept()?;
+                stream.set_nonblocking(false)?;
+                let handle = SocketHandle::Unix(stream.try_clone()?);
+                let reader = stream.try_clone()?;
+                let peer = format!("{} client", listener.path().display());
+                let connection = Connection::new(
+                    Box::new(reader),
+                    Box::new(stream),
+                    TransportKind::Unix,
+                    peer,
+                );
+                Ok((connection, handle))
+            }
+        }
+    }
+
+    fn requires_token(&self) -> bool {
+        matches!(self, Listener::Tcp(_))
+    }
+}
+
+fn parse_listen(listen: &str) -> Result<Vec<Address>, String> {
+    let addresses: Vec<Address> = listen
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    if addresses.is_empty() {
+        return Err("no address to listen on".into());
+    }
+    if addresses.len() > LISTENERS_MAX {
+        return Err(format!("at most {LISTENERS_MAX} listeners"));
+    }
+    Ok(addresses)
+}
+
+/// Binds every listener and starts serving; the announcement lines (`PORT:`, `UNIX:`, `TOKEN:`).
+pub fn start(
+    ops: Ops,
+    listen: &str,
+    options: ServeOptions,
+) -> Result<(Running, Vec<String>), String> {
+    let addresses = parse_listen(listen)?;
+    let has_tcp = addresses.iter().any(|a| matches!(a, Address::Tcp { .. }));
+    if options.no_auth {
+        if let Some(remote) = addresses.iter().find(|a| !a.is_local()) {
+            return Err(format!(
+                "no_auth is allowed only when every TCP listener is on loopback; {remote} is not"
+            ));
+        }
+    }
+    let mut announcements = Vec::new();
+    let token = match (options.no_auth, options.token) {
+        (true, _) => None,
+        (false, Some(token)) => Some(Token::new(&token)),
+        (false, None) if has_tcp => {
+            let token = generate_token();
+            announcements.push(format!("TOKEN:{token}"));
+            Some(Token::new(&token))
+        }
+        (false, None) => None,
+    };
+    let mut listeners = Vec::new();
+    let mut lines = Vec::new();
+    for address in &addresses {
+        let (listener, line) = Listener::bind(address)?;
+        listener.set_nonblocking().map_err(|e| e.to_string())?;
+        listeners.push(listener);
+        lines.push(line);
+    }
+    lines.extend(announcements);
+    let limits = Limits {
+        body_bytes_max: options.message_bytes_max.unwrap_or(MESSAGE_BYTES_DEFAULT),
+        ..Limits::DEFAULT
+    };
+    let rpc_config = ServerConfig {
+        limits,
+        shm: ShmConfig::from_env().unwrap_or_default(),
+        server_id: format!("quiver-server-{:x}", std::process::id()),
+    };
+    let shared = Arc::new(Shared {
+        ops: Arc::new(ops),
+        token,
+        registry: Registry::default(),
+        max_connections: options.max_connections.unwrap_or(CONNECTIONS_DEFAULT),
+        database: options.database,
+        duckdb_version: options.duckdb_version,
+        rpc_config,
+        stopping: AtomicBool::new(false),
+    });
+    let accept_threads = listeners
+        .into_iter()
+        .map(|listener| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("quiver-accept".into())
+                .spawn(move || accept_until_stopped(&shared, &listener))
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((
+        Running {
+            shared,
+            accept_threads,
+        },
+        lines,
+    ))
+}
+
+fn wait_readable(fd: i32, timeout: Duration) {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd we own.
+    let _ = unsafe { libc::poll(&mut pollfd, 1, timeout.as_millis() as i32) };
+}
+
+fn accept_until_stopped(shared: &Arc<Shared>, listener: &Listener) {
+    while !shared.is_stopping() {
+        wait_readable(listener.raw_fd(), ACCEPT_POLL);
+        match listener.accept() {
+            Ok((connection, socket)) => {
+                spawn_session(shared, connection, socket, listener.requires_token())
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(error) => {
+                log_line!("quiver server: accept failed: {error}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn spawn_session(
+    shared: &Arc<Shared>,
+    connection: Connection,
+    socket: SocketHandle,
+    token_required: bool,
+) {
+    let open = shared.registry.len();
+    if open >= shared.max_connections + BUSY_ANSWERS_MAX {
+        log_line!(
+            "quiver server: closing {} unanswered: {open} connections open",
+            connection.peer
+        );
+        return;
+    }
+    let over_capacity = open >= shared.max_connections;
+    let session = Arc::new(Session::new(
+        Arc::clone(shared),
+        socket,
+        token_required && shared.token.is_some(),
+        over_capacity,
+    ));
+    let number = shared.registry.add(Arc::clone(&session));
+    let config = shared.rpc_config.clone();
+    let spawned = std::thread::Builder::new()
+        .name("quiver-session".into())
+        .spawn(move || {
+            let server = Server::new(session_service(Arc::clone(&session)), config);
+            let peer = connection.peer.clone();
+            if let quiver_rpc::SessionEnd::Failed(error) = server.serve(connection) {
+                log_line!("quiver server: connection {peer} ended: {error}");
+            }
+            drop(server);
+            session.close();
+            session.shared.registry.remove(number);
+        });
+    if let Err(error) = spawned {
+        log_line!("quiver server: cannot start a session thread: {error}");
+        shared.registry.remove(number);
+    }
+}
+
+impl Running {
+    /// Stops the server (see the module's documentation).
+    pub fn stop(self) {
+        let shared = self.shared;
+        shared.stopping.store(true, Ordering::SeqCst);
+        for thread in self.accept_threads {
+            let _ = thread.join();
+        }
+        let deadline = Instant::now() + STOP_WAIT;
+        while !shared.registry.is_empty() {
+            // Again each round: a statement may have started after the previous interrupt.
+            shared.registry.stop_all();
+            if Instant::now() >= deadline {
+                log_line!(
+                    "quiver server: stopping with {} session(s) still open after {STOP_WAIT:?}",
+                    shared.registry.len()
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
