@@ -51,9 +51,8 @@ pub struct ServerOptions {
     pub token: Option<String>,
     /// `--no-auth` (allowed for loopback listeners only).
     pub no_auth: bool,
-    /// The extension file (`--extension`); `None`: [`ENV_EXTENSION`] if set, else the nearest
-    /// `target/extension/quiver.duckdb_extension` above the current directory, else the server's
-    /// default.
+    /// The extension file (`--extension`); `None`: [`ENV_EXTENSION`] if set, else the server's
+    /// default (its tree's build).
     pub extension: Option<PathBuf>,
     /// `--threads`.
     pub threads: Option<usize>,
@@ -296,8 +295,7 @@ fn server_argv(options: &ServerOptions) -> Result<Vec<String>> {
     let extension = options
         .extension
         .clone()
-        .or_else(|| std::env::var_os(ENV_EXTENSION).map(PathBuf::from))
-        .or_else(|| nearest("target/extension/quiver.duckdb_extension"));
+        .or_else(|| std::env::var_os(ENV_EXTENSION).map(PathBuf::from));
     if let Some(extension) = extension {
         argv.extend(["--extension".into(), extension.display().to_string()]);
     }
