@@ -47,43 +47,18 @@ impl Connection {
             address: address.to_string(),
             source,
         })?;
-        let client = Client::new(transport)
+        let mut client = Client::new(transport)
             .with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION)
             .with_limits(options.wire_limits())
             .with_shm_from_config(&options.shm_config()?)?;
-        let mut connection = Connection {
+        let session = open_session(&mut client, options)?;
+        Ok(Connection {
             client,
             broken: false,
-            session: SessionInfo {
-                server_version: String::new(),
-                duckdb_version: String::new(),
-                session_id: String::new(),
-                database: String::new(),
-            },
+            session,
             address,
             options: options.clone(),
-        };
-        connection.session = connection.open_session()?;
-        Ok(connection)
-    }
-
-    fn open_session(&mut self) -> Result<SessionInfo> {
-        let params = request(
-            methods::connect_params(),
-            &[
-                Value::Text(self.options.token.as_deref()),
-                Value::Text(self.options.client_name.as_deref()),
-            ],
-        );
-        let reply = self.unary(methods::CONNECT, &params)?;
-        let info = SessionInfo::from_array(reply.column(0).as_ref())?;
-        if !session::is_session_id(&info.session_id) {
-            return Err(Error::Protocol(format!(
-                "connect answered a malformed session id '{}'",
-                info.session_id
-            )));
-        }
-        Ok(info)
+        })
     }
 
     /// What `connect` answered: versions, database, session id.
@@ -296,6 +271,29 @@ impl CancelHandle {
             .ok_or_else(|| Error::Protocol("cancel answered no boolean".into()))?;
         Ok(flag.value(0))
     }
+}
+
+/// `connect`, the first call of every connection.
+fn open_session(client: &mut Client, options: &ConnectOptions) -> Result<SessionInfo> {
+    let params = request(
+        methods::connect_params(),
+        &[
+            Value::Text(options.token.as_deref()),
+            Value::Text(options.client_name.as_deref()),
+        ],
+    );
+    let reply = client
+        .call(methods::CONNECT, &params)?
+        .ok_or_else(|| Error::Protocol("connect answered nothing".into()))?;
+    let info = SessionInfo::from_array(reply.column(0).as_ref())
+        .map_err(|report| Error::Protocol(report.message))?;
+    if !session::is_session_id(&info.session_id) {
+        return Err(Error::Protocol(format!(
+            "connect answered a malformed session id '{}'",
+            info.session_id
+        )));
+    }
+    Ok(info)
 }
 
 pub(crate) fn check_sql(sql: &str) -> Result<()> {
