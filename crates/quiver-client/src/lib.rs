@@ -14,6 +14,7 @@
 //!
 //! - [`Connection`]: sync; `execute`, `query` (an iterator pulling one batch at a time),
 //!   `query_arrow`, `prepare`, transactions, the catalog, a [`CancelHandle`].
+//! - [`params::row`]: one row of typed statement parameters.
 //! - [`ArrowInserter`] and [`RowInserter`]: all-or-nothing inserts of batches or of rows;
 //!   [`parallel`]: chunk senders on one connection, and work on N connections.
 //! - [`AsyncConnection`]: the same for tokio, with [`AsyncQueryStream`] and
@@ -29,6 +30,7 @@ mod error;
 mod insert;
 mod options;
 pub mod parallel;
+pub mod params;
 mod pool;
 mod prepared;
 pub mod process;
@@ -45,6 +47,7 @@ pub use connection::{CancelHandle, Connection};
 pub use error::{Error, Result};
 pub use insert::ArrowInserter;
 pub use options::{ConnectOptions, IntoAddress, Shm, SHM_BYTES_DEFAULT};
+pub use params::Param;
 pub use pool::{Pool, PooledConnection, POOL_SIZE_MAX};
 pub use prepared::Prepared;
 pub use process::{ServerOptions, ServerProcess};

@@ -328,3 +328,18 @@ async fn a_dropped_async_stream_cancels_and_frees_the_connection() {
     let batches = connection.query_arrow("range 3").await.unwrap();
     assert_eq!(batches[0].num_rows(), 3);
 }
+
+#[test]
+fn a_reply_over_the_message_limit_is_refused() {
+    let server = fake_server::start(None);
+    let options = ConnectOptions {
+        message_bytes_max: 64 << 10,
+        shm: quiver_client::Shm::Off,
+        ..ConnectOptions::default()
+    };
+    let mut connection = Connection::connect_with(server.address(), &options).unwrap();
+    // One batch of 131072 int64 rows is 1 MiB, over the 64 KiB this client reads.
+    let error = connection.query_arrow("range 1000000").unwrap_err();
+    assert!(matches!(error, Error::Connection(_)), "{error}");
+    assert!(connection.is_broken());
+}

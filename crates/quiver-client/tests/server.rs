@@ -12,7 +12,7 @@ use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_client::parallel::{insert_chunks, on_connections};
 use quiver_client::{
-    AsyncConnection, ConnectOptions, Connection, Error, InsertMode, Pool, ServerProcess, Shm,
+    AsyncConnection, ConnectOptions, Connection, Error, InsertMode, Param, Pool, ServerProcess, Shm,
 };
 use support::real_server::{self, shared, table};
 
@@ -156,6 +156,16 @@ fn prepared_statements_take_parameters() {
         "a missing parameter is refused"
     );
     statement.close().unwrap();
+
+    let typed = quiver_client::params::row(&[7.into(), Param::Null]).unwrap();
+    let sql = format!("INSERT INTO {name} VALUES ($1, $2)");
+    assert_eq!(connection.execute_with(&sql, &typed).unwrap(), 1);
+    let nulls = connection
+        .query_scalar_i64(&format!(
+            "SELECT count(*) FROM {name} WHERE id = 7 AND value IS NULL"
+        ))
+        .unwrap();
+    assert_eq!(nulls, Some(1));
 }
 
 #[test]
