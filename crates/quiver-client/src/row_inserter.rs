@@ -214,6 +214,12 @@ impl<'c> RowInserter<'c> {
             return Ok(());
         }
         let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(Column::finish).collect();
+        // A finished builder starts again from no capacity and would grow by copying; fresh
+        // builders of a whole batch's capacity write each value once.
+        for (column, field) in self.columns.iter_mut().zip(self.schema.fields().iter()) {
+            *column = Column::new(field.data_type(), self.batch_rows)
+                .expect("the type was accepted when the inserter was made");
+        }
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .map_err(|error| Error::InvalidInput(error.to_string()))?;
         debug_assert_eq!(batch.num_rows(), self.rows_buffered);
