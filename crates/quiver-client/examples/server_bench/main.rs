@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! server_bench [--rows N] [--workers N] [--warmup W] [--measured M]
-//!              [--transports tcp,unix,unix+shm] [--database PATH]
+//!              [--transports tcp,unix,unix+shm] [--database PATH] [--batch-rows N]
 //! ```
 
 mod cases;
@@ -34,6 +34,8 @@ struct Args {
     measured: usize,
     transports: Vec<String>,
     database: Option<std::path::PathBuf>,
+    /// Rows per result batch the queries ask for (`None`: the server's default).
+    batch_rows: Option<i64>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -44,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
         measured: 5,
         transports: TRANSPORTS.iter().map(|t| t.to_string()).collect(),
         database: None,
+        batch_rows: None,
     };
     let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
@@ -60,6 +63,7 @@ fn parse_args() -> Result<Args, String> {
             "--measured" => args.measured = number(value()?)? as usize,
             "--transports" => args.transports = value()?.split(',').map(str::to_string).collect(),
             "--database" => args.database = Some(value()?.into()),
+            "--batch-rows" => args.batch_rows = Some(number(value()?)? as i64),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -196,6 +200,7 @@ fn run(args: &Args) -> quiver_client::Result<()> {
         let address = address.expect("the server listens on both").clone();
         let options = ConnectOptions {
             token: server.token().map(str::to_string),
+            batch_rows: args.batch_rows,
             ..ConnectOptions::default()
         }
         .shm(shm);
