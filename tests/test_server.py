@@ -17,6 +17,7 @@ from server_support import (
     parameters,
     query_table,
     schema_message,
+    wait_until,
 )
 
 
@@ -164,13 +165,14 @@ def test_transactions_span_calls(server: ServerProcess) -> None:
 
 def test_catalog(server: ServerProcess) -> None:
     client = server.client()
-    client.call("execute", "CREATE TABLE cat_t (id INTEGER, name VARCHAR); CREATE VIEW cat_v AS SELECT 1 AS x")
+    client.call("execute", "CREATE TABLE cat_t (id INTEGER NOT NULL, name VARCHAR); CREATE VIEW cat_v AS SELECT 1 AS x")
     with client.stream("tables") as call:
         listing = pa.Table.from_batches([item.batch for item in call])
     rows = {(r["table_name"], r["table_type"], r["column_count"]) for r in listing.to_pylist()}
     assert ("cat_t", "BASE TABLE", 2) in rows and ("cat_v", "VIEW", 1) in rows
     schema = pa.ipc.read_schema(pa.py_buffer(client.call("table_schema", "cat_t")))
     assert schema.names == ["id", "name"] and schema.field("id").type == pa.int32()
+    assert not schema.field("id").nullable and schema.field("name").nullable
     client.close()
 
 
@@ -178,3 +180,72 @@ def test_unix_socket(server: ServerProcess) -> None:
     client = server.client(unix=True)
     assert query_table(client, "SELECT 7 AS x").column("x").to_pylist() == [7]
     client.close()
+
+
+def test_any_duckdb_process_serves_with_one_sql_call(extension: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension}'")
+    con.execute("CREATE TABLE shared_with_clients AS SELECT 42 AS answer")
+    rows = dict(con.execute("SELECT kind, value FROM quiver_serve('tcp://127.0.0.1:0', token := 's3')").fetchall())
+    assert set(rows) == {"PORT"}
+    with pytest.raises(duckdb.Error, match="serving already"):
+        con.execute("SELECT * FROM quiver_serve('tcp://127.0.0.1:0')").fetchall()
+    from quiver.rpc.client import Client
+    from quiver.transport.socket import connect_tcp
+    from server_support import QuiverServer
+
+    client = Client(QuiverServer, connect_tcp("127.0.0.1", int(rows["PORT"])))
+    client.call("connect", token="s3")
+    assert query_table(client, "SELECT answer FROM shared_with_clients").column(0).to_pylist() == [42]
+    client.call("execute", "INSERT INTO shared_with_clients VALUES (43)")
+    with pytest.raises(RpcError, match="cannot run in a session"):
+        query_table(client, "SELECT * FROM quiver_serve_stop()")
+    assert con.execute("SELECT count(*) FROM shared_with_clients").fetchone() == (2,)
+    assert con.execute("SELECT * FROM quiver_serve_stop()").fetchone() == (True,)
+    assert con.execute("SELECT * FROM quiver_serve_stop()").fetchone() == (False,)
+    client.close()
+    con.close()
+
+
+def test_connections_over_the_maximum_are_busy(extension: Path) -> None:
+    server = ServerProcess("--no-auth", "--max-connections", "1", env={"QUIVER_EXTENSION": str(extension)})
+    try:
+        first = server.client()
+        second = server.raw_client()
+        with pytest.raises(RpcError) as error:
+            second.call("connect")
+        assert error.value.error_type == "ServerBusyError"
+        second.close()
+        first.close()
+        wait_until(lambda: _connects(server), "a free connection slot")
+    finally:
+        assert server.stop() == 0
+
+
+def _connects(server: ServerProcess) -> bool:
+    client = server.raw_client()
+    try:
+        client.call("connect")
+        return True
+    except RpcError:
+        return False
+    finally:
+        client.close()
+
+
+def test_threads_and_memory_limit_reach_duckdb(extension: Path) -> None:
+    server = ServerProcess(
+        "--no-auth", "--threads", "1", "--memory-limit", "512MB", env={"QUIVER_EXTENSION": str(extension)}
+    )
+    try:
+        client = server.client()
+        settings = query_table(
+            client, "SELECT current_setting('threads') AS threads, current_setting('memory_limit') AS memory"
+        ).to_pylist()[0]
+        assert settings["threads"] == 1
+        assert settings["memory"].replace(" ", "").upper().startswith(("512", "488"))
+        client.close()
+    finally:
+        assert server.stop() == 0

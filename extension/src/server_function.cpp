@@ -166,12 +166,15 @@ unique_ptr<FunctionData> StopBind(ClientContext &, TableFunctionBindInput &, vec
 	return nullptr;
 }
 
-void StopScan(ClientContext &, TableFunctionInput &input, DataChunk &output) {
+void StopScan(ClientContext &context, TableFunctionInput &input, DataChunk &output) {
 	auto &state = input.global_state->Cast<RowsState>();
 	if (state.started) {
 		return;
 	}
 	state.started = true;
+	if (SessionContexts().Contains(context)) {
+		throw InvalidInputException("quiver_serve_stop() cannot run in a session of the server it stops");
+	}
 	auto &serving = Serving();
 	bool stopped;
 	{

@@ -29,6 +29,10 @@ using duckdb::Value;
 
 struct quiver_server_session {
 	explicit quiver_server_session(duckdb::DatabaseInstance &db) : connection(db) {
+		duckdb::quiver::SessionContexts().Add(*connection.context);
+	}
+	~quiver_server_session() {
+		duckdb::quiver::SessionContexts().Remove(*connection.context);
 	}
 	Connection connection;
 };
@@ -44,6 +48,26 @@ struct quiver_server_cursor {
 
 namespace duckdb {
 namespace quiver {
+
+void ServerContexts::Add(ClientContext &context) {
+	std::lock_guard<std::mutex> guard(lock);
+	contexts.insert(&context);
+}
+
+void ServerContexts::Remove(ClientContext &context) {
+	std::lock_guard<std::mutex> guard(lock);
+	contexts.erase(&context);
+}
+
+bool ServerContexts::Contains(ClientContext &context) {
+	std::lock_guard<std::mutex> guard(lock);
+	return contexts.count(&context) != 0;
+}
+
+ServerContexts &SessionContexts() {
+	static ServerContexts contexts;
+	return contexts;
+}
 
 namespace {
 

@@ -58,11 +58,54 @@ impl TableName {
     }
 }
 
-/// A table's Arrow schema, as DuckDB exports its columns.
+/// The `NOT NULL` columns of a table, from DuckDB's catalog (a result schema says every column
+/// may be null).
+const NOT_NULL_COLUMNS: &str = "SELECT column_name FROM duckdb_columns() \
+     WHERE database_name = coalesce($1, current_database()) \
+       AND schema_name = coalesce($2, current_schema()) \
+       AND table_name = $3 AND NOT is_nullable";
+
+/// A table's Arrow schema, as DuckDB exports its columns, with its `NOT NULL` columns non-nullable.
 pub fn table_schema(session: &Arc<Session>, name: &TableName) -> Result<SchemaRef, ErrorReport> {
     let sql = format!("SELECT * FROM {} LIMIT 0", name.sql());
-    let cursor = session.with(|open| open.duck.query(&sql, None, 1))?;
-    Ok(cursor.schema())
+    let schema = session
+        .with(|open| open.duck.query(&sql, None, 1))?
+        .schema();
+    let filter = RecordBatch::try_from_iter(vec![
+        ("catalog", text_column(name.catalog.as_deref())),
+        ("schema_name", text_column(name.schema_name.as_deref())),
+        ("table", text_column(Some(&name.table))),
+    ])
+    .map_err(|e| errors::protocol(e.to_string()))?;
+    let parameters = crate::duck::batch_stream(filter.schema(), vec![filter]);
+    let mut cursor =
+        session.with(|open| open.duck.query(NOT_NULL_COLUMNS, Some(parameters), 4096))?;
+    let mut not_null = Vec::new();
+    while let Some(batch) = session.with(|_| cursor.next_batch())? {
+        let names = arrow_cast::cast(batch.column(0), &arrow_schema::DataType::Utf8)
+            .map_err(|e| errors::protocol(e.to_string()))?;
+        let names = names
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .expect("cast to utf8 yields a StringArray");
+        not_null.extend(names.iter().flatten().map(str::to_string));
+    }
+    let fields: Vec<arrow_schema::Field> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let required = not_null.iter().any(|name| name == field.name());
+            field.as_ref().clone().with_nullable(!required)
+        })
+        .collect();
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
+}
+
+fn text_column(value: Option<&str>) -> arrow_array::ArrayRef {
+    Arc::new(arrow_array::StringArray::from(vec![value]))
 }
 
 /// Refuses batches whose columns are not the table's, naming the first column that differs.
@@ -222,5 +265,43 @@ impl StreamState for Insert {
 impl Drop for Insert {
     fn drop(&mut self) {
         self.roll_back();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{DataType, Field};
+
+    fn schema(names: &[&str]) -> Schema {
+        Schema::new(
+            names
+                .iter()
+                .map(|name| Field::new(*name, DataType::Int32, true))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn columns_must_match_by_position_and_name() {
+        let table = schema(&["id", "value"]);
+        assert!(check_columns("t", &schema(&["ID", "Value"]), &table).is_ok());
+        let renamed = check_columns("t", &schema(&["id", "price"]), &table).unwrap_err();
+        assert!(renamed.message.contains("price") && renamed.message.contains("value"));
+        assert_eq!(renamed.error_type, "BinderException");
+        let extra = check_columns("t", &schema(&["id", "value", "more"]), &table).unwrap_err();
+        assert!(extra.message.contains("more"));
+        let missing = check_columns("t", &schema(&["id"]), &table).unwrap_err();
+        assert!(missing.message.contains("value"));
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        let name = TableName {
+            table: "we\"ird".into(),
+            schema_name: Some("main".into()),
+            catalog: None,
+        };
+        assert_eq!(name.sql(), "\"main\".\"we\"\"ird\"");
     }
 }

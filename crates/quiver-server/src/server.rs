@@ -346,3 +346,18 @@ impl Running {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_lines_parse_and_are_bounded() {
+        let addresses = parse_listen("tcp://127.0.0.1:0\n unix:///tmp/x.sock \n\n").unwrap();
+        assert_eq!(addresses.len(), 2);
+        assert!(parse_listen("").is_err());
+        assert!(parse_listen("http://x").is_err());
+        let many = vec!["tcp://127.0.0.1:0"; LISTENERS_MAX + 1].join("\n");
+        assert!(parse_listen(&many).unwrap_err().contains("at most"));
+    }
+}
