@@ -1,5 +1,6 @@
-//! `insert.bulk` in five shapes: the row API, Arrow sync and async on one connection, chunk senders
-//! feeding one connection, and Arrow on N connections (one table each, as seed 002's suite).
+//! `insert.bulk` in six shapes: the row API, Arrow sync and async on one connection, chunk senders
+//! feeding one connection, and Arrow on N connections, sync and async (one table each, as seed 002's
+//! suite).
 
 use arrow_array::{Array, Int64Array, RecordBatch};
 use quiver_client::parallel::{insert_chunks, on_connections};
@@ -29,7 +30,7 @@ fn insert_case(
     }
 }
 
-/// The five insert shapes.
+/// The six insert shapes.
 pub fn inserts(bench: &Bench) -> Result<Vec<Measured>> {
     let mut out = Vec::new();
     let want = Checksum::of(bench.data);
@@ -162,6 +163,62 @@ pub fn inserts(bench: &Bench) -> Result<Vec<Measured>> {
         let part = Checksum::of(&bench.worker_data[i]);
         measured.checksum = sum(&measured.checksum, &part);
     }
+    let checksum = measured.checksum;
+    let rows = measured.rows;
+    out.push(measured);
+
+    // The seed's fastest shape: an async inserter per connection, all driven at once.
+    let asynchronous: Vec<AsyncConnection> = (0..n)
+        .map(|_| (bench.connect)().map(AsyncConnection::from_sync))
+        .collect::<Result<_>>()?;
+    let times = timed(
+        bench,
+        &mut connection,
+        |c| tables.iter().try_for_each(|t| recreate(c, t)),
+        |_, _| {
+            bench.runtime.block_on(async {
+                let tasks: Vec<_> = asynchronous
+                    .iter()
+                    .enumerate()
+                    .map(|(i, worker)| {
+                        let (worker, table) = (worker.clone(), tables[i].clone());
+                        let batches = bench.worker_data[i].clone();
+                        tokio::spawn(async move {
+                            let mut inserter = worker
+                                .arrow_inserter(&table, &schema(), InsertMode::Append)
+                                .await?;
+                            for batch in batches {
+                                inserter.write(batch).await?;
+                            }
+                            inserter.finish().await
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await
+                        .map_err(|e| crate::cases::fail(e.to_string()))??;
+                }
+                Ok(())
+            })
+        },
+    )?;
+    for (i, t) in tables.iter().enumerate() {
+        check(
+            t,
+            &held(&mut connection, t)?,
+            &Checksum::of(&bench.worker_data[i]),
+        )?;
+    }
+    let mut measured = insert_case(
+        bench,
+        format!("Arrow × {n} connections"),
+        "async",
+        "AsyncArrowInserter",
+        n,
+        times,
+    );
+    measured.rows = rows;
+    measured.checksum = checksum;
     out.push(measured);
     for t in &tables {
         connection.execute(&format!("DROP TABLE {t}"))?;
