@@ -7,6 +7,7 @@
 //! ```text
 //! server_bench [--rows N] [--workers N] [--warmup W] [--measured M]
 //!              [--transports tcp,unix,unix+shm] [--database PATH] [--batch-rows N]
+//!              [--only inserts|queries]
 //! ```
 
 mod cases;
@@ -36,6 +37,8 @@ struct Args {
     database: Option<std::path::PathBuf>,
     /// Rows per result batch the queries ask for (`None`: the server's default).
     batch_rows: Option<i64>,
+    /// Run the inserts, the queries, or both (`None`).
+    only: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -47,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         transports: TRANSPORTS.iter().map(|t| t.to_string()).collect(),
         database: None,
         batch_rows: None,
+        only: None,
     };
     let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
@@ -64,11 +68,19 @@ fn parse_args() -> Result<Args, String> {
             "--transports" => args.transports = value()?.split(',').map(str::to_string).collect(),
             "--database" => args.database = Some(value()?.into()),
             "--batch-rows" => args.batch_rows = Some(number(value()?)? as i64),
+            "--only" => args.only = Some(value()?),
             other => return Err(format!("unknown argument {other}")),
         }
     }
     if args.rows == 0 || args.rows > rows::ROWS_MAX {
         return Err(format!("--rows must be 1..={}", rows::ROWS_MAX));
+    }
+    if let Some(only) = args
+        .only
+        .as_deref()
+        .filter(|o| !["inserts", "queries"].contains(o))
+    {
+        return Err(format!("--only takes inserts or queries, not {only}"));
     }
     if !(1..=64).contains(&args.workers) || args.measured == 0 {
         return Err("--workers must be 1..=64 and --measured at least 1".into());
@@ -215,10 +227,15 @@ fn run(args: &Args) -> quiver_client::Result<()> {
             data: &data,
             worker_data: &worker_data,
         };
-        progress(&format!("{transport}: inserts"));
-        let mut all = inserts::inserts(&bench)?;
-        progress(&format!("{transport}: queries"));
-        all.extend(queries::queries(&bench, &bytes_per_row)?);
+        let mut all = Vec::new();
+        if args.only.as_deref() != Some("queries") {
+            progress(&format!("{transport}: inserts"));
+            all.extend(inserts::inserts(&bench)?);
+        }
+        if args.only.as_deref() != Some("inserts") {
+            progress(&format!("{transport}: queries"));
+            all.extend(queries::queries(&bench, &bytes_per_row)?);
+        }
         for measured in &all {
             let line = record(measured, transport, args.rows);
             progress(&format!(
