@@ -1,7 +1,7 @@
 //! Parallel inserts in the two shapes of seed 002's suite:
 //!
 //! - [`insert_chunks`]: N threads build batches and hand them, through one bounded channel, to
-//!   the thread that owns one connection's [`ArrowInserter`] (hyperdb-api's `ChunkSender`). The
+//!   the thread that owns one connection's [`ArrowInserter`]. The
 //!   building runs in parallel; the sending is one stream, so one table, all or nothing.
 //! - [`on_connections`]: one thread per connection, each running its own work (the bench gives
 //!   each its own inserter into its own table, as seed 002's parallel insert does).

@@ -1,4 +1,4 @@
-//! A server process this client starts and owns (hyperdb-api's `HyperProcess`): it runs
+//! A server process this client starts and owns: it runs
 //! `python -m quiver.serve --watch-stdin ...`, reads the listeners it announces (`PORT:<n>`,
 //! `UNIX:<path>`, `TOKEN:<hex>`, then `READY`), and stops it on drop (SIGTERM, a grace, then
 //! SIGKILL). The child's stdin is a pipe this struct holds and never writes: when this process
