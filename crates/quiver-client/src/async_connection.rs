@@ -99,6 +99,13 @@ impl AsyncConnection {
         self.cancel.clone()
     }
 
+    /// Interrupts the statement this session is running (from another task; see
+    /// [`CancelHandle::cancel`]).
+    pub async fn cancel(&self) -> Result<bool> {
+        let handle = self.cancel.clone();
+        joined(tokio::task::spawn_blocking(move || handle.cancel()).await)
+    }
+
     /// Runs `call` on the connection, on the blocking pool, after the calls queued before it.
     pub async fn run<T, F>(&self, call: F) -> Result<T>
     where

@@ -1,12 +1,12 @@
 //! The client against the real server (DuckDB with quiver's extension serving, started through
-//! `ServerProcess`): queries, prepared statements, inserts, parallel inserts, async, the pool,
-//! cancel, shared memory on and off, and the faults the issue lists. No test skips: without a
-//! server these fail and say how to get one.
+//! `ServerProcess`): queries, prepared statements, inserts, parallel inserts, transactions, async,
+//! the pool, shared memory on and off, typed errors, 16 clients at once (the faults are in
+//! `server_faults.rs`). No test skips: without a server these fail and say how to get one.
 
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -14,7 +14,7 @@ use quiver_client::parallel::{insert_chunks, on_connections};
 use quiver_client::{
     AsyncConnection, ConnectOptions, Connection, Error, InsertMode, Param, Pool, ServerProcess, Shm,
 };
-use support::real_server::{self, shared, table};
+use support::real_server::{shared, table};
 
 const WAIT_MAX: Duration = Duration::from_secs(30);
 
@@ -350,82 +350,6 @@ async fn the_async_connection_streams_and_inserts() {
 }
 
 #[test]
-fn cancel_interrupts_a_running_query() {
-    let mut connection = unix(shared(), Shm::Off);
-    let handle = connection.cancel_handle();
-    let canceller = std::thread::spawn(move || {
-        let deadline = Instant::now() + WAIT_MAX;
-        while Instant::now() < deadline {
-            if handle.cancel().unwrap() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    });
-    // Long enough for the cancel to land, bounded so a cancel that never lands fails the test
-    // instead of hanging it.
-    let slow = "SELECT count(*) FROM range(100000000000) a";
-    let error = connection.query_arrow(slow).unwrap_err();
-    assert!(
-        canceller.join().unwrap(),
-        "cancel never found the query running"
-    );
-    assert!(error.connection_usable(), "{error}");
-    assert_eq!(connection.query_scalar_i64("SELECT 1").unwrap(), Some(1));
-}
-
-#[test]
-fn a_killed_server_is_an_error_not_a_hang() {
-    let server = real_server::spawn();
-    let mut connection = unix(&server, Shm::Off);
-    let pid = server.pid() as i32;
-    let (done, outcome) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut failure = None;
-        for batch in connection
-            .query("SELECT range FROM range(1000000000000)")
-            .unwrap()
-        {
-            if let Err(error) = batch {
-                failure = Some(error);
-                break;
-            }
-        }
-        let _ = done.send(failure);
-    });
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: signalling the server this test started.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    let failure = outcome
-        .recv_timeout(WAIT_MAX)
-        .expect("the query hung after the kill");
-    let error = failure.expect("the stream ended cleanly after the kill");
-    assert!(matches!(error, Error::Connection(_)), "{error}");
-}
-
-#[test]
-fn dropping_the_server_process_stops_the_server() {
-    let server = real_server::spawn();
-    let pid = server.pid() as i32;
-    let path = match server.unix_address().unwrap() {
-        quiver_client::Address::Unix(path) => path.clone(),
-        _ => unreachable!(),
-    };
-    assert!(quiver_process::pid_alive(pid));
-    drop(server);
-    let deadline = Instant::now() + WAIT_MAX;
-    while quiver_process::pid_alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        !quiver_process::pid_alive(pid),
-        "the server outlived its ServerProcess"
-    );
-    assert!(!path.exists(), "the server left its socket behind");
-}
-
-#[test]
 fn sixteen_clients_insert_and_query_at_once() {
     let server = shared();
     let name = table("many");
@@ -479,29 +403,4 @@ fn nothing_leaks_into_the_null_mask() {
         .unwrap();
     assert!(values.is_null(0));
     assert_eq!(values.value(1), 2.5);
-}
-
-#[test]
-fn the_pool_discards_connections_a_dead_server_broke() {
-    let server = real_server::spawn();
-    let pool = Pool::new(
-        server.unix_address().unwrap(),
-        ConnectOptions::default(),
-        2,
-        WAIT_MAX,
-    )
-    .unwrap();
-    let mut connection = pool.get().unwrap();
-    assert_eq!(connection.query_scalar_i64("SELECT 1").unwrap(), Some(1));
-    // SAFETY: signalling the server this test started.
-    unsafe { libc::kill(server.pid() as i32, libc::SIGKILL) };
-    let error = connection.execute("SELECT 1").unwrap_err();
-    assert!(!error.connection_usable(), "{error}");
-    assert!(connection.is_broken());
-    drop(connection);
-    assert_eq!(
-        pool.open(),
-        0,
-        "a broken connection does not go back to the pool"
-    );
 }
