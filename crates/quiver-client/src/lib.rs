@@ -2,9 +2,11 @@
 //! (`crates/quiver-server-protocol`) on the vgi-rpc v1 spine (`crates/quiver-rpc`).
 //!
 //! ```no_run
-//! use quiver_client::{Connection, InsertMode};
+//! use quiver_client::{Connection, ServerOptions, ServerProcess};
 //!
-//! let mut db = Connection::connect("unix:///tmp/quiver.sock", None)?;
+//! let server = ServerProcess::spawn(ServerOptions::default())?; // or reach one already running:
+//! # let _ = || Connection::connect("tcp://127.0.0.1:5433", Some("token"));
+//! let mut db = server.connect()?;
 //! db.execute("CREATE TABLE t AS SELECT range AS i FROM range(1000)")?;
 //! for batch in db.query("SELECT i FROM t WHERE i % 2 = 0")? {
 //!     println!("{} rows", batch?.num_rows());
