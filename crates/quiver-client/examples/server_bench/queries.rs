@@ -1,0 +1,222 @@
+//! The three queries (full scan, filtered, aggregation), each on one connection (sync and async)
+//! and on N connections, one table each.
+
+use arrow_array::{Array, Int64Array, RecordBatch};
+use quiver_client::parallel::on_connections;
+use quiver_client::{AsyncConnection, Connection, Result};
+
+use crate::cases::{check, fail, sum, timed, Bench, Measured, AGGREGATION, FILTERED, FULL_SCAN};
+use crate::rows::Checksum;
+
+/// What a query's result must hold.
+enum Expect {
+    Scan(Checksum),
+    /// `query.aggregation`: this many groups covering this many rows.
+    Groups {
+        groups: i64,
+        rows: i64,
+    },
+}
+
+impl Expect {
+    fn of(workload: &str, batches: &[RecordBatch]) -> Expect {
+        match workload {
+            "query.full_scan" => Expect::Scan(Checksum::of(batches)),
+            "query.filtered" => Expect::Scan(Checksum::filtered(batches)),
+            _ => {
+                let rows: i64 = batches.iter().map(|b| b.num_rows() as i64).sum();
+                Expect::Groups {
+                    groups: rows.min(10),
+                    rows,
+                }
+            }
+        }
+    }
+
+    fn result_rows(&self) -> u64 {
+        match self {
+            Expect::Scan(sum) => sum.count as u64,
+            Expect::Groups { groups, .. } => *groups as u64,
+        }
+    }
+
+    fn checksum(&self) -> Checksum {
+        match self {
+            Expect::Scan(sum) => *sum,
+            Expect::Groups { groups, rows } => Checksum {
+                count: *groups,
+                sum_id: *rows,
+                ..Checksum::default()
+            },
+        }
+    }
+
+    /// Checks the batches received (kept only on the checking run).
+    fn check(&self, batches: &[RecordBatch]) -> Result<()> {
+        match self {
+            Expect::Scan(want) => check("scan", &Checksum::of(batches), want),
+            Expect::Groups { groups, rows } => {
+                let got_groups: i64 = batches.iter().map(|b| b.num_rows() as i64).sum();
+                let got_rows: i64 = batches
+                    .iter()
+                    .map(|b| {
+                        let n =
+                            arrow_cast::cast(b.column(1), &arrow_schema::DataType::Int64).unwrap();
+                        n.as_any()
+                            .downcast_ref::<Int64Array>()
+                            .unwrap()
+                            .values()
+                            .iter()
+                            .sum::<i64>()
+                    })
+                    .sum();
+                if (got_groups, got_rows) == (*groups, *rows) {
+                    Ok(())
+                } else {
+                    Err(fail(format!(
+                        "aggregation: {got_groups} groups of {got_rows} rows"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// One query on a sync connection: counts rows, and on the checking run keeps and checks them.
+fn query_sync(
+    connection: &mut Connection,
+    sql: &str,
+    expect: &Expect,
+    checking: bool,
+) -> Result<u64> {
+    let mut rows = 0u64;
+    let mut kept = Vec::new();
+    for batch in connection.query(sql)? {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        if checking {
+            kept.push(batch);
+        }
+    }
+    if checking {
+        expect.check(&kept)?;
+    }
+    if rows != expect.result_rows() {
+        return Err(fail(format!(
+            "{sql}: {rows} rows, expected {}",
+            expect.result_rows()
+        )));
+    }
+    Ok(rows)
+}
+
+/// The three queries, each on one connection (sync and async) and on N connections.
+pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec<Measured>> {
+    let mut out = Vec::new();
+    let mut connection = (bench.connect)()?;
+    let asynchronous = AsyncConnection::from_sync((bench.connect)()?);
+    let n = bench.workers;
+    let mut workers: Vec<Connection> = (0..n).map(|_| (bench.connect)()).collect::<Result<_>>()?;
+    for (workload, template) in [
+        ("query.full_scan", FULL_SCAN),
+        ("query.filtered", FILTERED),
+        ("query.aggregation", AGGREGATION),
+    ] {
+        let sql = template.replace("{t}", "bench_m");
+        let expect = Expect::of(workload, bench.data);
+        let case = |variant: String, flavor, api, connections, rows, checksum, times_s| Measured {
+            workload,
+            variant,
+            flavor,
+            api,
+            connections,
+            rows,
+            bytes_per_row: bytes_per_row(workload),
+            times_s,
+            checksum,
+        };
+        let times = timed(
+            bench,
+            &mut connection,
+            |_| Ok(()),
+            |c, rep| query_sync(c, &sql, &expect, rep == 0).map(drop),
+        )?;
+        out.push(case(
+            "1 connection".into(),
+            "sync",
+            "Connection::query",
+            1,
+            expect.result_rows(),
+            expect.checksum(),
+            times,
+        ));
+
+        let times = timed(
+            bench,
+            &mut (),
+            |_| Ok(()),
+            |_, rep| {
+                bench.runtime.block_on(async {
+                    let mut stream = asynchronous.query(&sql);
+                    let (mut rows, mut kept) = (0u64, Vec::new());
+                    while let Some(batch) = stream.next_batch().await {
+                        let batch = batch?;
+                        rows += batch.num_rows() as u64;
+                        if rep == 0 {
+                            kept.push(batch);
+                        }
+                    }
+                    if rep == 0 {
+                        expect.check(&kept)?;
+                    }
+                    if rows == expect.result_rows() {
+                        Ok(())
+                    } else {
+                        Err(fail(format!("async {sql}: {rows} rows")))
+                    }
+                })
+            },
+        )?;
+        out.push(case(
+            "1 connection".into(),
+            "async",
+            "AsyncConnection::query",
+            1,
+            expect.result_rows(),
+            expect.checksum(),
+            times,
+        ));
+
+        let expects: Vec<Expect> = bench
+            .worker_data
+            .iter()
+            .map(|d| Expect::of(workload, d))
+            .collect();
+        let total: u64 = expects.iter().map(Expect::result_rows).sum();
+        let times = timed(
+            bench,
+            &mut workers,
+            |_| Ok(()),
+            |workers, rep| {
+                on_connections(workers, |i, worker| {
+                    let sql = template.replace("{t}", &format!("bench_m_w{i}"));
+                    query_sync(worker, &sql, &expects[i], rep == 0)
+                })
+                .map(drop)
+            },
+        )?;
+        let checksum = expects
+            .iter()
+            .fold(Checksum::default(), |a, e| sum(&a, &e.checksum()));
+        out.push(case(
+            format!("{n} parallel connections"),
+            "parallel",
+            "Connection::query",
+            n,
+            total,
+            checksum,
+            times,
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,4 @@
+#![allow(dead_code)] // each test binary uses part of its support
+
+pub mod fake_server;
+pub mod real_server;
