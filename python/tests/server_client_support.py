@@ -1,14 +1,11 @@
 """Starting a quiver server for the client's tests, as the shared design says one is started.
 
-``python -m quiver.serve`` (the real server: DuckDB 2.0.0 with quiver's extension serving) when this
-checkout has it and its extension is built; otherwise ``server_double.py`` (the same command line over
-the ``duckdb`` package). ``QUIVER_SERVER_UNDER_TEST=real`` or ``=double`` forces one; forcing ``real``
-without the pieces fails rather than testing the stand-in.
+``python -m quiver.serve``: the real server, DuckDB 2.0.0 with quiver's extension serving. Without a
+built extension the tests fail and say how to build it; they never skip.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import selectors
 import subprocess
@@ -22,21 +19,9 @@ import pytest
 PYTHON_DIR = Path(__file__).resolve().parent.parent
 REPO = PYTHON_DIR.parent
 EXTENSION = REPO / "target" / "extension" / "quiver.duckdb_extension"
-DOUBLE = Path(__file__).resolve().parent / "server_double.py"
 STARTUP_SECONDS_MAX = 60.0
 STOP_SECONDS_MAX = 30.0
 ANNOUNCEMENT_LINES_MAX = 16
-
-
-def server_kind() -> str:
-    """``real`` or ``double``: which server these tests run against."""
-    forced = os.environ.get("QUIVER_SERVER_UNDER_TEST")
-    has_real = importlib.util.find_spec("quiver.serve") is not None and EXTENSION.exists()
-    if forced == "real" and not has_real:
-        pytest.fail(f"QUIVER_SERVER_UNDER_TEST=real but quiver.serve or {EXTENSION} is missing")
-    if forced in ("real", "double"):
-        return forced
-    return "real" if has_real else "double"
 
 
 def client_env() -> dict[str, str]:
@@ -51,7 +36,6 @@ class RunningServer:
     """A server process and what it announced."""
 
     process: subprocess.Popen[bytes]
-    kind: str
     unix_path: str | None = None
     port: int | None = None
     token: str | None = None
@@ -86,10 +70,9 @@ def start_server(
     directory: Path, *, unix: bool = True, tcp: bool = False, token: str | None = None, database: str | None = None
 ) -> RunningServer:
     """Starts a server listening as asked and waits (bounded) for its ``READY``."""
-    kind = server_kind()
-    command = [sys.executable, "-m", "quiver.serve"] if kind == "real" else [sys.executable, str(DOUBLE)]
-    if kind == "real":
-        command += ["--extension", str(EXTENSION)]
+    if not EXTENSION.exists():
+        pytest.fail(f"no quiver extension at {EXTENSION}: build it with extension/build.sh (./quiver test does)")
+    command = [sys.executable, "-m", "quiver.serve", "--extension", str(EXTENSION)]
     if unix:
         command += ["--listen", f"unix://{directory / 'quiver.sock'}"]
     if tcp:
@@ -101,7 +84,7 @@ def start_server(
     if token is not None:
         env["QUIVER_TEST_TOKEN"] = token
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env, cwd=REPO)
-    server = RunningServer(process, kind)
+    server = RunningServer(process)
     try:
         _read_announcements(server)
     except BaseException:
@@ -123,13 +106,11 @@ def _read_announcements(server: RunningServer) -> None:
             if b"\n" not in pending:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
-                    raise TimeoutError(
-                        f"no READY from the {server.kind} server in {STARTUP_SECONDS_MAX} s: {server.lines}"
-                    )
+                    raise TimeoutError(f"no READY from the server in {STARTUP_SECONDS_MAX} s: {server.lines}")
                 chunk = os.read(descriptor, 4096)
                 if not chunk:
                     server.process.wait(STOP_SECONDS_MAX)
-                    raise RuntimeError(f"the {server.kind} server exited ({server.process.returncode}): {server.lines}")
+                    raise RuntimeError(f"the server exited ({server.process.returncode}): {server.lines}")
                 pending += chunk
                 continue
             raw, _, pending = pending.partition(b"\n")

@@ -1,6 +1,7 @@
 //! The client against the real server under faults: a cancelled statement (sync and async), a
 //! server killed mid-query, a server stopped by dropping its `ServerProcess`, and a pool holding a
-//! connection the server's death broke. Like `server.rs`, no test skips.
+//! connection the server's death broke, a dropped async stream, a reply over the client's message
+//! limit. Like `server.rs`, no test skips.
 
 mod support;
 
@@ -145,4 +146,38 @@ async fn an_async_query_is_cancelled_from_another_task() {
     assert!(matches!(error, Error::Sql(_)), "{error}");
     let answer = connection.query_arrow("SELECT 5").await.unwrap();
     assert_eq!(answer[0].num_rows(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_async_stream_cancels_and_frees_the_connection() {
+    let address = shared().unix_address().unwrap().clone();
+    let connection = AsyncConnection::connect(address, None).await.unwrap();
+    let mut stream = connection.query("SELECT * FROM range(100000000)");
+    assert!(stream.next_batch().await.unwrap().is_ok());
+    drop(stream);
+    // The next call waits for the cancelled query to let the connection go, then runs.
+    let batches = connection
+        .query_arrow("SELECT * FROM range(3)")
+        .await
+        .unwrap();
+    assert_eq!(batches[0].num_rows(), 3);
+}
+
+#[test]
+fn a_reply_over_the_message_limit_is_refused() {
+    let server = shared();
+    let options = ConnectOptions {
+        message_bytes_max: 64 << 10,
+        shm: Shm::Off,
+        ..ConnectOptions::default()
+    };
+    let mut connection = server
+        .connect_to(server.unix_address().unwrap(), options)
+        .unwrap();
+    // One batch of ~122880 int64 rows is ~1 MiB, over the 64 KiB this client reads.
+    let error = connection
+        .query_arrow("SELECT * FROM range(1000000)")
+        .unwrap_err();
+    assert!(matches!(error, Error::Connection(_)), "{error}");
+    assert!(connection.is_broken());
 }

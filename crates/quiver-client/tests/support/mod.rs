@@ -1,4 +1,3 @@
 #![allow(dead_code)] // each test binary uses part of its support
 
-pub mod fake_server;
 pub mod real_server;
