@@ -52,6 +52,10 @@ case "$suite" in
             echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
             exit 1
         fi
+        # quiver's own rows: the Rust client's bench (crates/quiver-client/examples/server_bench),
+        # which starts its own server through ServerProcess.
+        cargo build --release --locked --quiet -p quiver-client --example server_bench
+        export QUIVER_BENCH_SERVER_CMD="${QUIVER_BENCH_SERVER_CMD:-$ROOT/target/release/examples/server_bench}"
         exec "$py" bench/peers/server_bench.py run --out bench/results "$@"
         ;;
     *) echo "usage: ./quiver bench rpc|python|vgi|server" >&2; exit 2 ;;

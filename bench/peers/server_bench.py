@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             "" if quiver["present"] else f"--quiver-cmd produced no records ({peers['quiver']['status']})"
         )
     else:
-        quiver["reason"] = "no --quiver-cmd was given (quiver's client bench is not wired into this suite yet)"
+        quiver["reason"] = "no --quiver-cmd was given (./quiver bench server passes the Rust client's bench)"
     for short in wanted:
         name, python, script = PEERS[short]
         if not python.exists():

@@ -74,8 +74,10 @@ def _serve_sql(args: argparse.Namespace, listen: Sequence[str]) -> str:
 
 
 def _watch_stdin(stop: threading.Event) -> None:
+    # Raw reads of the descriptor: a thread blocked inside sys.stdin's buffered reader would hold its
+    # lock while the interpreter shuts down, which aborts the process.
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(sys.stdin.fileno(), 4096):
             pass
     except (OSError, ValueError):
         pass
