@@ -216,7 +216,7 @@ def render(outcomes: list[Outcome], wall_s: float) -> tuple[str, dict]:
         lines.append(f"| {target} | {row} |")
     lines += ["", "## What quiver's workers and clients do not pass that the reference passes", ""]
     if not missing:
-        lines.append("Nothing: every quiver target passes everything the reference passes.")
+        lines += ["Nothing: every quiver target passes everything the reference passes.", ""]
     if missing:
         lines += _gap_table(missing)
     for target, failing in sorted(missing.items()):
