@@ -141,9 +141,11 @@ fn with_segment(client: Client, size_bytes: Option<u64>) -> Result<Client, Strin
         ));
     }
     let segment = Segment::create(size_bytes).map_err(|e| format!("create segment: {e}"))?;
+    // The size is the harness's; the rest (threshold, VGI_RPC_SHM_DEBUG) is the environment's,
+    // as for any quiver client.
     let config = ShmConfig {
         segment_size_bytes: Some(size_bytes),
-        ..ShmConfig::default()
+        ..ShmConfig::from_env().map_err(|e| format!("shm settings: {e}"))?
     };
     Ok(client.with_shm(segment, &config))
 }
