@@ -1,16 +1,19 @@
-"""vgi-rpc 0.52.2's own pytest conformance suite, run against quiver's Rust and Python workers.
+"""vgi-rpc 0.52.2's own pytest conformance suite, run against quiver's workers and with quiver's clients.
 
 The suite runs once, in the suite venv (tools/requirements-suite.txt), over every target of
 tests/vgi_rpc_suite/targets.py: quiver's Rust worker over pipe, pipe + shm and a Unix socket;
-quiver's Python worker over those and HTTP; and vgi-rpc's reference worker over the same four, on
-the same fixtures. The counts and every difference are written to tests/vgi_rpc_suite/RESULTS.md
-and results.json. The assertion: on every transport, each quiver worker passes every test the
-reference passes.
+quiver's Python worker over those and HTTP; vgi-rpc's reference worker over the same four, on
+the same fixtures; and quiver's Rust and Python clients driving the reference worker through
+vgi-rpc's client-driver protocol (over a Unix socket by default; suite_matrix.py). The counts and
+every difference are written to tests/vgi_rpc_suite/RESULTS.md and results.json. The assertion: on
+every transport, each quiver worker, and each quiver client on the reference worker, passes every
+test the reference worker passes with vgi-rpc's own client.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,14 @@ def test_the_reference_passes_on_every_transport(suite_outcomes: list[report.Out
         assert reference["passed"] >= matrix.MIN_REFERENCE_PASSES[transport], (transport, reference)
 
 
+def test_quiver_clients_ran_on_the_reference_worker(suite_outcomes: list[report.Outcome]) -> None:
+    # The client rows are real runs: each client target passed tests, not only skipped them.
+    table = report.counts(suite_outcomes)
+    for target in matrix.client_targets():
+        transport, _ = matrix.split_target(target)
+        assert table[target]["passed"] >= matrix.MIN_REFERENCE_PASSES[transport] - 20, (target, table[target])
+
+
 def test_quiver_passes_everything_the_reference_passes(suite_outcomes: list[report.Outcome]) -> None:
     missing = report.gaps(suite_outcomes)
     short = {target: len(failing) for target, failing in missing.items()}
@@ -53,7 +64,7 @@ def test_quiver_passes_everything_the_reference_passes(suite_outcomes: list[repo
     )
     if missing:
         pytest.fail(
-            f"quiver's workers fail tests the reference passes on the same fixture: {short} "
+            f"quiver's workers or clients fail tests the reference passes on the same fixture: {short} "
             f"(grouped by cause in {report.RESULTS_MD}):\n{listing}",
             pytrace=False,
         )
@@ -73,12 +84,26 @@ def test_the_comparison_counts_failures_skips_and_absences_as_gaps() -> None:
     outcomes += [outcome("b", "pipe-rust", "failed"), outcome("c", "pipe-python", "skipped")]
     outcomes += [outcome("e", "pipe-reference", "failed"), outcome("e", "pipe-rust", "failed")]
     outcomes += [outcome("h", "http-reference", "passed"), outcome("h", "http-python", "passed")]
+    # A client target: a failure is a gap; a skip that says the test exercises no client is not,
+    # while a skip for any other reason still is.
+    clients = [f"unix-{label}" for label in matrix.CLIENT_LABELS if f"unix-{label}" in matrix.all_targets()]
+    for test in ("f", "r", "s"):
+        outcomes += [outcome(test, f"unix-{worker}", "passed") for worker in matrix.WORKERS]
+    for target in clients:
+        outcomes.append(outcome("f", target, "failed" if target == clients[0] else "passed"))
+        outcomes.append(replace(outcome("r", target, "skipped"), message=matrix.CLIENT_NOT_APPLICABLE + "raw"))
+        outcomes.append(replace(outcome("s", target, "skipped"), message="some other reason"))
 
     missing = {
         target: sorted((o.test_id, o.outcome) for o in failing) for target, failing in report.gaps(outcomes).items()
     }
-    assert missing == {
+    expected = {
         "pipe-rust": [("TestX::b[pipe-rust]", "failed")],
         "pipe-python": [("TestX::c[pipe-python]", "skipped"), ("TestX::d[pipe-python]", "missing")],
     }
+    for target in clients:
+        expected[target] = [(f"TestX::s[{target}]", "skipped")]
+    expected[clients[0]].insert(0, (f"TestX::f[{clients[0]}]", "failed"))
+    assert clients, "the default matrix runs at least one client target"
+    assert missing == expected
     assert [o.test_id for o in report.reference_not_passing(outcomes)] == ["TestX::e[pipe-reference]"]

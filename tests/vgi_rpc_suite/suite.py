@@ -4,7 +4,13 @@ The suite's test classes come in by the star import below (its ``_pytest_suite``
 the classes of its companion modules itself); the fixtures here are what the reference
 repository's unshipped conftest would provide. Every fixture that reaches a worker is
 parametrized over targets ("<transport>-<worker>", see targets.py), so each test runs against
-quiver's Rust worker, quiver's Python worker and vgi-rpc's reference worker on the same fixture.
+quiver's Rust worker, quiver's Python worker and vgi-rpc's reference worker on the same fixture,
+and through quiver's Rust and Python clients (vgi-rpc's client-driver protocol) against the
+reference worker.
+
+Tests that do not exercise a client (the raw request-contract tests, which write bytes to the
+proxy's own stream, and the HTTP tests that make their own requests to a port) skip on client
+targets with a message starting with suite_matrix.CLIENT_NOT_APPLICABLE; the report lists them.
 
 Fixtures the suite asks for that start specially configured HTTP workers (auth, fake storage,
 response caps) are not provided: the tests that take them skip with a reason naming the fixture,
@@ -21,6 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from suite_matrix import CLIENT_NOT_APPLICABLE, driven_client
 from targets import Targets, export_worker_env, selected_targets
 from vgi_rpc.conformance import ConformanceService
 from vgi_rpc.conformance._pytest_suite import *  # noqa: F403 - the suite's test classes, for collection
@@ -30,8 +37,9 @@ TARGETS = selected_targets()
 #: The raw request-contract tests write bytes to the proxy's own stream: pipe and socket only.
 RAW_TARGETS = [t for t in TARGETS if not t.startswith("http-")]
 HTTP_TARGETS = [t for t in TARGETS if t.startswith("http-")]
-#: Describe is a property of the worker, not the transport: asked once per worker, over pipe.
-DESCRIBE_TARGETS = [t for t in TARGETS if t.startswith("pipe-")]
+#: Describe is a property of the worker, not the transport: asked once per worker, over pipe;
+#: a client's describe is its own code (two reflection calls), so every client target asks.
+DESCRIBE_TARGETS = [t for t in TARGETS if t.startswith("pipe-") or driven_client(t) is not None]
 
 NOT_PROVIDED = (
     "quiver's fixtures start no worker configured for {name} (the suite's auth / fake-storage / "
@@ -47,6 +55,11 @@ def suite_targets() -> Iterator[Targets]:
         yield targets
     finally:
         targets.close()
+
+
+def _skip_for_clients(target: str, why: str) -> None:
+    if driven_client(target) is not None:
+        pytest.skip(CLIENT_NOT_APPLICABLE + why)
 
 
 def _factory(targets: Targets, target: str) -> Callable[..., contextlib.AbstractContextManager[Any]]:
@@ -69,6 +82,7 @@ def conformance_conn(
 def conformance_raw_conn(
     request: pytest.FixtureRequest, suite_targets: Targets
 ) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    _skip_for_clients(request.param, "it writes raw request bytes to the proxy's own stream")
     return _factory(suite_targets, request.param)
 
 
@@ -91,6 +105,7 @@ def conformance_protocol_connector(
 
 @pytest.fixture(params=HTTP_TARGETS)
 def conformance_http_port(request: pytest.FixtureRequest, suite_targets: Targets) -> int:
+    _skip_for_clients(request.param, "it makes its own HTTP requests to the server's port")
     return suite_targets.server_port(request.param)
 
 

@@ -1,4 +1,9 @@
-"""Which workers the suite runs against, over which transports: one name per pair, "<transport>-<worker>".
+"""Which workers the suite runs against, over which transports, through which client.
+
+A worker target is "<transport>-<worker>": vgi-rpc's own Python client against that worker. A
+client target is "<transport>-reference@<client>-client": vgi-rpc's reference worker driven by one
+of quiver's clients through vgi-rpc's client-driver protocol (``vgi_rpc/conformance/client_driver.py``),
+where the client makes every call and the test bodies only see what it relays.
 
 The transport comes first because vgi-rpc's suite decides whether a test runs over HTTP by reading
 the ``conformance_conn`` parameter id and checking that it starts with "http" (``_uses_http`` in its
@@ -8,6 +13,8 @@ quiver's own Python (suite_report.py) import it.
 
 from __future__ import annotations
 
+import os
+
 WORKERS = ("rust", "python", "reference")
 TRANSPORTS = ("pipe", "shm", "unix", "http")
 #: quiver's Rust worker has no HTTP server; vgi-rpc's HTTP side is served by the Python package.
@@ -16,9 +23,30 @@ HTTP_WORKERS = ("python", "reference")
 #: floor means the fixtures, not the workers, broke.
 MIN_REFERENCE_PASSES = {"pipe": 200, "shm": 200, "unix": 200, "http": 240}
 
+#: quiver's clients, each with the transports its driver runs over by default. Every connection
+#: starts a driver process, and over pipe and shm the harness also starts a reference worker for
+#: it (about 0.35 s of Python start-up each, ~70 s per target on a quiet 2-core machine), as does
+#: the Python driver itself (~75 s per target): the default keeps the suite's added time near 80 s
+#: with unix for both clients. QUIVER_SUITE_CLIENTS=all runs CLIENT_TRANSPORTS_ALL (RESULTS.md says
+#: which ran); QUIVER_SUITE_TARGETS can name any single target.
+CLIENT_TRANSPORTS = {"rust": ("unix",), "python": ("unix",)}
+#: What each driver can serve (the Rust client has no HTTP transport; the Python driver is not
+#: wired to quiver's HTTP client yet).
+CLIENT_TRANSPORTS_ALL = {"rust": ("pipe", "shm", "unix"), "python": ("pipe", "shm", "unix")}
+#: The skip message, for a client target, of a test that does not exercise a client: the raw
+#: request-contract tests write bytes to the proxy's own stream, which a driven client has not.
+#: Such a skip is listed in the report and is not a gap.
+CLIENT_NOT_APPLICABLE = "not a client test: "
 
-def all_targets() -> list[str]:
-    """Every (transport, worker) pair, in report order."""
+
+def client_label(client: str) -> str:
+    return f"reference@{client}-client"
+
+
+CLIENT_LABELS = tuple(client_label(c) for c in CLIENT_TRANSPORTS_ALL)
+
+
+def worker_targets() -> list[str]:
     return [
         f"{transport}-{worker}"
         for transport in TRANSPORTS
@@ -27,7 +55,36 @@ def all_targets() -> list[str]:
     ]
 
 
+def client_targets(transports: dict[str, tuple[str, ...]] = CLIENT_TRANSPORTS) -> list[str]:
+    return [
+        f"{transport}-{client_label(client)}"
+        for transport in TRANSPORTS
+        for client, served in transports.items()
+        if transport in served
+    ]
+
+
+def all_targets() -> list[str]:
+    """The matrix of this run, in report order: every worker target, then the client targets."""
+    every = os.environ.get("QUIVER_SUITE_CLIENTS", "").strip() == "all"
+    return worker_targets() + client_targets(CLIENT_TRANSPORTS_ALL if every else CLIENT_TRANSPORTS)
+
+
+def known_targets() -> list[str]:
+    """Every target a run may name (QUIVER_SUITE_TARGETS)."""
+    return worker_targets() + client_targets(CLIENT_TRANSPORTS_ALL)
+
+
 def split_target(target: str) -> tuple[str, str]:
+    """(transport, worker label): the label is a worker, or "reference@<client>-client"."""
     transport, _, worker = target.partition("-")
-    assert transport in TRANSPORTS and worker in WORKERS, target
+    assert transport in TRANSPORTS and (worker in WORKERS or worker in CLIENT_LABELS), target
     return transport, worker
+
+
+def driven_client(target: str) -> str | None:
+    """The quiver client a target drives, or None for a worker target."""
+    _, worker = split_target(target)
+    if "@" not in worker:
+        return None
+    return worker.split("@", 1)[1].removesuffix("-client")

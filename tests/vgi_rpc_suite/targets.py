@@ -1,8 +1,13 @@
 """The workers vgi-rpc's pytest suite is pointed at, and the transports each is reached over.
 
-A target is "<transport>-<worker>", e.g. ``pipe-rust`` or ``http-reference`` (see suite_matrix.py).
+A target is "<transport>-<worker>", e.g. ``pipe-rust`` or ``http-reference``, or a client target
+"<transport>-reference@<client>-client", where one of quiver's clients drives the reference worker
+(see suite_matrix.py).
 
-Servers (Unix socket, HTTP) start once per target and serve one connection per test. A pipe
+Servers (Unix socket, HTTP) start once per target and serve one connection per test; a client
+target shares the reference worker's server on its transport. Over pipe and shm a client target's
+driver starts its own reference worker for each connection (the client-driver protocol spawns the
+argv it is given), and every driver process lives for one connection. A pipe
 worker is one long-lived subprocess per target, the way a host uses it, replaced whenever a test
 leaves it dead or ends with an exception (the stream may then be mid-message, and the next test
 must not inherit that).
@@ -23,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite_matrix import all_targets, split_target
+from suite_matrix import all_targets, driven_client, known_targets, split_target
+from vgi_rpc.conformance import ConformanceService
+from vgi_rpc.conformance.client_driver import ClientDriver
 from vgi_rpc.rpc import SubprocessTransport, unix_connect
 from vgi_rpc.rpc._client import _RpcProxy
 from vgi_rpc.shm import ShmSegment
@@ -46,8 +53,8 @@ def selected_targets() -> list[str]:
     if not wanted:
         return all_targets()
     chosen = [t.strip() for t in wanted.split(",") if t.strip()]
-    unknown = sorted(set(chosen) - set(all_targets()))
-    assert not unknown, f"QUIVER_SUITE_TARGETS names unknown targets {unknown}; known: {all_targets()}"
+    unknown = sorted(set(chosen) - set(known_targets()))
+    assert not unknown, f"QUIVER_SUITE_TARGETS names unknown targets {unknown}; known: {known_targets()}"
     return chosen
 
 
@@ -63,6 +70,20 @@ def worker_command(worker: str) -> list[str]:
     oracle = Path(os.environ.get("QUIVER_ORACLE_BIN", ROOT / ".venv-oracle" / "bin"))
     # --describe registers vgi_rpc.Reflection.v1, which the suite's describe tests call.
     return [str(oracle / "vgi-rpc-conformance"), "--describe"]
+
+
+def driver_command(client: str) -> list[str]:
+    """The command that starts one of quiver's client drivers (one connection per process)."""
+    if client == "rust":
+        binary = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-client-driver"
+        assert binary.exists(), f"{binary} not built; run cargo build --release"
+        return [str(binary)]
+    python = os.environ.get("QUIVER_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    return [python, "-m", "quiver.conformance.client_driver"]
+
+
+#: The client-driver protocol's transport names, by the suite's.
+DRIVER_TRANSPORTS = {"pipe": "stdio", "shm": "shm", "unix": "unix", "http": "http"}
 
 
 def export_worker_env() -> None:
@@ -152,7 +173,10 @@ class Targets:
     def ensure(self, target: str) -> None:
         """Starts the target's worker now, so a test's timeout does not pay for a worker's start."""
         transport, _ = split_target(target)
-        if transport in ("pipe", "shm"):
+        if driven_client(target) is not None:
+            if transport not in ("pipe", "shm"):
+                self._server(f"{transport}-reference")
+        elif transport in ("pipe", "shm"):
             self._pipe(target)
         else:
             self._server(target)
@@ -162,6 +186,8 @@ class Targets:
     ) -> contextlib.AbstractContextManager[Any]:
         """A context manager yielding a proxy of `protocol` on the target's worker."""
         transport, _ = split_target(target)
+        if driven_client(target) is not None:
+            return self._driven(target, protocol, on_log)
         if transport in ("pipe", "shm"):
             return self._pipe_proxy(target, protocol, on_log)
         address = self._server(target)
@@ -173,6 +199,9 @@ class Targets:
 
     def describe(self, target: str, introspect: Callable[[Any], Any]) -> Any:
         """Runs `introspect` on the target's pipe transport; a failure replaces the worker."""
+        if driven_client(target) is not None:
+            with self._driven(target, ConformanceService, None) as proxy:
+                return proxy.describe()
         assert split_target(target)[0] in ("pipe", "shm"), target
         try:
             return introspect(self._pipe(target).transport)
@@ -184,6 +213,19 @@ class Targets:
         transport, _ = split_target(target)
         assert transport == "http", target
         return int(self._server(target).rsplit(":", 1)[1])
+
+    def _driven(self, target: str, protocol: type, on_log: Callable[..., None] | None) -> Any:
+        """A client driver's proxy (its own context manager) on the reference worker."""
+        transport, _ = split_target(target)
+        client = driven_client(target)
+        assert client is not None, target
+        driver = ClientDriver(driver_command(client), service=protocol)
+        if transport in ("pipe", "shm"):
+            reach: object = worker_command("reference")
+        else:
+            reach = self._server(f"{transport}-reference")
+        shm_size = SHM_SEGMENT_BYTES if transport == "shm" else None
+        return driver.connect(DRIVER_TRANSPORTS[transport], reach, on_log, shm_size=shm_size)
 
     @contextlib.contextmanager
     def _pipe_proxy(self, target: str, protocol: type, on_log: Callable[..., None] | None) -> Iterator[Any]:

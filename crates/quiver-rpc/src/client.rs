@@ -143,7 +143,20 @@ impl Client {
         method: &str,
         params: &RecordBatch,
     ) -> Result<Option<RecordBatch>, ClientError> {
-        self.write_request(method, params, BatchMetadata::new())?;
+        let reply = self.call_with_metadata(method, params, BatchMetadata::new())?;
+        Ok(reply.map(|(batch, _)| batch))
+    }
+
+    /// [`Client::call`] with `metadata` on the request (a relay passes a caller's whole
+    /// map: protocol, version, its own keys), returning the reply's metadata too. The
+    /// client's own keys (method, request version, a named protocol, the segment) win.
+    pub fn call_with_metadata(
+        &mut self,
+        method: &str,
+        params: &RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        self.write_request(method, params, metadata)?;
         self.flush()?;
         let mut reader = self.begin_reply()?;
         let mut result = None;
@@ -157,7 +170,7 @@ impl Client {
                     "unary reply carries more than one result".into(),
                 ));
             }
-            result = Some(self.resolve(batch, metadata)?.0);
+            result = Some(self.resolve(batch, metadata)?);
         }
         if let Some(report) = error {
             return Err(ClientError::Remote(report));

@@ -38,6 +38,18 @@ impl<C: AsMut<Client>> ClientStream<C> {
         params: &RecordBatch,
         with_header: bool,
     ) -> Result<Self, (ClientError, C)> {
+        Self::open_with_metadata(holder, method, params, BatchMetadata::new(), with_header)
+    }
+
+    /// [`ClientStream::open`] with `metadata` on the request, as
+    /// [`Client::call_with_metadata`] sends it.
+    pub fn open_with_metadata(
+        holder: C,
+        method: &str,
+        params: &RecordBatch,
+        metadata: BatchMetadata,
+        with_header: bool,
+    ) -> Result<Self, (ClientError, C)> {
         let mut call = ClientStream {
             holder: Some(holder),
             header: None,
@@ -46,7 +58,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
             input_ended: false,
             done: false,
         };
-        match call.start(method, params, with_header) {
+        match call.start(method, params, metadata, with_header) {
             Ok(()) => Ok(call),
             Err(error) => Err((error, call.release())),
         }
@@ -69,9 +81,18 @@ impl<C: AsMut<Client>> ClientStream<C> {
 
     /// Asks a producer for its next batch; `Ok(None)` when it has finished.
     pub fn tick(&mut self) -> Result<Option<RecordBatch>, ClientError> {
-        let schema = empty_schema();
-        self.send(&RecordBatch::new_empty(schema), BatchMetadata::new())?;
-        self.receive().map(|o| o.map(|(batch, _)| batch))
+        self.tick_with_metadata(BatchMetadata::new())
+            .map(|o| o.map(|(batch, _)| batch))
+    }
+
+    /// [`ClientStream::tick`] carrying `metadata` upstream, returning the batch's
+    /// metadata too.
+    pub fn tick_with_metadata(
+        &mut self,
+        metadata: BatchMetadata,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        self.send(&RecordBatch::new_empty(empty_schema()), metadata)?;
+        self.receive()
     }
 
     /// Sends one input batch and returns the output batch it produced (`None` if
@@ -134,10 +155,11 @@ impl<C: AsMut<Client>> ClientStream<C> {
         &mut self,
         method: &str,
         params: &RecordBatch,
+        metadata: BatchMetadata,
         with_header: bool,
     ) -> Result<(), ClientError> {
         let client = self.client();
-        client.write_request(method, params, BatchMetadata::new())?;
+        client.write_request(method, params, metadata)?;
         client.flush()?;
         if with_header {
             match self.read_header() {

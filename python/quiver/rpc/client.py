@@ -148,6 +148,39 @@ class Client(Generic[P]):
         self._open_stream = call
         return call
 
+    def call_raw(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> Item | None:
+        """Calls a unary method with a request encoded elsewhere (a relay's).
+
+        ``metadata`` is the caller's whole map (method, protocol, version, its own keys); the
+        client adds only its segment. Returns the reply's data batch with its metadata (``None``
+        when the reply carries none); a remote error raises :class:`RpcError`.
+        """
+        self._check_idle()
+        self._send_batch(batch, dict(metadata))
+        error, items = split_items(self._read_whole())
+        if error is not None:
+            raise error
+        return items[0] if items else None
+
+    def stream_raw(
+        self, batch: pa.RecordBatch, metadata: BatchMetadata, *, exchange: bool, has_header: bool
+    ) -> StreamCall:
+        """Starts a stream call with a request encoded elsewhere, as :meth:`call_raw` sends it.
+
+        The caller says what the method is (exchange or producer, with a header or not); the
+        header arrives undecoded in :attr:`StreamCall.header_batch`.
+        """
+        self._check_idle()
+        kind = MethodKind.EXCHANGE if exchange else MethodKind.PRODUCER
+        name = metadata.get(keys.METHOD, "")
+        spec = MethodSpec(name, kind, (), batch.schema, None, EMPTY_SCHEMA, None, None)
+        self._send_batch(batch, dict(metadata))
+        call = StreamCall(self, spec)
+        if has_header:
+            call._read_header()
+        self._open_stream = call
+        return call
+
     def close(self) -> None:
         """Closes the connection (and unlinks an owned shared-memory segment)."""
         if self.connection.closed:
@@ -172,9 +205,12 @@ class Client(Generic[P]):
             raise AttributeError(f"protocol {self.protocol.name} has no method {name!r}")
         if spec.is_stream != stream:
             raise TypeError(f"{name}() is a {spec.kind.value} method; use {'stream' if spec.is_stream else 'call'}()")
+        self._check_idle()
+        return spec
+
+    def _check_idle(self) -> None:
         if self._open_stream is not None and not self._open_stream.closed:
             raise protocol_error("a stream call is still open; finish, close or cancel it before the next call")
-        return spec
 
     def _send_request(self, spec: MethodSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         batch = spec.request_batch(spec.bind(args, kwargs))
@@ -186,6 +222,10 @@ class Client(Generic[P]):
         }
         if self.protocol.version is not None:
             metadata[keys.PROTOCOL_VERSION] = self.protocol.version
+        self._send_batch(batch, metadata)
+
+    def _send_batch(self, batch: pa.RecordBatch, metadata: dict[str, str]) -> None:
+        """Writes one request stream, naming the segment when the client owns one."""
         if self.route is not None:
             metadata[keys.SHM_SEGMENT_NAME] = self.route.segment.name
             metadata[keys.SHM_SEGMENT_SIZE] = str(self.route.segment.size_bytes)
@@ -299,6 +339,8 @@ class StreamCall:
         self._client = client
         self.spec = spec
         self.header: Any = None
+        #: The header as it arrived, before decoding (``None`` for a method without one).
+        self.header_batch: pa.RecordBatch | None = None
         self._input: StreamWriter | None = None
         self._output: StreamReader | None = None
         self.closed = False
@@ -374,7 +416,9 @@ class StreamCall:
             self.closed = True
             self._end_input(None)
             raise error or protocol_error(f"{self.spec.name}(): the header stream carried no header")
-        self.header = dataclass_from_batch(self.spec.header_type, batches[0])  # type: ignore[arg-type]
+        self.header_batch = batches[0]
+        if self.spec.header_type is not None:
+            self.header = dataclass_from_batch(self.spec.header_type, batches[0])
 
     def _send(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> None:
         if self._input is None:
@@ -445,6 +489,12 @@ def _empty_schema_stream(batch: pa.RecordBatch | None) -> bytes:
 
 
 _TICK_MESSAGE = _tick_message()
+
+
+def split_items(answers: list[Item | RpcError]) -> tuple[RpcError | None, list[Item]]:
+    """The first error among a stream's answers, and its data batches with their metadata."""
+    errors = [answer for answer in answers if isinstance(answer, RpcError)]
+    return (errors[0] if errors else None), [answer for answer in answers if not isinstance(answer, RpcError)]
 
 
 def split_answers(answers: list[Item | RpcError]) -> tuple[RpcError | None, list[pa.RecordBatch]]:
