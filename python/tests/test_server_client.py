@@ -178,10 +178,16 @@ def test_tcp_requires_the_token(server: RunningServer) -> None:
         assert not conn.uses_shm, "TCP peers may be on other machines: no shared memory"
 
 
+def readme_example(readme: Path) -> str:
+    text = readme.read_text()
+    start = text.index("<!-- server-client-example -->")
+    return text[start:].split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def test_the_readme_example_runs_as_written(server: RunningServer) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    start = readme.index("<!-- server-client-example -->")
-    code = readme[start:].split("```python\n", 1)[1].split("```", 1)[0]
+    python_dir = Path(__file__).resolve().parent.parent
+    code = readme_example(python_dir / "README.md")
+    assert readme_example(python_dir.parent / "README.md") == code, "the root README shows the same example"
     assert len(code.strip().splitlines()) == 5, code
     assert '"unix:///tmp/quiver.sock"' in code
     namespace: dict[str, object] = {}
