@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from quiver.conformance.client_describe import describe
 from quiver.rpc.client import RpcError
 from quiver.wire.error import ConnectionClosed
 from server_support import (
@@ -80,6 +81,20 @@ def test_calls_before_connect_are_unauthenticated(server: ServerProcess) -> None
         assert error.value.error_type == "AuthenticationError"
     client.call("connect", token=server.token)
     assert client.call("execute", "SELECT 1") is None
+    client.close()
+
+
+def test_reflection_is_for_connected_sessions_only(server: ServerProcess) -> None:
+    # vgi_rpc.Reflection.v1 would list the methods; before `connect` it gets the one answer too.
+    stranger = server.raw_client()
+    refused = describe(stranger)
+    assert refused.get("error", {}).get("error_type") == "AuthenticationError", refused
+    assert refused["error"]["error_message"].endswith("authentication failed"), refused
+    stranger.close()
+    client = server.client()
+    described = describe(client)["describe"]
+    assert described["protocol_name"] == "quiver.server"
+    assert {m["name"] for m in described["methods"]} >= {"connect", "query", "insert", "cancel"}
     client.close()
 
 

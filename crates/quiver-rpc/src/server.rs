@@ -69,7 +69,14 @@ pub struct Server {
     config: ServerConfig,
     /// Process id in hex: generated request ids are this plus a per-connection count.
     request_id_prefix: String,
+    /// Decides, before any method of any hosted protocol runs, whether this connection may call
+    /// it (see [`Server::with_admission`]).
+    admission: Option<Arc<Admission>>,
 }
+
+/// An admission check: given the protocol and method a request names, `None` lets it run and
+/// `Some(report)` answers with that error instead (the method never runs).
+pub type Admission = dyn Fn(&str, &str) -> Option<ErrorReport> + Send + Sync;
 
 /// Why a session stopped.
 #[derive(Debug)]
@@ -109,7 +116,19 @@ impl Server {
             others,
             config,
             request_id_prefix: format!("{:08x}", std::process::id()),
+            admission: None,
         }
+    }
+
+    /// Checks every request for a hosted protocol's method — the primary's, secondary ones' and
+    /// reflection's — with `admit` before it runs. Framework-reserved methods (transport options)
+    /// are not checked: a connection negotiates its transport before it can identify itself.
+    pub fn with_admission(
+        mut self,
+        admit: impl Fn(&str, &str) -> Option<ErrorReport> + Send + Sync + 'static,
+    ) -> Self {
+        self.admission = Some(Arc::new(admit));
+        self
     }
 
     /// The service a request names, or the primary (which then refuses it).
@@ -301,6 +320,11 @@ impl<'s> Session<'s> {
         }
         if is_reserved(&request.method) {
             return self.serve_reserved(&request);
+        }
+        if let Some(admit) = &self.server.admission {
+            if let Some(report) = admit(&service.protocol_name, &request.method) {
+                return self.write_error_stream(&empty_schema(), &report);
+            }
         }
         let Some(method) = service.method(&request.method) else {
             let report = errors::method_not_found(&request.method, &service.protocol_name);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use quiver_process::log_line;
 use quiver_rpc::{Server, ServerConfig};
 use quiver_server_protocol::limits::{CONNECTIONS_DEFAULT, MESSAGE_BYTES_DEFAULT};
-use quiver_server_protocol::Address;
+use quiver_server_protocol::{errors, Address, PROTOCOL_NAME};
 use quiver_shm::ShmConfig;
 use quiver_transport::socket::UnixListener;
 use quiver_transport::{Connection, TransportKind};
@@ -315,7 +315,15 @@ fn spawn_session(
     let spawned = std::thread::Builder::new()
         .name("quiver-session".into())
         .spawn(move || {
-            let server = Server::new(session_service(Arc::clone(&session)), config);
+            let admitted = Arc::clone(&session);
+            // quiver.server's methods answer for themselves (`connect` first); every other protocol
+            // the spine hosts beside it (reflection) is for connected sessions only.
+            let server = Server::new(session_service(Arc::clone(&session)), config).with_admission(
+                move |protocol, _method| {
+                    (protocol != PROTOCOL_NAME && (admitted.is_hung_up() || !admitted.is_open()))
+                        .then(errors::unauthenticated)
+                },
+            );
             let peer = connection.peer.clone();
             if let quiver_rpc::SessionEnd::Failed(error) = server.serve(connection) {
                 log_line!("quiver server: connection {peer} ended: {error}");
