@@ -179,16 +179,20 @@ impl Session {
             .is_some()
     }
 
-    /// Interrupts the running statement; whether one was running.
+    /// Interrupts the running statement; whether one was running. Nothing is interrupted when no
+    /// statement runs: an interrupt delivered between calls would fail the session's next
+    /// statement (or a query stream between two ticks) while the caller was told nothing ran.
     pub fn interrupt(&self) -> bool {
         let handle = self.interrupt.lock().unwrap_or_else(|e| e.into_inner());
         let Some(handle) = handle.as_ref() else {
             return false;
         };
-        let was_running = self.running.load(Ordering::SeqCst);
+        if !self.running.load(Ordering::SeqCst) {
+            return false;
+        }
         // SAFETY: the handle is cleared (under this lock) before its session closes.
         unsafe { handle.interrupt() };
-        was_running
+        true
     }
 
     /// Closes the DuckDB connection: prepared statements first, then the connection, which rolls
