@@ -1,9 +1,9 @@
 """The HTTP client's relay surface, and the client driver's ``http`` transport built on it.
 
 Raw calls and the driver run against quiver's Python worker and vgi-rpc's reference worker
-over HTTP. Neither serves sticky sessions or upload URLs, so those are checked against
-quiver's own app with the headers a sticky server sends added on the way back
-(:class:`StickyConnection`).
+over HTTP; sticky sessions and upload URLs against vgi-rpc's server configured for them, and
+the client's bookkeeping (nesting, detaching, every ``DELETE``) against quiver's own app with
+a sticky server's headers added on the way back (:class:`StickyConnection`).
 """
 
 from __future__ import annotations
@@ -263,3 +263,97 @@ def test_capabilities_read_the_sticky_and_upload_headers() -> None:
     bare = Capabilities.from_headers({})
     assert not bare.sticky_enabled and bare.sticky_echo_headers == () and bare.max_upload_bytes is None
     assert json.dumps(bare.sticky_echo_headers) == "[]"
+
+
+# -- sticky sessions and upload URLs against vgi-rpc's own server configured for them ------------
+
+REFERENCE_STICKY = """
+import warnings, waitress
+from vgi_rpc.conformance import ConformanceService, ConformanceServiceImpl
+from vgi_rpc.conformance.fake_storage import FakeStorageBackend, serve_in_thread
+from vgi_rpc.http import make_wsgi_app
+from vgi_rpc.rpc import RpcServer
+warnings.simplefilter("ignore")
+storage_url, _ = serve_in_thread()
+app = make_wsgi_app(
+    RpcServer(ConformanceService, ConformanceServiceImpl()),
+    upload_url_provider=FakeStorageBackend(storage_url),
+    enable_sticky=True,
+    sticky_echo_headers={"x-vgi-conformance-echo": "conformance-fixed-marker"},
+)
+server = waitress.create_server(app, host="127.0.0.1", port=0)
+print(f"PORT:{server.effective_port}", flush=True)
+server.run()
+"""
+
+
+@pytest.fixture(scope="module")
+def sticky_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    worker, url = start([str(request.getfixturevalue("oracle_http")), "-c", REFERENCE_STICKY])
+    yield url
+    stop(worker)
+
+
+def test_sticky_sessions_against_the_reference(sticky_url: str) -> None:
+    client = HttpClient(ConformanceService, sticky_url)
+    caps = client.capabilities()
+    assert caps.sticky_enabled and "x-vgi-conformance-echo" in caps.sticky_echo_headers
+    with pytest.raises(RpcError, match="VGI-Session-Accept"):
+        client.call("open_counter", 1)  # outside every scope the client does not opt in
+    client.begin_session()
+    assert client.call("open_counter", 7) == 7
+    outer = client.session_token()
+    assert outer is not None
+    assert client.session_echo_headers() == {"x-vgi-conformance-echo": "conformance-fixed-marker"}
+    assert client.call("increment_counter", 10) == 17
+    client.begin_session()  # an inner session of its own
+    assert client.call("open_counter", 100) == 100
+    assert client.session_token() not in (None, outer)
+    client.end_session()
+    assert client.call("increment_counter", 10) == 27  # the outer session again
+    assert [b.batch.num_rows for b in client.stream("stream_session_counter", 2)] == [1, 1]
+    assert client.call("close_counter") >= 27
+    assert client.session_token() is None  # the server closed it
+    client.end_session()
+    # A token the server evicted is refused as a lost session.
+    client.begin_session(outer)
+    with pytest.raises(RpcError) as lost:
+        client.call("increment_counter", 1)
+    assert lost.value.error_type == "SessionLostError"
+    client.close()
+
+
+def test_upload_urls_from_the_reference(sticky_url: str) -> None:
+    client = HttpClient(ConformanceService, sticky_url)
+    assert client.capabilities().upload_url_support
+    urls = client.request_upload_urls(2)
+    assert len(urls) == 2 and urls[0].upload_url != urls[1].upload_url
+    assert all(u.download_url.startswith("http://") and u.expires_at is not None for u in urls)
+    driver = Driver()
+    assert driver.ask(op="connect", transport="http", target=sticky_url, protocol="ConformanceService")["ok"]
+    vended = driver.ask(op="request_upload_urls", count=3)
+    assert vended["ok"] and len(vended["urls"]) == 3, vended
+    assert all(isinstance(u["expires_at"], int) and u["upload_url"] for u in vended["urls"])
+    assert driver.ask(op="shutdown") == {"ok": True}
+    assert driver.process.wait(timeout=30) == 0
+
+
+def test_the_driver_relays_session_scopes(sticky_url: str) -> None:
+    driver = Driver()
+    assert driver.ask(op="connect", transport="http", target=sticky_url, protocol="ConformanceService")["ok"]
+    caps = driver.ask(op="capabilities")["caps"]
+    assert caps["sticky_enabled"] is True and isinstance(caps["sticky_default_ttl"], int)
+    assert driver.ask(op="session_begin", token=None)["ok"]
+    opened = driver.ask(op="unary", request_b64=encode_batch(*request("open_counter", initial=5)))
+    assert decode_batch(opened["result_b64"])[0].column("result").to_pylist() == [5]
+    token = driver.ask(op="session_token")["token"]
+    assert isinstance(token, str) and token
+    assert driver.ask(op="session_echo_headers")["headers"] == {"x-vgi-conformance-echo": "conformance-fixed-marker"}
+    assert driver.ask(op="session_detach")["token"] == token
+    assert driver.ask(op="session_end")["ok"]
+    # Detached: the session outlived its scope, so resuming it finds the counter.
+    assert driver.ask(op="session_begin", token=token)["ok"]
+    bumped = driver.ask(op="unary", request_b64=encode_batch(*request("increment_counter", by=1)))
+    assert decode_batch(bumped["result_b64"])[0].column("result").to_pylist() == [6]
+    assert driver.ask(op="shutdown") == {"ok": True}
+    assert driver.process.wait(timeout=30) == 0

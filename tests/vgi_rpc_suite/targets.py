@@ -210,9 +210,11 @@ class Targets:
             raise
 
     def server_port(self, target: str) -> int:
+        """The HTTP port of the target's server (a client target's: the reference worker's)."""
         transport, _ = split_target(target)
         assert transport == "http", target
-        return int(self._server(target).rsplit(":", 1)[1])
+        served = f"{transport}-reference" if driven_client(target) is not None else target
+        return int(self._server(served).rsplit(":", 1)[1])
 
     def client_driver(self, target: str, protocol: type = ConformanceService) -> ClientDriver:
         """The vgi-rpc harness that starts the target's client driver (a client target only)."""
