@@ -184,7 +184,7 @@ class Driver:
         if request.get("op") == "next_with_token":
             # A byte stream carries no resume token; over HTTP it is the cursor the next turn presents.
             resumable = isinstance(call, HttpStreamCall) and not answer["done"]
-            answer["token"] = call.resume_token if isinstance(call, HttpStreamCall) and resumable else None
+            answer["token"] = call.resume_token if resumable else None  # type: ignore[union-attr]
         return answer
 
     def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
