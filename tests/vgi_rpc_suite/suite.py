@@ -11,6 +11,8 @@ reference worker.
 Tests that do not exercise a client (the raw request-contract tests, which write bytes to the
 proxy's own stream, and the HTTP tests that make their own requests to a port) skip on client
 targets with a message starting with suite_matrix.CLIENT_NOT_APPLICABLE; the report lists them.
+On an HTTP client target, what a test body asks of vgi_rpc.http itself (http_connect,
+http_capabilities, request_upload_urls) goes through the client under test.
 
 Fixtures the suite asks for that start specially configured HTTP workers (auth, fake storage,
 response caps) are not provided: the tests that take them skip with a reason naming the fixture,
@@ -73,9 +75,28 @@ def _factory(targets: Targets, target: str) -> Callable[..., contextlib.Abstract
 
 @pytest.fixture(params=TARGETS)
 def conformance_conn(
-    request: pytest.FixtureRequest, suite_targets: Targets
+    request: pytest.FixtureRequest, suite_targets: Targets, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    if request.param.startswith("http-"):
+        _route_vgi_http_through_client(suite_targets, request.param, monkeypatch)
     return _factory(suite_targets, request.param)
+
+
+def _route_vgi_http_through_client(targets: Targets, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an HTTP client target, vgi_rpc.http's entry points go through the client under test.
+
+    A test body that calls ``http_connect``, ``http_capabilities`` or ``request_upload_urls``
+    itself then reaches the server through quiver's client, as the harness intends (its
+    ``install_http_overrides``); undone after the test, so worker targets keep vgi-rpc's client.
+    """
+    if driven_client(target) is None:
+        return
+    import vgi_rpc.http
+
+    driver = targets.client_driver(target)
+    monkeypatch.setattr(vgi_rpc.http, "http_connect", driver.http_connect)
+    monkeypatch.setattr(vgi_rpc.http, "http_capabilities", driver.http_capabilities)
+    monkeypatch.setattr(vgi_rpc.http, "request_upload_urls", driver.request_upload_urls)
 
 
 @pytest.fixture(params=RAW_TARGETS)
@@ -103,10 +124,21 @@ def conformance_protocol_connector(
     return connect
 
 
+#: Test classes that take ``conformance_http_port`` yet reach it through vgi_rpc.http's entry
+#: points (TestSticky asks http_capabilities first, then http_connect): client tests over HTTP.
+CLIENT_PORT_CLASSES = frozenset({"TestSticky"})
+
+
 @pytest.fixture(params=HTTP_TARGETS)
-def conformance_http_port(request: pytest.FixtureRequest, suite_targets: Targets) -> int:
-    _skip_for_clients(request.param, "it makes its own HTTP requests to the server's port")
-    return suite_targets.server_port(request.param)
+def conformance_http_port(
+    request: pytest.FixtureRequest, suite_targets: Targets, monkeypatch: pytest.MonkeyPatch
+) -> int:
+    target = request.param
+    if request.cls is not None and request.cls.__name__ in CLIENT_PORT_CLASSES:
+        _route_vgi_http_through_client(suite_targets, target, monkeypatch)
+    else:
+        _skip_for_clients(target, "it makes its own HTTP requests to the server's port")
+    return suite_targets.server_port(target)
 
 
 def _not_provided(name: str) -> Any:

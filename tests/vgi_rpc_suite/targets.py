@@ -210,16 +210,22 @@ class Targets:
             raise
 
     def server_port(self, target: str) -> int:
+        """The HTTP port of the target's server (a client target's: the reference worker's)."""
         transport, _ = split_target(target)
         assert transport == "http", target
-        return int(self._server(target).rsplit(":", 1)[1])
+        served = f"{transport}-reference" if driven_client(target) is not None else target
+        return int(self._server(served).rsplit(":", 1)[1])
+
+    def client_driver(self, target: str, protocol: type = ConformanceService) -> ClientDriver:
+        """The vgi-rpc harness that starts the target's client driver (a client target only)."""
+        client = driven_client(target)
+        assert client is not None, target
+        return ClientDriver(driver_command(client), service=protocol)
 
     def _driven(self, target: str, protocol: type, on_log: Callable[..., None] | None) -> Any:
         """A client driver's proxy (its own context manager) on the reference worker."""
         transport, _ = split_target(target)
-        client = driven_client(target)
-        assert client is not None, target
-        driver = ClientDriver(driver_command(client), service=protocol)
+        driver = self.client_driver(target, protocol)
         if transport in ("pipe", "shm"):
             reach: object = worker_command("reference")
         else:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from pyarrow import ipc
 
 from ..rpc.client import Client
+from ..transport.http import HttpClient
 from ..wire import keys
 
 REFLECTION_PROTOCOL = "vgi_rpc.Reflection.v1"
@@ -21,7 +22,7 @@ REFLECTION_PROTOCOL = "vgi_rpc.Reflection.v1"
 DESCRIBE_VERSION = "5"
 
 
-def describe(client: Client[Any]) -> dict[str, Any]:
+def describe(client: Client[Any] | HttpClient[Any]) -> dict[str, Any]:
     """``{"describe": ...}``, or ``{"error": ...}`` when a reflection call failed."""
     from .client_driver import error_object
 
@@ -75,7 +76,7 @@ def _method(method: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _reflect(client: Client[Any], method: str, protocol: str | None) -> dict[str, Any]:
+def _reflect(client: Client[Any] | HttpClient[Any], method: str, protocol: str | None) -> dict[str, Any]:
     """One reflection call's dataclass, as a dict of Python values."""
     if protocol is None:
         params = pa.RecordBatch.from_arrays([], schema=pa.schema([]))

@@ -7,8 +7,11 @@ one-batch Arrow IPC streams with their custom metadata; the driver never decodes
 says whether the driver carried out the op; ``error`` is the client's error when the call failed.
 The suite in ``tests/vgi_rpc_suite/`` runs vgi-rpc's tests through it against the reference worker.
 
-Byte-stream transports (``stdio``, ``shm``, ``unix``, ``tcp``); the HTTP-only ops answer ``ok: false``.
-EOF on stdin is a shutdown. The Rust client's driver is ``crates/quiver-conformance/src/bin/quiver-client-driver``.
+Byte-stream transports (``stdio``, ``shm``, ``unix``, ``tcp``) through :class:`quiver.rpc.client.Client`,
+and ``http`` through :class:`quiver.transport.http.HttpClient`, which alone serves the HTTP-only ops
+(capabilities, upload URLs, sticky-session scopes, resume tokens); on a byte stream they answer
+``ok: false``. EOF on stdin is a shutdown. The Rust client's driver is
+``crates/quiver-conformance/src/bin/quiver-client-driver``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pyarrow import ipc
 
 from ..rpc.client import Client, RpcError, StreamCall
 from ..transport.connection import Connection
+from ..transport.http import HttpClient, HttpStreamCall
 from ..transport.socket import connect_tcp, connect_unix
 from ..transport.subprocess import spawn
 from ..wire import keys
@@ -34,21 +38,20 @@ LINE_BYTES_MAX = 256 << 20
 #: The segment a ``shm`` connection gets when the harness names no size, and the most it may ask.
 SHM_SIZE_DEFAULT = 4 << 20
 SHM_SIZE_MAX = 1 << 30
-HTTP_ONLY = frozenset(
-    {
-        "capabilities",
-        "request_upload_urls",
-        "session_begin",
-        "session_token",
-        "session_echo_headers",
-        "session_detach",
-        "session_end",
-    }
-)
+#: The zstd levels a harness may ask for on HTTP request bodies (zstd's own range).
+ZSTD_LEVELS = range(-7, 23)
+#: The most default headers a connect may set, and the longest value.
+HEADERS_MAX = 64
+HEADER_VALUE_BYTES_MAX = 8192
 
 
 class Refused(Exception):
     """The driver could not carry out an op (``ok: false``)."""
+
+
+def _relayed(protocol: str) -> type:
+    """A protocol class with no methods: the client is bound to none, every request names its own."""
+    return type("Relayed", (), {"protocol_name": protocol})
 
 
 def decode_batch(text: str) -> tuple[pa.RecordBatch, dict[str, str]]:
@@ -97,8 +100,8 @@ class Driver:
     """One connection, its open stream call (if any), and the logs not yet relayed."""
 
     def __init__(self) -> None:
-        self.client: Client[Any] | None = None
-        self.stream: StreamCall | None = None
+        self.client: Client[Any] | HttpClient[Any] | None = None
+        self.stream: StreamCall | HttpStreamCall | None = None
         self.logs: list[LogRecord] = []
 
     # -- ops -------------------------------------------------------------------------------
@@ -125,14 +128,32 @@ class Driver:
         elif transport == "tcp" and isinstance(target, str):
             host, _, port = target.rpartition(":")
             connection = connect_tcp(host or "127.0.0.1", int(port))
-        elif transport == "http":
-            raise Refused("this driver serves byte-stream transports; http is not wired to quiver's HTTP client")
+        elif transport == "http" and isinstance(target, str):
+            self.client = self._http_client(request, protocol, target)
+            return {}
         else:
             raise Refused(f"connect: unknown transport {transport!r} or bad target {target!r}")
-        # The client is bound to no protocol of its own: every request names it in the relayed metadata.
-        anonymous = type("Relayed", (), {"protocol_name": protocol})
-        self.client = Client(anonymous, connection, on_log=self.logs.append, shm_size=shm_size)
+        self.client = Client(_relayed(protocol), connection, on_log=self.logs.append, shm_size=shm_size)
         return {}
+
+    def _http_client(self, request: dict[str, Any], protocol: str, url: str) -> HttpClient[Any]:
+        headers = request.get("headers") or {}
+        if not isinstance(headers, dict) or len(headers) > HEADERS_MAX:
+            raise Refused(f"connect: headers is an object of at most {HEADERS_MAX} entries")
+        if not all(isinstance(v, str) and len(v) <= HEADER_VALUE_BYTES_MAX for v in headers.values()):
+            raise Refused(f"connect: every header value is a string of at most {HEADER_VALUE_BYTES_MAX} bytes")
+        # Tri-state: absent is the client's default (bodies as they are), null disables, a number is a zstd level.
+        level = request.get("compression_level")
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level not in ZSTD_LEVELS):
+            raise Refused(f"connect: compression_level {level!r} is not a zstd level")
+        return HttpClient(
+            _relayed(protocol),
+            url,
+            on_log=self.logs.append,
+            headers=headers,
+            compression=None if level is None else "zstd",
+            compression_level=level,
+        )
 
     def unary(self, request: dict[str, Any]) -> dict[str, Any]:
         client = self._idle()
@@ -161,7 +182,9 @@ class Driver:
         metadata = decode_batch(text)[1] if isinstance(text, str) else None
         answer = self._stream_item(lambda: call.tick(metadata))
         if request.get("op") == "next_with_token":
-            answer["token"] = None  # a byte stream carries no resume token
+            # A byte stream carries no resume token; over HTTP it is the cursor the next turn presents.
+            resumable = isinstance(call, HttpStreamCall) and not answer["done"]
+            answer["token"] = call.resume_token if resumable else None  # type: ignore[union-attr]
         return answer
 
     def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -183,6 +206,69 @@ class Driver:
 
         return describe(self._idle())
 
+    # -- HTTP-only ops ---------------------------------------------------------------------
+
+    def capabilities(self, _: dict[str, Any]) -> dict[str, Any]:
+        client = self._http()
+        try:
+            caps = client.capabilities()
+        except Exception as exc:
+            return {"caps": None, "error": error_object(exc)}
+        return {
+            "caps": {
+                "sticky_enabled": caps.sticky_enabled,
+                "sticky_default_ttl": caps.sticky_default_ttl,
+                "sticky_echo_headers": list(caps.sticky_echo_headers),
+                "upload_url_support": caps.upload_url_support,
+                "max_request_bytes": caps.max_request_bytes,
+                "max_response_bytes": caps.max_response_bytes,
+                "max_externalized_response_bytes": caps.max_externalized_response_bytes,
+                "externalization_enabled": caps.externalization_enabled,
+                "max_upload_bytes": caps.max_upload_bytes,
+                "supported_encodings": list(caps.encodings),
+            }
+        }
+
+    def request_upload_urls(self, request: dict[str, Any]) -> dict[str, Any]:
+        client = self._http()
+        count = request.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise Refused(f"request_upload_urls: count {count!r} is not an integer")
+        try:
+            urls = client.request_upload_urls(count)
+        except Exception as exc:
+            return {"urls": None, "error": error_object(exc)}
+        return {
+            "urls": [
+                {
+                    "upload_url": url.upload_url,
+                    "download_url": url.download_url,
+                    "expires_at": None if url.expires_at is None else int(url.expires_at.timestamp()),
+                }
+                for url in urls
+            ]
+        }
+
+    def session_begin(self, request: dict[str, Any]) -> dict[str, Any]:
+        token = request.get("token")
+        if token is not None and not isinstance(token, str):
+            raise Refused(f"session_begin: token {token!r} is not a string")
+        self._http().begin_session(token)
+        return {}
+
+    def session_token(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"token": self._http().session_token()}
+
+    def session_echo_headers(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"headers": self._http().session_echo_headers()}
+
+    def session_detach(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"token": self._http().detach_session()}
+
+    def session_end(self, _: dict[str, Any]) -> dict[str, Any]:
+        self._http().end_session()
+        return {}
+
     def shutdown(self) -> None:
         self.stream = None
         if self.client is not None:
@@ -191,14 +277,19 @@ class Driver:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _idle(self) -> Client[Any]:
+    def _idle(self) -> Client[Any] | HttpClient[Any]:
         if self.client is None:
             raise Refused("no connection (connect first)")
         if self.stream is not None:
             raise Refused("a stream is open on this connection")
         return self.client
 
-    def _open_stream(self) -> StreamCall:
+    def _http(self) -> HttpClient[Any]:
+        if not isinstance(self.client, HttpClient):
+            raise Refused("op requires http transport")
+        return self.client
+
+    def _open_stream(self) -> StreamCall | HttpStreamCall:
         if self.stream is None:
             raise Refused("no stream is open")
         return self.stream
@@ -245,6 +336,13 @@ OPS = {
     "cancel": Driver.cancel,
     "close": Driver.close,
     "describe": Driver.describe,
+    "capabilities": Driver.capabilities,
+    "request_upload_urls": Driver.request_upload_urls,
+    "session_begin": Driver.session_begin,
+    "session_token": Driver.session_token,
+    "session_echo_headers": Driver.session_echo_headers,
+    "session_detach": Driver.session_detach,
+    "session_end": Driver.session_end,
 }
 
 
@@ -255,8 +353,6 @@ def handle(driver: Driver, line: bytes) -> dict[str, Any]:
         if not isinstance(request, dict):
             raise Refused("a control line is a JSON object")
         op = request.get("op")
-        if op in HTTP_ONLY:
-            raise Refused("op requires http transport")
         handler = OPS.get(op)  # type: ignore[arg-type]
         if handler is None:
             raise Refused(f"unknown op {op!r}")

@@ -19,7 +19,7 @@ map calls onto them; :mod:`.streams` keeps stream state between requests.
 from __future__ import annotations
 
 from .app import ResponseTooLargeError, WsgiApp, make_wsgi_app
-from .client import Capabilities, HttpClient, HttpStreamCall, http_connect
+from .client import Capabilities, HttpClient, HttpStreamCall, UploadUrl, http_connect
 from .connection import HttpConnection, Response, WsgiConnection
 from .server import HttpServer
 from .streams import StreamTable
@@ -33,6 +33,7 @@ __all__ = [
     "Response",
     "ResponseTooLargeError",
     "StreamTable",
+    "UploadUrl",
     "WsgiApp",
     "WsgiConnection",
     "http_connect",

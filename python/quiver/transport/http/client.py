@@ -10,18 +10,25 @@ differs. Each unary call is one ``POST``; a stream call is an ``/init`` request 
 ``/exchange`` request per turn, tied together by the tokens the server hands out.
 Closing a stream sends nothing (HTTP streams hold no connection); :meth:`~HttpStreamCall.cancel`
 tells the server. One connection is kept alive; a client is not shared between threads.
+
+A relay sends requests encoded elsewhere with :meth:`~HttpClient.call_raw` and
+:meth:`~HttpClient.stream_raw`, as it would on :class:`quiver.Client`. Sticky sessions
+(:meth:`~HttpClient.begin_session`, :mod:`.sessions`) and upload URLs
+(:meth:`~HttpClient.request_upload_urls`) are the HTTP-only extras.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar, cast
 
 import pyarrow as pa
 
-from ...rpc.client import MethodProxy, RpcError, protocol_error, split_answers, unary_value
+from ...rpc.client import MethodProxy, RpcError, protocol_error, split_answers, split_items, unary_value
 from ...rpc.method import MethodKind, MethodSpec, protocol_spec
 from ...rpc.stream import EMPTY_SCHEMA, AnnotatedBatch
 from ...rpc.types import dataclass_from_batch
@@ -37,10 +44,14 @@ from ...wire.writer import StreamWriter, empty_batch
 from . import codec
 from .app import ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM
 from .connection import HttpConnection, Response, WsgiConnection
+from .sessions import SESSION, SESSION_ROUTE, SessionStack
 
 P = TypeVar("P")
 LogHandler = Callable[[LogRecord], None]
 _FRAMEWORK_KEYS = (keys.STREAM_STATE, keys.CALL_STATE)
+#: The server-level route that vends upload URLs, and the most one request may ask for.
+UPLOAD_URL_ROUTE = "/__upload_url__/init"
+UPLOAD_URLS_MAX = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +62,31 @@ class Capabilities:
     max_request_bytes: int | None
     accepts_response_cap: bool
     encodings: tuple[str, ...]
+    max_externalized_response_bytes: int | None = None
+    externalization_enabled: bool = False
+    upload_url_support: bool = False
+    max_upload_bytes: int | None = None
+    sticky_enabled: bool = False
+    sticky_default_ttl: int | None = None
+    sticky_echo_headers: tuple[str, ...] = ()
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> Capabilities:
         """Parses the ``VGI-*`` capability headers (lower-case names)."""
         encodings = headers.get("vgi-supported-encodings")
+        echo = headers.get("vgi-sticky-echo-headers") or ""
         return cls(
             _int_or_none(headers.get("vgi-max-response-bytes")),
             _int_or_none(headers.get("vgi-max-request-bytes")),
             headers.get("vgi-accept-max-response-bytes-support") == "true",
             ("zstd",) if encodings is None else tuple(codec.parse_codings(encodings)),
+            _int_or_none(headers.get("vgi-max-externalized-response-bytes")),
+            headers.get("vgi-externalization-enabled") == "true",
+            headers.get("vgi-upload-url-support") == "true",
+            _int_or_none(headers.get("vgi-max-upload-bytes")),
+            headers.get("vgi-sticky-enabled") == "true",
+            _int_or_none(headers.get("vgi-sticky-default-ttl")),
+            tuple(name.strip() for name in echo.split(",") if name.strip()),
         )
 
 
@@ -71,8 +97,9 @@ class HttpClient(Generic[P]):
     server honours it) so that a server refuses, rather than sends, a larger answer.
     ``compression`` (``"zstd"`` or ``"gzip"``) compresses request bodies and asks for
     compressed answers; by default bodies travel as they are, which is the fastest
-    choice on a local network. ``connection`` replaces the socket connection to ``url``
-    (a :class:`WsgiConnection` calls an app in process).
+    choice on a local network; ``compression_level`` overrides the coding's default level.
+    ``headers`` go out on every request. ``connection`` replaces the socket connection to
+    ``url`` (a :class:`WsgiConnection` calls an app in process).
     """
 
     def __init__(
@@ -87,6 +114,8 @@ class HttpClient(Generic[P]):
         compression: str | None = None,
         timeout_s: float | None = None,
         connection: HttpConnection | WsgiConnection | None = None,
+        headers: Mapping[str, str] | None = None,
+        compression_level: int | None = None,
     ) -> None:
         if compression is not None and compression not in codec.ENCODINGS:
             raise ValueError(f"compression must be one of {codec.ENCODINGS} or None, got {compression!r}")
@@ -99,7 +128,12 @@ class HttpClient(Generic[P]):
         self.limits = limits
         self.compression = compression
         self.accept_max_response_bytes = accept_max_response_bytes
-        self._headers = {"Content-Type": ARROW_STREAM, "Accept-Encoding": compression or "identity"}
+        self.compression_level = compression_level
+        #: Open sticky-session scopes; the innermost applies to every request.
+        self.sessions = SessionStack()
+        self._extra_headers = dict(headers or {})
+        self._headers = {**self._extra_headers, "Content-Type": ARROW_STREAM}
+        self._headers["Accept-Encoding"] = compression or "identity"
         if compression is not None:
             self._headers["Content-Encoding"] = compression
         self._capabilities: Capabilities | None = None
@@ -114,31 +148,99 @@ class HttpClient(Generic[P]):
     def stream(self, method: str, *args: Any, **kwargs: Any) -> HttpStreamCall:
         """Starts a producer or exchange call (``/init``); reads its header when it declares one."""
         spec = self._method(method, stream=True)
-        response = self._post(f"/{method}/init", self._request(spec, args, kwargs))
-        body = _Body(response)
-        header = None
-        if spec.header_type is not None:
-            error, batches = split_answers(self._answers(self._stream_of(body)))
-            if error is not None:
-                raise error
-            if not batches:
-                raise protocol_error(f"{method}(): the header stream carried no header")
-            header = dataclass_from_batch(spec.header_type, batches[0])
-        call = HttpStreamCall(self, spec, header)
-        call._take_turn(self._stream_of(body), init=True)
-        return call
+        return self._open_stream(spec, self._request(spec, args, kwargs), has_header=spec.header_type is not None)
+
+    def call_raw(self, batch: pa.RecordBatch, metadata: BatchMetadata) -> Item | None:
+        """Calls a unary method with a request encoded elsewhere (a relay's).
+
+        ``metadata`` is the caller's whole map and goes out as it is; its protocol (this
+        client's when it names none) and method name the route. Returns the reply's data
+        batch with its metadata (``None`` when the reply carries none); a remote error
+        raises :class:`RpcError`.
+        """
+        response = self._send(self._raw_route(metadata), _serialize(batch, dict(metadata), batch.nbytes))
+        error, items = split_items(self._answers(self._stream_of(_Body(response))))
+        if error is not None:
+            raise error
+        return items[0] if items else None
+
+    def stream_raw(
+        self, batch: pa.RecordBatch, metadata: BatchMetadata, *, exchange: bool, has_header: bool
+    ) -> HttpStreamCall:
+        """Starts a stream call with a request encoded elsewhere, as :meth:`call_raw` sends it.
+
+        The caller says what the method is; the header arrives undecoded in
+        :attr:`HttpStreamCall.header_batch`.
+        """
+        kind = MethodKind.EXCHANGE if exchange else MethodKind.PRODUCER
+        spec = MethodSpec(metadata.get(keys.METHOD, ""), kind, (), batch.schema, None, EMPTY_SCHEMA, None, None)
+        chunks = _serialize(batch, dict(metadata), batch.nbytes)
+        return self._open_stream(spec, chunks, has_header=has_header, route=self._raw_route(metadata))
+
+    def request_upload_urls(self, count: int = 1) -> list[UploadUrl]:
+        """``count`` pre-signed upload/download URL pairs from the server (``__upload_url__``)."""
+        if not 1 <= count <= UPLOAD_URLS_MAX:
+            raise ValueError(f"count must be in 1..{UPLOAD_URLS_MAX}, got {count}")
+        batch = pa.RecordBatch.from_pydict({"count": [count]}, schema=pa.schema([("count", pa.int64())]))
+        metadata = {keys.METHOD: "__upload_url__", keys.REQUEST_VERSION: keys.REQUEST_VERSION_VALUE}
+        response = self._send(UPLOAD_URL_ROUTE, _serialize(batch, metadata, batch.nbytes))
+        if response.status == 404:
+            raise RpcError("NotSupported", "the server does not vend upload URLs")
+        error, batches = split_answers(self._answers(self._stream_of(_Body(response))))
+        if error is not None:
+            raise error
+        urls = [UploadUrl.from_row(row) for answer in batches for row in answer.to_pylist()]
+        if len(urls) > count:
+            raise protocol_error(f"asked for {count} upload URLs, got {len(urls)}")
+        return urls
+
+    # -- sticky sessions ----------------------------------------------------------------
+
+    def begin_session(self, token: str | None = None) -> None:
+        """Opens a session scope (nested in any open one); ``token`` resumes an existing session."""
+        self.sessions.push(token)
+
+    def end_session(self) -> None:
+        """Closes the innermost scope; tells the server (best effort) unless it was detached."""
+        scope = self.sessions.pop()
+        if scope is None or scope.detached or scope.token is None:
+            return
+        # Best effort, as the server forgets an idle session on its own: a failure is not the caller's.
+        with contextlib.suppress(Exception):
+            headers = {**self._extra_headers, SESSION: scope.token}
+            self.connection.request("DELETE", f"{self.prefix}{SESSION_ROUTE}", (), headers)
+
+    def session_token(self) -> str | None:
+        """The innermost scope's token (``None``: none minted yet, or outside every scope)."""
+        scope = self.sessions.top
+        return None if scope is None else scope.token
+
+    def session_echo_headers(self) -> dict[str, str]:
+        """The ``VGI-Echo-*`` values the innermost scope carries (names without the prefix)."""
+        scope = self.sessions.top
+        return {} if scope is None else dict(scope.echo_headers)
+
+    def detach_session(self) -> str | None:
+        """Lets the innermost session outlive its scope; returns its token."""
+        scope = self.sessions.top
+        if scope is None:
+            return None
+        scope.detached = True
+        return scope.token
 
     def capabilities(self) -> Capabilities:
         """The server's advertised capabilities (``OPTIONS {prefix}/health``), asked once."""
         if self._capabilities is None:
-            response = self.connection.request("OPTIONS", f"{self.prefix}/health")
+            response = self.connection.request("OPTIONS", f"{self.prefix}/health", (), self._extra_headers)
             if not 200 <= response.status < 300:
                 raise protocol_error(f"capability discovery failed with HTTP {response.status}")
             self._capabilities = Capabilities.from_headers(response.headers)
         return self._capabilities
 
     def close(self) -> None:
-        """Closes the connection."""
+        """Ends every open session scope, innermost first, then closes the connection."""
+        while len(self.sessions):
+            self.end_session()
         self.connection.close()
 
     def __enter__(self) -> P:
@@ -169,16 +271,49 @@ class HttpClient(Generic[P]):
             metadata[keys.PROTOCOL_VERSION] = self.protocol.version
         return _serialize(batch, metadata, batch.nbytes)
 
+    def _open_stream(
+        self, spec: MethodSpec, chunks: list[Any], *, has_header: bool, route: str | None = None
+    ) -> HttpStreamCall:
+        """Sends ``/init`` and reads the header (when there is one) and the first turn."""
+        call_route = route or f"/{self.protocol.name}/{spec.name}"
+        body = _Body(self._send(f"{call_route}/init", chunks))
+        header_batch = None
+        if has_header:
+            error, batches = split_answers(self._answers(self._stream_of(body)))
+            if error is not None:
+                raise error
+            if not batches:
+                raise protocol_error(f"{spec.name}(): the header stream carried no header")
+            header_batch = batches[0]
+        header = None
+        if header_batch is not None and spec.header_type is not None:
+            header = dataclass_from_batch(spec.header_type, header_batch)
+        call = HttpStreamCall(self, spec, header, call_route)
+        call.header_batch = header_batch
+        call._take_turn(self._stream_of(body), init=True)
+        return call
+
+    def _raw_route(self, metadata: BatchMetadata) -> str:
+        method = metadata.get(keys.METHOD)
+        if not method:
+            raise ValueError(f"a raw request's metadata names no method ({keys.METHOD})")
+        return f"/{metadata.get(keys.PROTOCOL) or self.protocol.name}/{method}"
+
     def _post(self, route: str, chunks: list[Any]) -> Response:
-        headers = self._headers
+        return self._send(f"/{self.protocol.name}{route}", chunks)
+
+    def _send(self, route: str, chunks: list[Any]) -> Response:
+        """POSTs to ``route`` under the prefix, with this client's headers and its session's."""
+        headers = {**self._headers, **self.sessions.request_headers()}
         if self.accept_max_response_bytes is not None:
             if not self.capabilities().accepts_response_cap:
                 raise protocol_error(f"the server does not honour {ACCEPT_MAX_RESPONSE_BYTES}")
-            headers = {**headers, ACCEPT_MAX_RESPONSE_BYTES: str(self.accept_max_response_bytes)}
+            headers[ACCEPT_MAX_RESPONSE_BYTES] = str(self.accept_max_response_bytes)
         if self.compression is not None:
-            chunks = [codec.encode(chunks, self.compression)]
-        path = f"{self.prefix}/{self.protocol.name}{route}"
-        return self.connection.request("POST", path, chunks, headers)
+            chunks = [codec.encode(chunks, self.compression, self.compression_level)]
+        response = self.connection.request("POST", f"{self.prefix}{route}", chunks, headers)
+        self.sessions.capture(response.headers)
+        return response
 
     # -- replies ------------------------------------------------------------------------
 
@@ -225,11 +360,15 @@ class HttpStreamCall:
     an exchange, :meth:`cancel` or :meth:`close` either; ``header`` holds the header.
     """
 
-    def __init__(self, client: HttpClient[Any], spec: MethodSpec, header: Any) -> None:
+    def __init__(self, client: HttpClient[Any], spec: MethodSpec, header: Any, route: str | None = None) -> None:
         self._client = client
+        #: ``/{protocol}/{method}``: where the call's turns go.
+        self._route = route or f"/{client.protocol.name}/{spec.name}"
         self.spec = spec
         self.header = header
         self.output_schema: pa.Schema = EMPTY_SCHEMA
+        #: The header as it arrived, before decoding (``None`` for a method without one).
+        self.header_batch: pa.RecordBatch | None = None
         self._cursor: str | None = None
         self._call_token: str | None = None
         self._pending: AnnotatedBatch | None = None
@@ -268,6 +407,11 @@ class HttpStreamCall:
         while (batch := self.tick()) is not None:
             yield batch
 
+    @property
+    def resume_token(self) -> str | None:
+        """The continuation token the next turn presents (``None`` once the call has ended)."""
+        return self._cursor
+
     def close(self) -> None:
         """Ends the call on this side (nothing is sent; the server forgets it in time)."""
         self.closed = True
@@ -284,7 +428,7 @@ class HttpStreamCall:
         if self._call_token is not None:
             metadata[keys.CALL_STATE] = self._call_token
         client = self._client
-        response = client._post(f"/{self.spec.name}/exchange", _serialize(empty_batch(EMPTY_SCHEMA), metadata, 0))
+        response = client._send(f"{self._route}/exchange", _serialize(empty_batch(EMPTY_SCHEMA), metadata, 0))
         error, _ = split_answers(client._answers(client._stream_of(_Body(response))))
         if error is not None and response.status >= 400:
             raise error
@@ -303,7 +447,7 @@ class HttpStreamCall:
         if self._call_token is not None:
             tokens[keys.CALL_STATE] = self._call_token
         client = self._client
-        response = client._post(f"/{self.spec.name}/exchange", _serialize(batch, tokens, batch.nbytes))
+        response = client._send(f"{self._route}/exchange", _serialize(batch, tokens, batch.nbytes))
         self._cursor = None
         self._take_turn(client._stream_of(_Body(response)), init=False)
         batch_out, self._pending = self._pending, None
@@ -318,8 +462,12 @@ class HttpStreamCall:
             if cursor is not None:
                 self._cursor = cursor
                 self._call_token = metadata.get(keys.CALL_STATE, self._call_token)
-                if batch.num_rows == 0 and (init or self.spec.kind is MethodKind.PRODUCER):
-                    continue  # a zero-row token batch
+                # A zero-row batch carrying the cursor is only a token, except as an exchange turn's
+                # one answer (a zero-row output). vgi-rpc's server sends a zero-column answer and
+                # then the cursor in a token batch of its own, so one after the answer is a token.
+                token_only = init or self.spec.kind is MethodKind.PRODUCER or data is not None
+                if batch.num_rows == 0 and token_only:
+                    continue
             answer = self._client._interpret(batch, metadata)
             if answer is None:
                 continue
@@ -334,6 +482,23 @@ class HttpStreamCall:
         self._pending = data
         if self._cursor is None:
             self.closed = True
+
+
+@dataclass(frozen=True, slots=True)
+class UploadUrl:
+    """One vended pair: ``PUT`` the bytes to ``upload_url``, the server reads ``download_url``."""
+
+    upload_url: str
+    download_url: str
+    expires_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> UploadUrl:
+        upload, download = row.get("upload_url"), row.get("download_url")
+        if not isinstance(upload, str) or not isinstance(download, str):
+            raise protocol_error(f"an upload URL row lacks its URLs: {sorted(row)}")
+        expires = row.get("expires_at")
+        return cls(upload, download, expires if isinstance(expires, datetime) else None)
 
 
 class _Body:

@@ -93,8 +93,8 @@ def decode(body: bytes, coding: str, output_bytes_max: int) -> bytes:
     return b"".join(parts)
 
 
-def encode(chunks: list[Any], coding: str) -> bytes:
-    """Compresses the concatenation of ``chunks`` with ``coding`` at :data:`LEVELS`.
+def encode(chunks: list[Any], coding: str, level: int | None = None) -> bytes:
+    """Compresses the concatenation of ``chunks`` with ``coding`` at ``level`` (default :data:`LEVELS`).
 
     One shot, so a zstd frame declares its decompressed size: a peer's one-shot zstd
     decoder refuses a frame that does not.
@@ -102,5 +102,6 @@ def encode(chunks: list[Any], coding: str) -> bytes:
     if coding not in ENCODINGS:
         raise CodingError(f"cannot encode with {coding!r}")
     data = b"".join(chunks)
-    compressed: bytes = pa.Codec(coding, compression_level=LEVELS[coding]).compress(data, asbytes=True)
+    chosen = LEVELS[coding] if level is None else level
+    compressed: bytes = pa.Codec(coding, compression_level=chosen).compress(data, asbytes=True)
     return compressed
