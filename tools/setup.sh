@@ -7,48 +7,8 @@ cd "$ROOT"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# A venv is rebuilt only when its requirements file changed.
-ensure_venv() {
-    local dir="$1" python="$2" requirements="$3"
-    local stamp="$dir/.requirements.sha256"
-    local want
-    want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-    if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-        return 0
-    fi
-    log "creating $dir with $("$python" --version 2>&1)"
-    rm -rf "$dir"
-    "$python" -m venv "$dir"
-    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-    echo "$want" > "$stamp"
-}
-
-# vgi-rpc 0.52.2 needs Python >= 3.13; the image carries one under pyenv.
-find_python313() {
-    local candidate
-    for candidate in python3.14 python3.13 "$HOME"/.pyenv/versions/3.14*/bin/python3 "$HOME"/.pyenv/versions/3.13*/bin/python3; do
-        if command -v "$candidate" >/dev/null 2>&1 \
-            && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else 1)' 2>/dev/null; then
-            command -v "$candidate"
-            return 0
-        fi
-    done
-    echo "setup: no Python >= 3.13 found (needed by the vgi-rpc oracle); install one (pyenv install 3.13)" >&2
-    return 1
-}
-
-find_python311() {
-    local candidate
-    for candidate in python3.11 python3 "$HOME"/.pyenv/versions/3.11*/bin/python3; do
-        if command -v "$candidate" >/dev/null 2>&1 \
-            && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
-            command -v "$candidate"
-            return 0
-        fi
-    done
-    echo "setup: no Python >= 3.11 found" >&2
-    return 1
-}
+# ensure_venv, find_python311, find_python313.
+source "$ROOT/tools/venv.sh"
 
 ensure_venv .venv "$(find_python311)" tools/requirements.txt
 # quiver's own Python package, editable, in quiver's venv.
