@@ -21,6 +21,13 @@ pub const QUEUED_BATCHES_MAX: usize = 8;
 /// Most bytes queued at once (one batch is always admitted, whatever its size: a batch is bounded
 /// by the connection's message limit already).
 pub const QUEUED_BYTES_MAX: u64 = 64 << 20;
+/// Rows the reader gathers into one batch before DuckDB scans it: eight of DuckDB's row groups
+/// (122 880 rows each). DuckDB's parallel ordered INSERT appends a batch that fills row groups
+/// straight into the table, but stages smaller ones and copies them again when it merges them;
+/// clients send batches of any size (the bench sends 100 000 rows).
+pub const COALESCED_ROWS_MIN: usize = 8 * 122_880;
+/// The most bytes the reader gathers into one batch.
+pub const COALESCED_BYTES_MAX: u64 = 64 << 20;
 /// How often a reader waiting for a batch looks whether the server stops.
 const STOP_POLL: Duration = Duration::from_millis(100);
 
@@ -155,30 +162,27 @@ impl Drop for QueueWriter {
     }
 }
 
-impl Iterator for QueueReader {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl QueueReader {
+    /// The next queued batch, waiting for one; `None` once the queue finished.
+    fn next_queued(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         let mut state = self.queue.lock();
         loop {
             if let Some(batch) = state.batches.pop_front() {
                 state.bytes -= bytes_of(&batch);
                 self.queue.changed.notify_all();
-                return Some(Ok(batch));
+                return Ok(Some(batch));
             }
             match state.end {
-                Some(End::Finished) => return None,
+                Some(End::Finished) => return Ok(None),
                 Some(End::Abandoned) => {
-                    return Some(Err(ArrowError::ExternalError(
+                    return Err(ArrowError::ExternalError(
                         "the insert call ended before its commit marker".into(),
-                    )))
+                    ))
                 }
                 None => {}
             }
             if (self.stopping)() {
-                return Some(Err(ArrowError::ExternalError(
-                    "the server is stopping".into(),
-                )));
+                return Err(ArrowError::ExternalError("the server is stopping".into()));
             }
             state = self
                 .queue
@@ -187,6 +191,39 @@ impl Iterator for QueueReader {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+
+    /// The next batch DuckDB scans: queued batches joined until it holds [`COALESCED_ROWS_MIN`]
+    /// rows (or [`COALESCED_BYTES_MAX`] bytes, or the queue finished). A batch that large already
+    /// passes through without a copy.
+    fn next_coalesced(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        let Some(first) = self.next_queued()? else {
+            return Ok(None);
+        };
+        let (mut rows, mut bytes) = (first.num_rows(), bytes_of(&first));
+        let mut parts = vec![first];
+        while rows < COALESCED_ROWS_MIN && bytes < COALESCED_BYTES_MAX {
+            let Some(batch) = self.next_queued()? else {
+                break;
+            };
+            rows += batch.num_rows();
+            bytes += bytes_of(&batch);
+            parts.push(batch);
+        }
+        if parts.len() == 1 {
+            return Ok(parts.pop());
+        }
+        let joined = arrow_select::concat::concat_batches(&self.schema, &parts)?;
+        assert_eq!(joined.num_rows(), rows);
+        Ok(Some(joined))
+    }
+}
+
+impl Iterator for QueueReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_coalesced().transpose()
     }
 }
 
@@ -224,24 +261,58 @@ mod tests {
     }
 
     #[test]
-    fn finished_queue_yields_every_batch_then_ends() {
+    fn finished_queue_yields_every_row_then_ends() {
         let (writer, mut reader) = queue(batch(0).schema(), never_stopping());
         writer.push(batch(3)).unwrap();
         writer.push(batch(4)).unwrap();
         writer.finish();
-        assert_eq!(reader.next().unwrap().unwrap().num_rows(), 3);
-        assert_eq!(reader.next().unwrap().unwrap().num_rows(), 4);
+        assert_eq!(reader.next().unwrap().unwrap().num_rows(), 7);
         assert!(reader.next().is_none());
     }
 
     #[test]
-    fn abandoned_queue_fails_the_stream_after_its_batches() {
+    fn abandoned_queue_fails_the_stream() {
         let (writer, mut reader) = queue(batch(0).schema(), never_stopping());
+        writer.push(batch(COALESCED_ROWS_MIN)).unwrap();
         writer.push(batch(2)).unwrap();
         drop(writer);
-        assert_eq!(reader.next().unwrap().unwrap().num_rows(), 2);
+        assert_eq!(
+            reader.next().unwrap().unwrap().num_rows(),
+            COALESCED_ROWS_MIN
+        );
         let error = reader.next().unwrap().unwrap_err();
         assert!(error.to_string().contains("commit marker"), "{error}");
+    }
+
+    #[test]
+    fn small_batches_are_joined_in_order_and_large_ones_pass_through() {
+        let (writer, mut reader) = queue(batch(0).schema(), never_stopping());
+        let writer = std::thread::spawn(move || {
+            let small = (COALESCED_ROWS_MIN / 3) + 1;
+            for _ in 0..4 {
+                writer.push(batch(small)).unwrap();
+            }
+            writer.push(batch(COALESCED_ROWS_MIN)).unwrap();
+            writer.finish();
+            small
+        });
+        let joined = reader.next().unwrap().unwrap();
+        let small = writer.join().unwrap();
+        assert_eq!(joined.num_rows(), 3 * small);
+        let ids = joined
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        assert_eq!(
+            (ids.value(small - 1), ids.value(small)),
+            (small as i32 - 1, 0)
+        );
+        assert_eq!(
+            reader.next().unwrap().unwrap().num_rows(),
+            small + COALESCED_ROWS_MIN
+        );
+        assert!(reader.next().is_none());
     }
 
     #[test]
@@ -258,7 +329,7 @@ mod tests {
             assert!(writer.try_push(batch(1)));
         }
         assert!(!writer.try_push(batch(1)), "a full queue admitted a batch");
-        reader.next().unwrap().unwrap();
+        reader.next_queued().unwrap().unwrap();
         assert!(writer.try_push(batch(1)), "a freed place was not admitted");
     }
 
