@@ -59,6 +59,16 @@ unique_ptr<FunctionData> BatchBind(ClientContext &context, TableFunctionBindInpu
 	return std::move(result);
 }
 
+//! The batch index of the Arrow array a scan state holds (DuckDB's arrow scan numbers them as it pulls
+//! them from the stream). Declaring it is what lets DuckDB scan in parallel and still keep the order.
+OperatorPartitionData BatchPartitionData(ClientContext &, TableFunctionGetPartitionInput &input) {
+	if (input.partition_info.RequiresPartitionColumns()) {
+		throw InternalException("quiver_server_batch() has no partition columns");
+	}
+	auto &state = input.local_state->Cast<ArrowScanLocalState>();
+	return OperatorPartitionData(state.batch_index);
+}
+
 } // namespace
 
 LentStream::LentStream(ArrowArrayStream *source) {
@@ -85,8 +95,9 @@ void RegisterServerBatchFunction(ExtensionLoader &loader) {
 	                       ArrowTableFunction::ArrowScanInitGlobal, ArrowTableFunction::ArrowScanInitLocal);
 	function.projection_pushdown = false;
 	function.filter_pushdown = false;
-	// Insertion order is the stream's order.
-	function.parallelism = TableFunctionParallelism::SEQUENTIAL;
+	// DuckDB's threads take the stream's batches in turn and append them in parallel; the batch index
+	// keeps the stream's order in the table and in a parameter query's result.
+	function.get_partition_data = BatchPartitionData;
 	loader.RegisterFunction(function);
 }
 

@@ -2,10 +2,15 @@
 //! `quiver_server_protocol::insert`). Outside a `BEGIN` of the session, the call opens its own
 //! transaction: the commit marker commits it, any other end of the stream (the client closes or
 //! cancels it, dies, a batch fails) rolls it back, so no row of an unfinished call is ever seen.
-//! Batches reach DuckDB through `quiver_server_batch()` (extension/src/server_batch.cpp).
+//! The call runs one `INSERT ... SELECT * FROM quiver_server_batch()` (extension/src/server_batch.cpp)
+//! on a thread of its own, over a bounded queue the session thread fills (`insert_queue.rs`): a batch
+//! is acknowledged once queued, so the next one travels while DuckDB appends this one. The
+//! statement's error surfaces at the next acknowledgement or at the commit marker.
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use quiver_rpc::{CallContext, Params, StreamOutput, StreamSetup, StreamState};
@@ -17,6 +22,7 @@ use quiver_server_protocol::{errors, InsertMode};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::duck::{batch_stream, one_batch_stream};
+use crate::insert_queue::{queue, QueueWriter};
 use crate::service::bounded_str;
 use crate::session::Session;
 
@@ -105,6 +111,51 @@ pub fn table_schema(session: &Arc<Session>, name: &TableName) -> Result<SchemaRe
     )))
 }
 
+/// The SQL column definitions (`"name" TYPE, ...`) DuckDB gives batches of `schema`.
+///
+/// The target is created from these, not by `CREATE TABLE ... AS` over an empty stream: in DuckDB
+/// 2.0.0 a table made by an empty `CREATE TABLE AS` and then filled by a parallel (batch-index)
+/// `INSERT` in the same transaction counts its rows but scans none. The types come from a
+/// temporary table that DuckDB's own Arrow scan creates, so every type maps as a scan maps it.
+fn column_definitions(session: &Arc<Session>, schema: &SchemaRef) -> Result<String, ErrorReport> {
+    let shape = format!("quiver_insert_shape_{}", session.id);
+    let create = format!(
+        "CREATE OR REPLACE TEMPORARY TABLE {} AS SELECT * FROM quiver_server_batch()",
+        quote(&shape)
+    );
+    let empty = one_batch_stream(RecordBatch::new_empty(Arc::clone(schema)));
+    session.with(|open| open.duck.execute(&create, None, Some(empty)))?;
+    let columns = format!(
+        "SELECT column_name || '' AS name, data_type || '' AS type FROM duckdb_columns() \
+         WHERE database_name = 'temp' AND table_name = '{shape}' ORDER BY column_index"
+    );
+    let mut cursor = session.with(|open| open.duck.query(&columns, None, 4096))?;
+    let mut definitions = Vec::new();
+    while let Some(batch) = session.with(|_| cursor.next_batch())? {
+        let text = |index: usize| {
+            arrow_cast::cast(batch.column(index), &arrow_schema::DataType::Utf8)
+                .map_err(|e| errors::protocol(e.to_string()))
+        };
+        let (names, types) = (text(0)?, text(1)?);
+        let names = names.as_any().downcast_ref::<arrow_array::StringArray>();
+        let types = types.as_any().downcast_ref::<arrow_array::StringArray>();
+        let (names, types) = names.zip(types).expect("cast to utf8 yields StringArrays");
+        for (column, data_type) in names.iter().zip(types.iter()) {
+            let (column, data_type) = column.zip(data_type).expect("columns have names and types");
+            definitions.push(format!("{} {data_type}", quote(column)));
+        }
+    }
+    drop(cursor);
+    let drop_shape = format!("DROP TABLE temp.main.{}", quote(&shape));
+    session.with(|open| open.duck.execute(&drop_shape, None, None))?;
+    assert_eq!(
+        definitions.len(),
+        schema.fields().len(),
+        "DuckDB made one column per field"
+    );
+    Ok(definitions.join(", "))
+}
+
 fn text_column(value: Option<&str>) -> arrow_array::ArrayRef {
     Arc::new(arrow_array::StringArray::from(vec![value]))
 }
@@ -153,15 +204,12 @@ pub fn insert(session: &Arc<Session>, params: &Params) -> Result<StreamSetup, Er
     let schema = decode_schema(params.bytes(param::SCHEMA)?, "insert schema")?;
     let mode: InsertMode = params.str(param::MODE)?.parse().map_err(errors::protocol)?;
     let in_transaction = session.with(|open| Ok(open.duck.in_transaction()))?;
-    let state = Insert {
+    let mut state = Insert {
         session: Arc::clone(session),
-        sql: format!(
-            "INSERT INTO {} SELECT * FROM quiver_server_batch()",
-            name.sql()
-        ),
         owns_transaction: !in_transaction,
         finished: false,
         rows: 0,
+        append: None,
     };
     if state.owns_transaction {
         session.with(|open| open.duck.execute("BEGIN TRANSACTION", None, None))?;
@@ -174,46 +222,117 @@ pub fn insert(session: &Arc<Session>, params: &Params) -> Result<StreamSetup, Er
         InsertMode::Replace => Some("CREATE OR REPLACE TABLE"),
     };
     if let Some(create) = create {
-        let sql = format!(
-            "{create} {} AS SELECT * FROM quiver_server_batch()",
-            name.sql()
-        );
-        let empty = one_batch_stream(RecordBatch::new_empty(Arc::clone(&schema)));
-        session.with(|open| open.duck.execute(&sql, None, Some(empty)))?;
+        let columns = column_definitions(session, &schema)?;
+        let sql = format!("{create} {} ({columns})", name.sql());
+        session.with(|open| open.duck.execute(&sql, None, None))?;
     }
     let columns = table_schema(session, &name)?;
     check_columns(&name.sql(), &schema, &columns)?;
+    state.append = Some(Append::start(session, &name, Arc::clone(&schema))?);
     Ok(StreamSetup::exchange(schema, ack_schema(), state))
+}
+
+/// The call's one `INSERT` statement, running on its own thread over the queue the session
+/// thread fills. It holds the session's DuckDB connection until it ends.
+struct Append {
+    queue: QueueWriter,
+    statement: JoinHandle<Result<Option<i64>, ErrorReport>>,
+}
+
+impl Append {
+    fn start(
+        session: &Arc<Session>,
+        name: &TableName,
+        schema: SchemaRef,
+    ) -> Result<Append, ErrorReport> {
+        let sql = format!(
+            "INSERT INTO {} SELECT * FROM quiver_server_batch()",
+            name.sql()
+        );
+        let shared = Arc::clone(&session.shared);
+        let (queue, reader) = queue(schema, Box::new(move || shared.is_stopping()));
+        let session = Arc::clone(session);
+        let statement = std::thread::Builder::new()
+            .name("quiver-insert".into())
+            .spawn(move || {
+                let input = FFI_ArrowArrayStream::new(Box::new(reader));
+                session.with(|open| open.duck.execute(&sql, None, Some(input)))
+            })
+            .map_err(|e| errors::protocol(format!("insert: no thread for the statement: {e}")))?;
+        Ok(Append { queue, statement })
+    }
+
+    /// Waits for the statement (it ends once its queue has ended or its reader failed).
+    fn join(statement: JoinHandle<Result<Option<i64>, ErrorReport>>) -> Result<i64, ErrorReport> {
+        let changed = statement
+            .join()
+            .map_err(|_| errors::protocol("insert: the statement's thread panicked"))??;
+        changed.ok_or_else(|| errors::protocol("insert: DuckDB reported no row count"))
+    }
 }
 
 struct Insert {
     session: Arc<Session>,
-    sql: String,
     owns_transaction: bool,
     finished: bool,
+    /// Rows queued by this call so far (what the acknowledgements report).
     rows: i64,
+    /// `None` once the call ended.
+    append: Option<Append>,
 }
 
 impl Insert {
     fn append(&mut self, batch: &RecordBatch) -> Result<(), ErrorReport> {
-        if batch.num_rows() == 0 {
-            return Ok(());
+        let append = self
+            .append
+            .as_ref()
+            .expect("a running call has its statement");
+        if batch.num_rows() > 0 && append.queue.push(batch.clone()).is_err() {
+            return Err(self.fail());
         }
-        let stream = one_batch_stream(batch.clone());
-        let changed = self
-            .session
-            .with(|open| open.duck.execute(&self.sql, None, Some(stream)))?;
-        let changed = changed.unwrap_or(batch.num_rows() as i64);
-        assert_eq!(
-            changed,
-            batch.num_rows() as i64,
-            "DuckDB inserted a different number of rows than the batch holds"
-        );
-        self.rows += changed;
+        // The statement ends early only by failing: report it at this acknowledgement.
+        if append.statement.is_finished() {
+            return Err(self.fail());
+        }
+        self.rows += batch.num_rows() as i64;
         Ok(())
     }
 
+    /// The statement's error, once it ended; the call is rolled back.
+    fn fail(&mut self) -> ErrorReport {
+        let append = self
+            .append
+            .take()
+            .expect("a running call has its statement");
+        drop(append.queue);
+        let error = match Append::join(append.statement) {
+            Err(error) => error,
+            Ok(_) => errors::protocol("insert: the statement ended before the commit marker"),
+        };
+        self.roll_back();
+        if self.session.shared.is_stopping() {
+            return errors::stopping();
+        }
+        error
+    }
+
     fn commit(&mut self) -> Result<(), ErrorReport> {
+        let append = self
+            .append
+            .take()
+            .expect("a running call has its statement");
+        append.queue.finish();
+        let changed = match Append::join(append.statement) {
+            Ok(changed) => changed,
+            Err(error) => {
+                self.roll_back();
+                return Err(error);
+            }
+        };
+        assert_eq!(
+            changed, self.rows,
+            "DuckDB inserted a different number of rows than the call queued"
+        );
         self.finished = true;
         if self.owns_transaction {
             self.session
@@ -227,6 +346,11 @@ impl Insert {
             return;
         }
         self.finished = true;
+        if let Some(append) = self.append.take() {
+            // The queue abandoned, the statement fails and appends nothing.
+            drop(append.queue);
+            let _ = Append::join(append.statement);
+        }
         if self.owns_transaction {
             // Best effort: closing the session rolls back too.
             let _ = self
@@ -247,10 +371,7 @@ impl StreamState for Insert {
         if self.finished {
             return Err(errors::protocol("insert: a batch after the commit marker"));
         }
-        if let Err(error) = self.append(input) {
-            self.roll_back();
-            return Err(error);
-        }
+        self.append(input)?;
         if input_metadata.get(COMMIT_KEY) == Some(COMMIT_VALUE) {
             self.commit()?;
         }

@@ -11,7 +11,7 @@
 //! - [`session`]: one connection's session and the registry `cancel` and the stop use;
 //! - [`auth`]: the token;
 //! - [`service`]: the methods, with `query.rs` (result streams), `insert.rs` (all-or-nothing
-//!   inserts) and `catalog.rs` (`tables`).
+//!   inserts, fed through `insert_queue.rs`) and `catalog.rs` (`tables`).
 //!
 //! Started from SQL (`SELECT * FROM quiver_serve('tcp://127.0.0.1:0')`), or by the host program
 //! `python -m quiver.serve` behind `./quiver server`.
@@ -23,6 +23,7 @@ pub mod duck;
 #[allow(missing_docs)]
 pub mod ffi;
 mod insert;
+mod insert_queue;
 mod query;
 pub mod server;
 pub mod service;
