@@ -252,7 +252,8 @@ def test_worker_keeps_serving_after_bad_input(oracle: dict[str, Any]) -> None:
 def test_unix_socket_serves_concurrent_connections_from_one_process(oracle: dict[str, Any]) -> None:
     unix = oracle["unix"]
     assert sorted(unix["values"]) == list(range(500))
-    assert unix["upper_case"] == [{"result": ["A", "É"]}, {"result": ["B"]}]
+    # vgi's Client may run the two batches on two connections at once: results arrive in either order.
+    assert sorted(unix["upper_case"], key=lambda r: r["result"]) == [{"result": ["A", "É"]}, {"result": ["B"]}]
     process = oracle["unix_process"]
     assert process["announced"] == f"UNIX:{process['socket']}"
     assert process["stdout_rest"] == "", "nothing but the UNIX line on stdout"
