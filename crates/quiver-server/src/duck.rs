@@ -24,6 +24,16 @@ pub struct DuckError {
     pub message: String,
 }
 
+/// Runs one DuckDB operation with a fresh error buffer: `Ok` when it returned [`OK`], else the error
+/// it wrote.
+fn checked(call: impl FnOnce(&mut RawError) -> i32) -> Result<(), DuckError> {
+    let mut err = RawError::new();
+    if call(&mut err) != OK {
+        return Err(DuckError::from_raw(&err));
+    }
+    Ok(())
+}
+
 impl DuckError {
     fn from_raw(raw: &RawError) -> DuckError {
         DuckError {
@@ -124,10 +134,7 @@ impl DuckSession {
     /// A new connection to the served database.
     pub fn open(ops: Arc<Ops>) -> Result<DuckSession, DuckError> {
         let mut raw = ptr::null_mut();
-        let mut err = RawError::new();
-        if (ops.open_session)(ops.db, &mut raw, &mut *err) != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| (ops.open_session)(ops.db, &mut raw, err))?;
         assert!(!raw.is_null(), "open_session succeeded without a session");
         Ok(DuckSession { ops, raw })
     }
@@ -155,19 +162,17 @@ impl DuckSession {
     ) -> Result<Option<i64>, DuckError> {
         let (mut parameters, mut input) = (parameters, input);
         let mut rows = NO_COUNT;
-        let mut err = RawError::new();
-        let status = (self.ops.execute)(
-            self.raw,
-            sql.as_ptr().cast::<c_char>(),
-            sql.len(),
-            stream_ptr(&mut parameters),
-            stream_ptr(&mut input),
-            &mut rows,
-            &mut *err,
-        );
-        if status != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| {
+            (self.ops.execute)(
+                self.raw,
+                sql.as_ptr().cast::<c_char>(),
+                sql.len(),
+                stream_ptr(&mut parameters),
+                stream_ptr(&mut input),
+                &mut rows,
+                err,
+            )
+        })?;
         Ok(rows_changed(rows))
     }
 
@@ -180,19 +185,17 @@ impl DuckSession {
     ) -> Result<Cursor, DuckError> {
         let mut parameters = parameters;
         let mut raw = ptr::null_mut();
-        let mut err = RawError::new();
-        let status = (self.ops.query)(
-            self.raw,
-            sql.as_ptr().cast::<c_char>(),
-            sql.len(),
-            stream_ptr(&mut parameters),
-            batch_rows,
-            &mut raw,
-            &mut *err,
-        );
-        if status != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| {
+            (self.ops.query)(
+                self.raw,
+                sql.as_ptr().cast::<c_char>(),
+                sql.len(),
+                stream_ptr(&mut parameters),
+                batch_rows,
+                &mut raw,
+                err,
+            )
+        })?;
         Cursor::new(Arc::clone(&self.ops), raw)
     }
 
@@ -201,19 +204,17 @@ impl DuckSession {
         let mut raw = ptr::null_mut();
         let mut parameter_count = 0;
         let mut schema = FFI_ArrowSchema::empty();
-        let mut err = RawError::new();
-        let status = (self.ops.prepare)(
-            self.raw,
-            sql.as_ptr().cast::<c_char>(),
-            sql.len(),
-            &mut raw,
-            &mut parameter_count,
-            &mut schema,
-            &mut *err,
-        );
-        if status != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| {
+            (self.ops.prepare)(
+                self.raw,
+                sql.as_ptr().cast::<c_char>(),
+                sql.len(),
+                &mut raw,
+                &mut parameter_count,
+                &mut schema,
+                err,
+            )
+        })?;
         let prepared = Prepared {
             ops: Arc::clone(&self.ops),
             raw,
@@ -250,16 +251,9 @@ impl Prepared {
     ) -> Result<Option<i64>, DuckError> {
         let mut parameters = parameters;
         let mut rows = NO_COUNT;
-        let mut err = RawError::new();
-        let status = (self.ops.execute_prepared)(
-            self.raw,
-            stream_ptr(&mut parameters),
-            &mut rows,
-            &mut *err,
-        );
-        if status != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| {
+            (self.ops.execute_prepared)(self.raw, stream_ptr(&mut parameters), &mut rows, err)
+        })?;
         Ok(rows_changed(rows))
     }
 
@@ -271,17 +265,15 @@ impl Prepared {
     ) -> Result<Cursor, DuckError> {
         let mut parameters = parameters;
         let mut raw = ptr::null_mut();
-        let mut err = RawError::new();
-        let status = (self.ops.query_prepared)(
-            self.raw,
-            stream_ptr(&mut parameters),
-            batch_rows,
-            &mut raw,
-            &mut *err,
-        );
-        if status != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| {
+            (self.ops.query_prepared)(
+                self.raw,
+                stream_ptr(&mut parameters),
+                batch_rows,
+                &mut raw,
+                err,
+            )
+        })?;
         Cursor::new(Arc::clone(&self.ops), raw)
     }
 }
@@ -308,10 +300,9 @@ impl Cursor {
     fn new(ops: Arc<Ops>, raw: *mut RawCursor) -> Result<Cursor, DuckError> {
         assert!(!raw.is_null(), "a query succeeded without a cursor");
         let mut ffi_schema = FFI_ArrowSchema::empty();
-        let mut err = RawError::new();
-        if (ops.cursor_schema)(raw, &mut ffi_schema, &mut *err) != OK {
+        if let Err(error) = checked(|err| (ops.cursor_schema)(raw, &mut ffi_schema, err)) {
             (ops.cursor_close)(raw);
-            return Err(DuckError::from_raw(&err));
+            return Err(error);
         }
         let schema = match Schema::try_from(&ffi_schema) {
             Ok(schema) => Arc::new(schema),
@@ -337,10 +328,7 @@ impl Cursor {
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>, DuckError> {
         let mut array = FFI_ArrowArray::empty();
         let mut end = 0;
-        let mut err = RawError::new();
-        if (self.ops.cursor_next)(self.raw, &mut array, &mut end, &mut *err) != OK {
-            return Err(DuckError::from_raw(&err));
-        }
+        checked(|err| (self.ops.cursor_next)(self.raw, &mut array, &mut end, err))?;
         if end != 0 {
             return Ok(None);
         }
