@@ -455,3 +455,20 @@ def test_sessions_are_bounded_by_max_connections(extension: Path) -> None:
         wait_until(served, "the closed client's session to end")
     finally:
         assert process.stop() == 0
+
+
+def readme_example() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = text.index("<!-- flight-sql-example -->")
+    return text[start:].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_example_runs_as_written(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = readme_example()
+    assert len(code.strip().splitlines()) == 5, code
+    assert '"grpc://127.0.0.1:8815"' in code
+    monkeypatch.setenv("QUIVER_TOKEN", server.token or "")
+    exec(compile(code.replace("grpc://127.0.0.1:8815", server.flight_sql or ""), "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[(3, 4.5)]"
