@@ -1,5 +1,6 @@
 //! The running server: listeners on TCP and Unix sockets, one thread per connection, the limits,
-//! and the stop. Started and stopped through `ffi.rs` (`quiver_serve_start` / `_stop`).
+//! and the stop; the Flight SQL front door (`flight_sql`) on a `grpc://` listener beside them.
+//! Started and stopped through `ffi.rs` (`quiver_serve_start` / `_stop`).
 //!
 //! Stop: listeners close (Unix sockets are removed), every running statement is interrupted (its
 //! caller gets `ServerStoppingError`), every session ends after its current call and closes its
@@ -40,7 +41,7 @@ pub const LISTENERS_MAX: usize = 16;
 
 /// How the server is started.
 pub struct ServeOptions {
-    /// The token TCP listeners require; `None`: generated (and announced).
+    /// The token TCP and gRPC listeners require; `None`: generated (and announced).
     pub token: Option<String>,
     /// Serve TCP without a token (loopback listeners only).
     pub no_auth: bool,
@@ -226,7 +227,8 @@ fn tls_files(
     }
 }
 
-/// Binds every listener and starts serving; the announcement lines (`PORT:`, `UNIX:`, `TOKEN:`).
+/// Binds every listener and starts serving; the announcement lines (`PORT:`, `UNIX:`,
+/// `FLIGHT_SQL:`, `TOKEN:`).
 pub fn start(
     ops: Ops,
     listen: &str,

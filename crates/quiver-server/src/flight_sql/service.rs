@@ -482,3 +482,42 @@ pub fn one_batch(batch: arrow_array::RecordBatch) -> DoGetStream {
         .map(|item| item.map_err(Status::from));
     Box::pin(encoded)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiver_server_protocol::errors;
+    use tonic::Code;
+
+    #[test]
+    fn errors_map_to_grpc_codes_keeping_duckdb_messages() {
+        let catalog = errors::sql(
+            "Catalog",
+            "Catalog Error: Table with name t does not exist!",
+        );
+        let mapped = status(catalog);
+        assert_eq!(mapped.code(), Code::InvalidArgument);
+        assert_eq!(
+            mapped.message(),
+            "Catalog Error: Table with name t does not exist!"
+        );
+        let cases = [
+            (errors::sql("Parser", "x"), Code::InvalidArgument),
+            (errors::sql("Constraint", "x"), Code::FailedPrecondition),
+            (errors::sql("Interrupt", "x"), Code::Cancelled),
+            (errors::sql("Out of Memory", "x"), Code::ResourceExhausted),
+            (errors::sql("Fatal", "x"), Code::Internal),
+            (errors::stopping(), Code::Unavailable),
+            (errors::limit("sql", 2, 1), Code::ResourceExhausted),
+            (errors::busy(1), Code::ResourceExhausted),
+            (errors::unknown_statement(1), Code::NotFound),
+            (errors::protocol("x"), Code::InvalidArgument),
+        ];
+        for (report, code) in cases {
+            assert_eq!(status(report).code(), code);
+        }
+        let refused = status(errors::unauthenticated());
+        assert_eq!(refused.code(), Code::Unauthenticated);
+        assert_eq!(refused.message(), "authentication failed");
+    }
+}
