@@ -39,7 +39,7 @@ def _literal(text: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="quiver server", description="DuckDB with quiver's extension as a quiver.server server."
+        prog="quiver server", description="DuckDB with quiver's extension as a quiver.server and Flight SQL server."
     )
     parser.add_argument("--database", default=":memory:", help="database file (default: in memory)")
     parser.add_argument(
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-cert", metavar="PEM", help="certificate chain of a grpc+tls:// listener")
     parser.add_argument("--tls-key", metavar="PEM", help="private key of a grpc+tls:// listener")
     parser.add_argument(
-        "--token-env", default="QUIVER_TOKEN", metavar="VAR", help="environment variable holding the TCP token"
+        "--token-env", default="QUIVER_TOKEN", metavar="VAR", help="environment variable holding the TCP and gRPC token"
     )
     parser.add_argument("--no-auth", action="store_true", help="serve TCP and gRPC without a token (loopback only)")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when stdin reaches end of file")

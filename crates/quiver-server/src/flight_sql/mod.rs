@@ -5,8 +5,10 @@
 //! This file starts and stops it: a tokio runtime of its own ([`WORKER_THREADS`] threads named
 //! `quiver-flight`, DuckDB's work on its bounded blocking pool), tonic's server with the service
 //! behind the credentials check (`auth.rs`), optional TLS from PEM files, and a reaper of idle
-//! transactions. The commands live beside it: `statements.rs`, `transactions.rs`, `sql_info.rs`,
-//! dispatched from `service.rs`; a call's session is `lease.rs`'s.
+//! transactions and prepared statements. The commands live beside it (`statements.rs`,
+//! `prepared.rs`, `transactions.rs`, `ingest.rs`, `catalog.rs`, `sql_info.rs`), dispatched from
+//! `service.rs`; a call's session is `lease.rs`'s, and `connections.rs` ends a client's
+//! transactions when its connection closes.
 
 mod address;
 mod auth;
@@ -33,6 +35,7 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::server::Shared;
 use auth::Authenticated;
+use prepared::PreparedStatements;
 use service::FlightSql;
 use transactions::{Transactions, REAP_INTERVAL};
 
@@ -92,9 +95,14 @@ pub fn start(
         .build()
         .map_err(|e| format!("cannot start the Flight SQL runtime: {e}"))?;
     let transactions = Arc::new(Transactions::default());
+    let prepared = Arc::new(PreparedStatements::default());
     let message_bytes_max = usize::try_from(shared.message_bytes_max).unwrap_or(usize::MAX);
     let service = Authenticated::new(
-        FlightSql::new(Arc::clone(shared), Arc::clone(&transactions)),
+        FlightSql::new(
+            Arc::clone(shared),
+            Arc::clone(&transactions),
+            Arc::clone(&prepared),
+        ),
         shared.token.clone(),
     );
     let service = FlightServiceServer::new(service)
@@ -124,6 +132,7 @@ pub fn start(
         let mut ticks = tokio::time::interval(REAP_INTERVAL);
         loop {
             ticks.tick().await;
+            prepared.expire_idle(Instant::now());
             let transactions = Arc::clone(&reaped);
             // Closing a session waits for DuckDB's rollback: not on a gRPC worker.
             let _ = tokio::task::spawn_blocking(move || transactions.reap(Instant::now())).await;

@@ -176,6 +176,11 @@ impl PreparedStatements {
         Ok(())
     }
 
+    /// Forgets the statements unused for longer than [`PREPARED_IDLE_MAX`].
+    pub fn expire_idle(&self, now: Instant) {
+        expire(&mut self.lock(), now);
+    }
+
     /// Forgets `handle`.
     pub fn close(&self, handle: &[u8]) -> Result<(), Status> {
         self.lock().remove(handle).map(|_| ()).ok_or_else(unknown)

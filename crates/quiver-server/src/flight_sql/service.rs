@@ -91,12 +91,16 @@ type Answer<T> = Result<Response<T>, Status>;
 type DoGetStream = <FlightSql as FlightService>::DoGetStream;
 
 impl FlightSql {
-    /// The service over `shared`'s database, with its transactions.
-    pub fn new(shared: Arc<Shared>, transactions: Arc<Transactions>) -> FlightSql {
+    /// The service over `shared`'s database, with its transactions and prepared statements.
+    pub fn new(
+        shared: Arc<Shared>,
+        transactions: Arc<Transactions>,
+        prepared: Arc<PreparedStatements>,
+    ) -> FlightSql {
         FlightSql {
             shared,
             transactions,
-            prepared: Arc::new(PreparedStatements::default()),
+            prepared,
             sql_info: Arc::new(super::sql_info::sql_info()),
         }
     }
