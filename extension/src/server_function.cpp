@@ -2,10 +2,11 @@
 // quiver — quiver_serve(listen, ...) and quiver_serve_stop(): any DuckDB process with quiver loaded
 // becomes a quiver server (crates/quiver-server) serving the database the call ran in.
 //
-//   SELECT * FROM quiver_serve('tcp://127.0.0.1:0,unix:///tmp/q.sock', token := 'secret');
+//   SELECT * FROM quiver_serve('tcp://127.0.0.1:0,unix:///tmp/q.sock,grpc://127.0.0.1:0', token := 'secret');
 //
-// returns one row per announcement (kind PORT / UNIX / TOKEN, value) and keeps serving in background
-// threads until quiver_serve_stop() (or the process ends).
+// returns one row per announcement (kind PORT / UNIX / FLIGHT_SQL / TOKEN, value) and keeps serving in
+// background threads until quiver_serve_stop() (or the process ends). A grpc+tls:// listener takes
+// tls_cert := and tls_key := (PEM files).
 //===----------------------------------------------------------------------===//
 #include "quiver_functions.hpp"
 
