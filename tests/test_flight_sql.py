@@ -472,3 +472,27 @@ def test_the_readme_example_runs_as_written(
     monkeypatch.setenv("QUIVER_TOKEN", server.token or "")
     exec(compile(code.replace("grpc://127.0.0.1:8815", server.flight_sql or ""), "README.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "[(3, 4.5)]"
+
+
+def test_any_duckdb_process_serves_flight_sql_with_one_sql_call(extension: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension}'")
+    con.execute("CREATE TABLE shared_over_flight AS SELECT 42 AS answer")
+    listen = "tcp://127.0.0.1:0,grpc://127.0.0.1:0"
+    rows = dict(con.execute(f"SELECT kind, value FROM quiver_serve('{listen}', token := 'f1')").fetchall())
+    try:
+        assert set(rows) == {"PORT", "FLIGHT_SQL"}
+        db_kwargs = {"adbc.flight.sql.authorization_header": "Bearer f1"}
+        with flightsql.connect(rows["FLIGHT_SQL"], db_kwargs=db_kwargs, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("SELECT answer FROM shared_over_flight")
+            assert cur.fetchall() == [(42,)]
+            cur.execute("INSERT INTO shared_over_flight VALUES (43)")
+        assert con.execute("SELECT count(*) FROM shared_over_flight").fetchone() == (2,)
+    finally:
+        assert con.execute("SELECT * FROM quiver_serve_stop()").fetchone() == (True,)
+    with pytest.raises(duckdb.Error, match="at most one Flight SQL listener"):
+        con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0,grpc://127.0.0.1:0')").fetchall()
+    with pytest.raises(duckdb.Error, match="tls_cert and tls_key are for a grpc"):
+        con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0', tls_cert := 'c', tls_key := 'k')").fetchall()
