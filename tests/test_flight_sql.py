@@ -496,3 +496,32 @@ def test_any_duckdb_process_serves_flight_sql_with_one_sql_call(extension: Path)
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0,grpc://127.0.0.1:0')").fetchall()
     with pytest.raises(duckdb.Error, match="tls_cert and tls_key are for a grpc"):
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0', tls_cert := 'c', tls_key := 'k')").fetchall()
+
+
+def test_a_call_the_client_abandons_stops_its_statement(extension: Path) -> None:
+    process = ServerProcess(
+        "--listen", "grpc://127.0.0.1:0", "--max-connections", "1", env={"QUIVER_EXTENSION": str(extension)}
+    )
+    try:
+        # The client gives up after a second; without the interrupt this statement would hold the
+        # one session for many minutes.
+        timeout = {"adbc.flight.sql.rpc.timeout_seconds.query": "1"}
+        with (
+            connect(process, autocommit=True, conn_kwargs=timeout) as conn,
+            conn.cursor() as cur,
+            pytest.raises(adbc_driver_manager.Error),
+        ):
+            cur.execute("CREATE TABLE never AS SELECT count(*) AS n FROM range(1000000000000)")
+
+        def served() -> bool:
+            try:
+                with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+                    cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'never'")
+                    return cur.fetchone() == (0,)
+            except adbc_driver_manager.Error as error:
+                assert "max_connections" in str(error)
+                return False
+
+        wait_until(served, "the abandoned statement to stop")
+    finally:
+        assert process.stop() == 0

@@ -4,7 +4,7 @@
 //! ([`status`]). Credentials are checked before any of this (`auth.rs`).
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::flight_service_server::FlightService;
@@ -39,6 +39,7 @@ use super::statements::{self, StatementTicket, BATCH_ROWS};
 use super::transactions::Transactions;
 use crate::auth::Token;
 use crate::server::Shared;
+use crate::session::Session;
 
 /// The gRPC status of a server error. DuckDB's errors keep DuckDB's own message.
 pub fn status(report: ErrorReport) -> Status {
@@ -109,14 +110,29 @@ impl FlightSql {
         self.shared.token.as_ref()
     }
 
-    /// A closure that finds the session a call runs on: the transaction's, or a new one.
-    fn leaser(&self) -> impl Fn(Option<&[u8]>) -> Result<Lease, Status> + Send + 'static {
+    /// Runs `work` on a blocking thread on the call's session: the transaction's, or one of its
+    /// own. A call dropped before `work` ends (the client cancelled, timed out or went away)
+    /// interrupts its statement, so DuckDB does not finish work nobody waits for.
+    async fn on_session<T: Send + 'static>(
+        &self,
+        transaction_id: Option<Vec<u8>>,
+        work: impl FnOnce(Lease) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
         let shared = Arc::clone(&self.shared);
         let transactions = Arc::clone(&self.transactions);
-        move |transaction_id| match transaction_id {
-            Some(id) => transactions.lease(&shared, id),
-            None => Ok(Arc::new(OwnedSession::open(&shared)?)),
-        }
+        let mut running = InterruptOnDrop::default();
+        let session = Arc::clone(&running.session);
+        let outcome = blocking(move || {
+            let lease = match transaction_id {
+                Some(id) => transactions.lease(&shared, &id)?,
+                None => Arc::new(OwnedSession::open(&shared)?),
+            };
+            *session.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(lease.session()));
+            work(lease)
+        })
+        .await;
+        running.finished = true;
+        outcome
     }
 }
 
@@ -150,19 +166,18 @@ impl FlightSqlService for FlightSql {
         let sql = statements::check_sql(&query.query)?.to_string();
         let transaction_id =
             statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
-        let leaser = self.leaser();
         let mut ticket = StatementTicket {
             sql,
             transaction_id,
             executed: false,
         };
         let descriptor = request.into_inner();
-        let info = blocking(move || {
-            let lease = leaser(ticket.transaction_id.as_deref())?;
-            let schema = statements::plan(&lease, &mut ticket)?;
-            statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
-        })
-        .await?;
+        let info = self
+            .on_session(ticket.transaction_id.clone(), move |lease| {
+                let schema = statements::plan(&lease, &mut ticket)?;
+                statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
+            })
+            .await?;
         Ok(Response::new(info))
     }
 
@@ -175,12 +190,11 @@ impl FlightSqlService for FlightSql {
         if ticket.executed {
             return Ok(Response::new(statements::empty_result()));
         }
-        let leaser = self.leaser();
-        let stream = blocking(move || {
-            let lease = leaser(ticket.transaction_id.as_deref())?;
-            statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
-        })
-        .await?;
+        let stream = self
+            .on_session(ticket.transaction_id.clone(), move |lease| {
+                statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
+            })
+            .await?;
         Ok(Response::new(stream))
     }
 
@@ -192,9 +206,7 @@ impl FlightSqlService for FlightSql {
         let sql = statements::check_sql(&command.query)?.to_string();
         let transaction_id =
             statements::transaction_id(command.transaction_id.as_ref())?.map(<[u8]>::to_vec);
-        let leaser = self.leaser();
-        blocking(move || {
-            let lease = leaser(transaction_id.as_deref())?;
+        self.on_session(transaction_id.clone(), move |lease| {
             statements::execute(&lease, &sql, None)
         })
         .await
@@ -261,13 +273,12 @@ impl FlightSqlService for FlightSql {
         let sql = statements::check_sql(&query.query)?.to_string();
         let transaction_id =
             statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
-        let leaser = self.leaser();
         let store = Arc::clone(&self.prepared);
-        let created = blocking(move || {
-            let lease = leaser(transaction_id.as_deref())?;
-            store.create(&lease, sql, transaction_id)
-        })
-        .await?;
+        let created = self
+            .on_session(transaction_id.clone(), move |lease| {
+                store.create(&lease, sql, transaction_id)
+            })
+            .await?;
         Ok(ActionCreatePreparedStatementResult {
             prepared_statement_handle: created.handle,
             dataset_schema: created.dataset_schema,
@@ -315,19 +326,18 @@ impl FlightSqlService for FlightSql {
             )?));
         }
         // No result set: it runs now (see statements.rs), once per parameter row.
-        let leaser = self.leaser();
-        let info = blocking(move || {
-            let lease = leaser(statement.transaction_id.as_deref())?;
-            statements::execute(&lease, &statement.sql, statement.parameters.as_ref())?;
-            let ticket = StatementTicket {
-                sql: statement.sql,
-                transaction_id: statement.transaction_id,
-                executed: true,
-            };
-            let schema = arrow_schema::Schema::empty();
-            statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
-        })
-        .await?;
+        let info = self
+            .on_session(statement.transaction_id.clone(), move |lease| {
+                statements::execute(&lease, &statement.sql, statement.parameters.as_ref())?;
+                let ticket = StatementTicket {
+                    sql: statement.sql,
+                    transaction_id: statement.transaction_id,
+                    executed: true,
+                };
+                let schema = arrow_schema::Schema::empty();
+                statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
+            })
+            .await?;
         Ok(Response::new(info))
     }
 
@@ -338,18 +348,17 @@ impl FlightSqlService for FlightSql {
     ) -> Answer<DoGetStream> {
         let statement = self.prepared.get(&query.prepared_statement_handle)?;
         prepared::check_query_rows(statement.parameters.as_ref())?;
-        let leaser = self.leaser();
-        let stream = blocking(move || {
-            let lease = leaser(statement.transaction_id.as_deref())?;
-            let parameters = statement
-                .parameters
-                .as_ref()
-                .map(prepared::Parameters::stream);
-            statements::stream(lease, |open| {
-                open.duck.query(&statement.sql, parameters, BATCH_ROWS)
+        let stream = self
+            .on_session(statement.transaction_id.clone(), move |lease| {
+                let parameters = statement
+                    .parameters
+                    .as_ref()
+                    .map(prepared::Parameters::stream);
+                statements::stream(lease, |open| {
+                    open.duck.query(&statement.sql, parameters, BATCH_ROWS)
+                })
             })
-        })
-        .await?;
+            .await?;
         Ok(Response::new(stream))
     }
 
@@ -362,9 +371,7 @@ impl FlightSqlService for FlightSql {
         let sent =
             prepared::read_parameters(request.into_inner(), self.shared.message_bytes_max).await?;
         let parameters = sent.or(statement.parameters);
-        let leaser = self.leaser();
-        blocking(move || {
-            let lease = leaser(statement.transaction_id.as_deref())?;
+        self.on_session(statement.transaction_id.clone(), move |lease| {
             statements::execute(&lease, &statement.sql, parameters.as_ref())
         })
         .await
@@ -379,11 +386,9 @@ impl FlightSqlService for FlightSql {
         let transaction_id =
             statements::transaction_id(command.transaction_id.as_ref())?.map(<[u8]>::to_vec);
         let name = ingest::target(&command, transaction_id.is_some())?;
-        let leaser = self.leaser();
         let runtime = tokio::runtime::Handle::current();
         let stream = request.into_inner();
-        blocking(move || {
-            let lease = leaser(transaction_id.as_deref())?;
+        self.on_session(transaction_id.clone(), move |lease| {
             ingest::ingest(&runtime, &lease, &name, &plan, stream)
         })
         .await
@@ -403,8 +408,9 @@ impl FlightSqlService for FlightSql {
         query: CommandGetCatalogs,
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let leaser = self.leaser();
-        let batch = blocking(move || catalog::catalogs(&leaser(None)?, query)).await?;
+        let batch = self
+            .on_session(None, move |lease| catalog::catalogs(&lease, query))
+            .await?;
         Ok(Response::new(one_batch(batch)))
     }
 
@@ -422,8 +428,9 @@ impl FlightSqlService for FlightSql {
         query: CommandGetDbSchemas,
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let leaser = self.leaser();
-        let batch = blocking(move || catalog::db_schemas(&leaser(None)?, query)).await?;
+        let batch = self
+            .on_session(None, move |lease| catalog::db_schemas(&lease, query))
+            .await?;
         Ok(Response::new(one_batch(batch)))
     }
 
@@ -441,8 +448,9 @@ impl FlightSqlService for FlightSql {
         query: CommandGetTables,
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let leaser = self.leaser();
-        let batch = blocking(move || catalog::tables(&leaser(None)?, query)).await?;
+        let batch = self
+            .on_session(None, move |lease| catalog::tables(&lease, query))
+            .await?;
         Ok(Response::new(one_batch(batch)))
     }
 
@@ -464,6 +472,29 @@ impl FlightSqlService for FlightSql {
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+/// The session of a call in flight, interrupted if the call is dropped before it finished.
+#[derive(Default)]
+struct InterruptOnDrop {
+    session: Arc<Mutex<Option<Arc<Session>>>>,
+    finished: bool,
+}
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(session) = session {
+            session.interrupt();
+        }
+    }
 }
 
 /// The `FlightInfo` of a metadata command: its ticket is the command itself.
