@@ -206,7 +206,7 @@ impl FlightSqlService for FlightSql {
         let sql = statements::check_sql(&command.query)?.to_string();
         let transaction_id =
             statements::transaction_id(command.transaction_id.as_ref())?.map(<[u8]>::to_vec);
-        self.on_session(transaction_id.clone(), move |lease| {
+        self.on_session(transaction_id, move |lease| {
             statements::execute(&lease, &sql, None)
         })
         .await
