@@ -34,6 +34,9 @@ use crate::duck::batch_stream;
 pub const PREPARED_STATEMENTS_MAX: usize = 4096;
 /// How long a prepared statement may go unused before it is forgotten.
 pub const PREPARED_IDLE_MAX: Duration = Duration::from_secs(15 * 60);
+/// Most parameter bytes bound to all kept statements together (each binding is bounded by the
+/// server's message limit too).
+pub const PARAMETER_BYTES_BOUND_MAX: u64 = 1 << 30;
 /// Bytes of a handle (as hex digits on the wire).
 const HANDLE_BYTES: usize = 16;
 
@@ -56,6 +59,7 @@ pub struct Statement {
 pub struct Parameters {
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
+    bytes: u64,
 }
 
 impl Parameters {
@@ -167,9 +171,22 @@ impl PreparedStatements {
         Ok(entry.statement.clone())
     }
 
-    /// Binds `parameters` to `handle`, replacing what was bound before.
+    /// Binds `parameters` to `handle`, replacing what was bound before, within
+    /// [`PARAMETER_BYTES_BOUND_MAX`] over all statements.
     pub fn bind(&self, handle: &[u8], parameters: Parameters) -> Result<(), Status> {
         let mut kept = self.lock();
+        let others: u64 = kept
+            .iter()
+            .filter(|(other, _)| other.as_slice() != handle)
+            .filter_map(|(_, entry)| entry.statement.parameters.as_ref())
+            .map(|bound| bound.bytes)
+            .sum();
+        if others + parameters.bytes > PARAMETER_BYTES_BOUND_MAX {
+            return Err(Status::resource_exhausted(format!(
+                "prepared statements: more than {PARAMETER_BYTES_BOUND_MAX} bytes of parameters \
+                 bound at once; close some statements"
+            )));
+        }
         let entry = kept.get_mut(handle).ok_or_else(unknown)?;
         entry.last_used = Instant::now();
         entry.statement.parameters = Some(parameters);
@@ -216,7 +233,11 @@ pub async fn read_parameters(
         (None, Some(schema)) => Arc::clone(schema),
         (None, None) => return Ok(None),
     };
-    Ok(Some(Parameters { schema, batches }))
+    Ok(Some(Parameters {
+        schema,
+        batches,
+        bytes,
+    }))
 }
 
 /// Refuses more than one row of parameters for a query.
@@ -226,5 +247,83 @@ pub fn check_query_rows(parameters: Option<&Parameters>) -> Result<(), Status> {
             "a prepared query runs with one row of parameters, got {rows}; run it once per row"
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keep(store: &PreparedStatements, handle: &[u8]) {
+        let statement = Statement {
+            sql: "SELECT ?".into(),
+            transaction_id: None,
+            result_schema: None,
+            parameters: None,
+        };
+        let kept = Kept {
+            statement,
+            last_used: Instant::now(),
+        };
+        store.lock().insert(handle.to_vec(), kept);
+    }
+
+    fn claiming(bytes: u64) -> Parameters {
+        Parameters {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+            bytes,
+        }
+    }
+
+    #[test]
+    fn bound_parameters_are_bounded_over_all_statements() {
+        let store = PreparedStatements::default();
+        keep(&store, b"a");
+        keep(&store, b"b");
+        let half = PARAMETER_BYTES_BOUND_MAX / 2 + 1;
+        store.bind(b"a", claiming(half)).unwrap();
+        // Rebinding the same statement replaces its parameters.
+        store.bind(b"a", claiming(half)).unwrap();
+        let refused = store.bind(b"b", claiming(half)).unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        store.close(b"a").unwrap();
+        store.bind(b"b", claiming(half)).unwrap();
+        assert_eq!(
+            store.bind(b"gone", claiming(1)).unwrap_err().code(),
+            tonic::Code::NotFound
+        );
+    }
+
+    #[test]
+    fn idle_statements_expire() {
+        let store = PreparedStatements::default();
+        keep(&store, b"a");
+        store.expire_idle(Instant::now());
+        assert!(store.get(b"a").is_ok());
+        store.expire_idle(Instant::now() + PREPARED_IDLE_MAX + Duration::from_secs(1));
+        let gone = store.get(b"a").err().expect("expired");
+        assert_eq!(gone.code(), tonic::Code::NotFound);
+    }
+
+    #[test]
+    fn a_query_takes_one_row_of_parameters() {
+        let schema = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+            "1",
+            arrow_schema::DataType::Int32,
+            true,
+        )]));
+        let rows = |n: i32| {
+            let column = Arc::new(arrow_array::Int32Array::from_iter_values(0..n));
+            Parameters {
+                schema: Arc::clone(&schema),
+                batches: vec![RecordBatch::try_new(Arc::clone(&schema), vec![column]).unwrap()],
+                bytes: 0,
+            }
+        };
+        assert!(check_query_rows(None).is_ok());
+        assert!(check_query_rows(Some(&rows(1))).is_ok());
+        let refused = check_query_rows(Some(&rows(2))).unwrap_err();
+        assert!(refused.message().contains("got 2"));
     }
 }
