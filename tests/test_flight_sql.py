@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -529,5 +530,22 @@ def test_a_call_the_client_abandons_stops_its_statement(extension: Path) -> None
                 return False
 
         wait_until(served, "the abandoned statement to stop")
+    finally:
+        assert process.stop() == 0
+
+
+def test_a_slow_reader_holds_the_server_to_bounded_memory(extension: Path) -> None:
+    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
+    try:
+        before = process.rss_bytes()
+        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+            # 16 GB of result; the client reads a few batches and then waits.
+            cur.execute("SELECT range AS a, range * 2 AS b FROM range(1000000000)")
+            reader = cur.fetch_record_batch()
+            for _ in range(20):
+                reader.read_next_batch()
+            time.sleep(1)  # time for a producer that did not wait for the reader to run ahead
+            grown = process.rss_bytes() - before
+            assert grown < 512 << 20, f"the server grew by {grown >> 20} MiB for a stalled reader"
     finally:
         assert process.stop() == 0
