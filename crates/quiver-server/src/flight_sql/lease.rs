@@ -1,7 +1,7 @@
 //! The DuckDB session a Flight SQL call runs on: a `crate::session::Session` like a spine
-//! connection's (in the registry, so `max_connections` bounds it, the stop interrupts it and
-//! `cancel` finds it), opened for the call and closed when its last holder lets go — or, inside a
-//! transaction, the transaction's own session.
+//! connection's (in the registry, so `max_connections` bounds it and the stop interrupts it),
+//! opened for the call and closed when its last holder lets go — or, inside a transaction, the
+//! transaction's own session.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
