@@ -115,6 +115,7 @@ class ServerProcess:
         self.port: int | None = None
         self.unix: str | None = None
         self.token: str | None = None
+        self.flight_sql: str | None = None
         deadline = time.monotonic() + WAIT_SECONDS
         assert self.process.stdout is not None
         while time.monotonic() < deadline:
@@ -130,6 +131,8 @@ class ServerProcess:
                 self.unix = value
             elif kind == "TOKEN":
                 self.token = value
+            elif kind == "FLIGHT_SQL":
+                self.flight_sql = value
         raise AssertionError("no READY from the server")
 
     def client(self, *, token: str | None = None, unix: bool = False, shm_size: int | None = None) -> Client[Any]:

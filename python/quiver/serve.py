@@ -1,11 +1,14 @@
 """``python -m quiver.serve`` (``./quiver server``): DuckDB 2.0.0 serving ``quiver.server``.
 
-DuckDB with quiver's extension serves the ``quiver.server`` protocol on TCP and Unix sockets.
+DuckDB with quiver's extension serves the ``quiver.server`` protocol on TCP and Unix sockets, and
+Arrow Flight SQL (what ADBC's and JDBC's Flight SQL drivers speak) on a ``grpc://`` or
+``grpc+tls://`` listener.
 
 The extension does the serving (``quiver_serve(...)``, crates/quiver-server); this host only opens
 the database, starts the server, announces it and waits for the end. On stdout, one line per
-listener — ``PORT:<n>`` for TCP, ``UNIX:<absolute path>`` for a Unix socket — then ``TOKEN:<hex>``
-when the server generated the token, then ``READY``.
+listener — ``PORT:<n>`` for TCP, ``UNIX:<absolute path>`` for a Unix socket,
+``FLIGHT_SQL:<uri>`` for Flight SQL (the exact URI an ADBC client passes) — then ``TOKEN:<hex>``
+when the server generated the token, then ``READY``. TCP and gRPC listeners require the token.
 
 The end: ``SIGTERM``/``SIGINT``, or with ``--watch-stdin`` the end of stdin (the dead-man switch of
 a spawning client, which holds the write end open and never writes). Then the server stops
@@ -43,12 +46,15 @@ def _parser() -> argparse.ArgumentParser:
         "--listen",
         action="append",
         metavar="URL",
-        help="tcp://HOST:PORT or unix:///PATH; repeatable (default: tcp://127.0.0.1:0)",
+        help="tcp://HOST:PORT, unix:///PATH, or one Flight SQL listener grpc://HOST:PORT or "
+        "grpc+tls://HOST:PORT (announced as FLIGHT_SQL:<uri>); repeatable (default: tcp://127.0.0.1:0)",
     )
+    parser.add_argument("--tls-cert", metavar="PEM", help="certificate chain of a grpc+tls:// listener")
+    parser.add_argument("--tls-key", metavar="PEM", help="private key of a grpc+tls:// listener")
     parser.add_argument(
         "--token-env", default="QUIVER_TOKEN", metavar="VAR", help="environment variable holding the TCP token"
     )
-    parser.add_argument("--no-auth", action="store_true", help="serve TCP without a token (loopback only)")
+    parser.add_argument("--no-auth", action="store_true", help="serve TCP and gRPC without a token (loopback only)")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when stdin reaches end of file")
     parser.add_argument("--threads", type=int, help="DuckDB's threads setting")
     parser.add_argument("--memory-limit", help="DuckDB's memory_limit setting, e.g. 4GB")
@@ -69,6 +75,10 @@ def _serve_sql(args: argparse.Namespace, listen: Sequence[str]) -> str:
         options.append(f"max_connections := {int(args.max_connections)}")
     if args.max_message_bytes is not None:
         options.append(f"message_bytes_max := {int(args.max_message_bytes)}")
+    if args.tls_cert is not None:
+        options.append(f"tls_cert := {_literal(os.path.abspath(args.tls_cert))}")
+    if args.tls_key is not None:
+        options.append(f"tls_key := {_literal(os.path.abspath(args.tls_key))}")
     arguments = ", ".join([_literal(",".join(listen)), *options])
     return f"SELECT kind, value FROM quiver_serve({arguments})"
 

@@ -212,6 +212,8 @@ pub unsafe extern "C" fn quiver_serve_start(
                 .unwrap_or_else(|| ":memory:".into()),
             // SAFETY: as above.
             duckdb_version: unsafe { optional_text(options.duckdb_version) }.unwrap_or_default(),
+            tls_cert: None,
+            tls_key: None,
         };
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         if running.is_some() {

@@ -1,6 +1,6 @@
 //! The quiver server: DuckDB, with quiver's extension loaded, serving `quiver.server` 1.0.0
 //! (`quiver-server-protocol`) on the vgi-rpc v1 spine (`quiver-rpc`) over TCP and Unix sockets,
-//! shared memory negotiated per connection as the spine does it.
+//! shared memory negotiated per connection as the spine does it, and Arrow Flight SQL over gRPC.
 //!
 //! The DuckDB side is C++ (`extension/src/server_*.cpp`) behind the operations table of
 //! `extension/include/quiver_server.h`; this crate is everything else:
@@ -10,6 +10,7 @@
 //! - [`server`]: listeners, one thread per connection, limits, the stop;
 //! - [`session`]: one connection's session and the registry `cancel` and the stop use;
 //! - [`auth`]: the token;
+//! - [`flight_sql`]: the Flight SQL front door (gRPC) on the same sessions, token and stop;
 //! - [`service`]: the methods, with `query.rs` (result streams), `insert.rs` (all-or-nothing
 //!   inserts, fed through `insert_queue.rs`) and `catalog.rs` (`tables`).
 //!
@@ -22,6 +23,7 @@ mod catalog;
 pub mod duck;
 #[allow(missing_docs)]
 pub mod ffi;
+pub mod flight_sql;
 mod insert;
 mod insert_queue;
 mod query;

@@ -24,6 +24,7 @@ use quiver_wire::Limits;
 
 use crate::auth::{generate_token, Token};
 use crate::ffi::Ops;
+use crate::flight_sql::{self, FlightSqlServer, GrpcAddress, TlsFiles};
 use crate::service::session_service;
 use crate::session::{HangUpReader, Registry, Session, SocketHandle};
 
@@ -51,6 +52,10 @@ pub struct ServeOptions {
     pub database: String,
     /// What `connect` reports as DuckDB's version.
     pub duckdb_version: String,
+    /// The PEM certificate file of a `grpc+tls://` listener.
+    pub tls_cert: Option<String>,
+    /// The PEM private key file of a `grpc+tls://` listener.
+    pub tls_key: Option<String>,
 }
 
 /// What every session of one server shares.
@@ -67,6 +72,8 @@ pub struct Shared {
     pub database: String,
     /// What `connect` reports.
     pub duckdb_version: String,
+    /// Largest message read (the spine's and the Flight SQL service's).
+    pub message_bytes_max: u64,
     rpc_config: ServerConfig,
     stopping: AtomicBool,
 }
@@ -82,6 +89,7 @@ impl Shared {
 pub struct Running {
     shared: Arc<Shared>,
     accept_threads: Vec<JoinHandle<()>>,
+    flight_sql: Option<FlightSqlServer>,
 }
 
 enum Listener {
@@ -164,20 +172,58 @@ impl Listener {
     }
 }
 
-fn parse_listen(listen: &str) -> Result<Vec<Address>, String> {
-    let addresses: Vec<Address> = listen
+/// The listen list: the spine's addresses and the Flight SQL one (at most one), one per line.
+struct ListenList {
+    spine: Vec<Address>,
+    grpc: Option<GrpcAddress>,
+}
+
+fn parse_listen(listen: &str) -> Result<ListenList, String> {
+    let lines: Vec<&str> = listen
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty())
-        .map(str::parse)
-        .collect::<Result<_, _>>()?;
-    if addresses.is_empty() {
+        .collect();
+    if lines.is_empty() {
         return Err("no address to listen on".into());
     }
-    if addresses.len() > LISTENERS_MAX {
+    if lines.len() > LISTENERS_MAX {
         return Err(format!("at most {LISTENERS_MAX} listeners"));
     }
-    Ok(addresses)
+    let mut list = ListenList {
+        spine: Vec::new(),
+        grpc: None,
+    };
+    for line in lines {
+        if !GrpcAddress::is_grpc(line) {
+            list.spine.push(line.parse()?);
+            continue;
+        }
+        let address: GrpcAddress = line.parse()?;
+        if let Some(first) = &list.grpc {
+            return Err(format!(
+                "at most one Flight SQL listener: {first} and {address}"
+            ));
+        }
+        list.grpc = Some(address);
+    }
+    Ok(list)
+}
+
+/// The TLS files, checked against the listeners: required for a `grpc+tls://` listener and
+/// allowed only with one.
+fn tls_files(
+    grpc: Option<&GrpcAddress>,
+    cert: Option<String>,
+    key: Option<String>,
+) -> Result<Option<TlsFiles>, String> {
+    let wants_tls = grpc.is_some_and(|address| address.tls);
+    match (wants_tls, cert, key) {
+        (true, Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+        (true, _, _) => Err("a grpc+tls:// listener needs both tls_cert and tls_key".into()),
+        (false, None, None) => Ok(None),
+        (false, _, _) => Err("tls_cert and tls_key are for a grpc+tls:// listener only".into()),
+    }
 }
 
 /// Binds every listener and starts serving; the announcement lines (`PORT:`, `UNIX:`, `TOKEN:`).
@@ -186,12 +232,25 @@ pub fn start(
     listen: &str,
     options: ServeOptions,
 ) -> Result<(Running, Vec<String>), String> {
-    let addresses = parse_listen(listen)?;
-    let has_tcp = addresses.iter().any(|a| matches!(a, Address::Tcp { .. }));
+    let ListenList {
+        spine: addresses,
+        grpc,
+    } = parse_listen(listen)?;
+    let tls = tls_files(grpc.as_ref(), options.tls_cert, options.tls_key)?;
+    let has_tcp = grpc.is_some() || addresses.iter().any(|a| matches!(a, Address::Tcp { .. }));
     if options.no_auth {
-        if let Some(remote) = addresses.iter().find(|a| !a.is_local()) {
+        let remote = addresses
+            .iter()
+            .find(|a| !a.is_local())
+            .map(ToString::to_string)
+            .or_else(|| {
+                grpc.as_ref()
+                    .filter(|a| !a.is_local())
+                    .map(ToString::to_string)
+            });
+        if let Some(remote) = remote {
             return Err(format!(
-                "no_auth is allowed only when every TCP listener is on loopback; {remote} is not"
+                "no_auth is allowed only when every TCP and gRPC listener is on loopback; {remote} is not"
             ));
         }
     }
@@ -214,9 +273,9 @@ pub fn start(
         listeners.push(listener);
         lines.push(line);
     }
-    lines.extend(announcements);
+    let message_bytes_max = options.message_bytes_max.unwrap_or(MESSAGE_BYTES_DEFAULT);
     let limits = Limits {
-        body_bytes_max: options.message_bytes_max.unwrap_or(MESSAGE_BYTES_DEFAULT),
+        body_bytes_max: message_bytes_max,
         ..Limits::DEFAULT
     };
     let rpc_config = ServerConfig {
@@ -231,9 +290,19 @@ pub fn start(
         max_connections: options.max_connections.unwrap_or(CONNECTIONS_DEFAULT),
         database: options.database,
         duckdb_version: options.duckdb_version,
+        message_bytes_max,
         rpc_config,
         stopping: AtomicBool::new(false),
     });
+    let flight_sql = match &grpc {
+        Some(address) => {
+            let (server, line) = flight_sql::start(&shared, address, tls.as_ref())?;
+            lines.push(line);
+            Some(server)
+        }
+        None => None,
+    };
+    lines.extend(announcements);
     let accept_threads = listeners
         .into_iter()
         .map(|listener| {
@@ -248,6 +317,7 @@ pub fn start(
         Running {
             shared,
             accept_threads,
+            flight_sql,
         },
         lines,
     ))
@@ -305,7 +375,7 @@ fn spawn_session(
     let over_capacity = open >= shared.max_connections;
     let session = Arc::new(Session::new(
         Arc::clone(shared),
-        socket,
+        Some(socket),
         hung_up,
         token_required && shared.token.is_some(),
         over_capacity,
@@ -346,6 +416,10 @@ impl Running {
         for thread in self.accept_threads {
             let _ = thread.join();
         }
+        let mut flight_sql = self.flight_sql;
+        if let Some(flight_sql) = flight_sql.as_mut() {
+            flight_sql.begin_stop();
+        }
         let deadline = Instant::now() + STOP_WAIT;
         while !shared.registry.is_empty() {
             // Again each round: a statement may have started after the previous interrupt.
@@ -355,9 +429,12 @@ impl Running {
                     "quiver server: stopping with {} session(s) still open after {STOP_WAIT:?}",
                     shared.registry.len()
                 );
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(flight_sql) = flight_sql {
+            flight_sql.finish_stop();
         }
     }
 }
@@ -368,11 +445,32 @@ mod tests {
 
     #[test]
     fn listen_lines_parse_and_are_bounded() {
-        let addresses = parse_listen("tcp://127.0.0.1:0\n unix:///tmp/x.sock \n\n").unwrap();
-        assert_eq!(addresses.len(), 2);
+        let list =
+            parse_listen("tcp://127.0.0.1:0\n unix:///tmp/x.sock \n\ngrpc://127.0.0.1:0").unwrap();
+        assert_eq!(list.spine.len(), 2);
+        assert_eq!(list.grpc.unwrap().port, 0);
+        let two = parse_listen("grpc://127.0.0.1:0\ngrpc+tls://127.0.0.1:0");
+        assert!(two
+            .err()
+            .unwrap()
+            .contains("at most one Flight SQL listener"));
         assert!(parse_listen("").is_err());
         assert!(parse_listen("http://x").is_err());
         let many = vec!["tcp://127.0.0.1:0"; LISTENERS_MAX + 1].join("\n");
-        assert!(parse_listen(&many).unwrap_err().contains("at most"));
+        assert!(parse_listen(&many).err().unwrap().contains("at most"));
+    }
+
+    #[test]
+    fn tls_files_go_with_a_tls_listener_only() {
+        let tls: GrpcAddress = "grpc+tls://127.0.0.1:0".parse().unwrap();
+        let plain: GrpcAddress = "grpc://127.0.0.1:0".parse().unwrap();
+        let some = |s: &str| Some(s.to_string());
+        assert!(tls_files(Some(&tls), some("c"), some("k"))
+            .unwrap()
+            .is_some());
+        assert!(tls_files(Some(&tls), some("c"), None).is_err());
+        assert!(tls_files(Some(&plain), some("c"), some("k")).is_err());
+        assert!(tls_files(None, None, some("k")).is_err());
+        assert!(tls_files(Some(&plain), None, None).unwrap().is_none());
     }
 }

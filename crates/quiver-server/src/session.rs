@@ -76,7 +76,8 @@ pub struct Session {
     pub token_required: bool,
     /// Set when the server already serves its maximum: `connect` answers `busy`.
     pub over_capacity: bool,
-    socket: SocketHandle,
+    /// The spine connection's socket; `None` for a Flight SQL call, which has no socket of its own.
+    socket: Option<SocketHandle>,
     /// Shared with the session's `HangUpReader`.
     hung_up: Arc<AtomicBool>,
     open: Mutex<Option<Open>>,
@@ -90,7 +91,7 @@ impl Session {
     /// A session not yet connected.
     pub fn new(
         shared: Arc<Shared>,
-        socket: SocketHandle,
+        socket: Option<SocketHandle>,
         hung_up: Arc<AtomicBool>,
         token_required: bool,
         over_capacity: bool,
@@ -112,7 +113,9 @@ impl Session {
     /// buffered get the `unauthenticated` answer.
     pub fn hang_up(&self) {
         self.hung_up.store(true, Ordering::SeqCst);
-        self.socket.stop_reading();
+        if let Some(socket) = &self.socket {
+            socket.stop_reading();
+        }
     }
 
     /// Whether the session hung up.

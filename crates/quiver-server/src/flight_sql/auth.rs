@@ -1,0 +1,248 @@
+//! Who may call the Flight SQL service: the server's token (`crate::auth::Token`), presented the
+//! two ways ADBC and JDBC clients present credentials. `Handshake` with HTTP Basic (the password is
+//! the token, the user name is ignored) answers the header `authorization: Bearer <token>`, which
+//! the client then sends on every call; a client may also send that header from the start.
+//! Every refusal is the same `unauthenticated("authentication failed")`: it says nothing about which
+//! tokens exist. A server without a token (`no_auth`, loopback listeners only) checks nothing.
+
+use arrow_flight::flight_service_server::FlightService;
+use arrow_flight::{
+    Action, Criteria, Empty, FlightData, FlightDescriptor, FlightInfo, HandshakeRequest, PollInfo,
+    SchemaResult, Ticket,
+};
+use quiver_server_protocol::limits::TOKEN_BYTES_MAX;
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::auth::Token;
+
+/// The header both forms arrive in.
+pub const AUTHORIZATION: &str = "authorization";
+const BEARER: &str = "Bearer ";
+const BASIC: &str = "Basic ";
+
+/// The one refusal.
+pub fn refused() -> Status {
+    Status::unauthenticated("authentication failed")
+}
+
+/// The token of an `authorization` header, Bearer or Basic (the password), if it is well formed.
+fn presented(metadata: &MetadataMap) -> Option<String> {
+    let header = metadata.get(AUTHORIZATION)?.to_str().ok()?;
+    if header.len() > 2 * TOKEN_BYTES_MAX + BASIC.len() {
+        return None;
+    }
+    if let Some(token) = header.strip_prefix(BEARER) {
+        return Some(token.to_string());
+    }
+    let credentials = decode_base64(header.strip_prefix(BASIC)?)?;
+    let credentials = String::from_utf8(credentials).ok()?;
+    let (_user, password) = credentials.split_once(':')?;
+    Some(password.to_string())
+}
+
+/// Checks the credentials of one call.
+pub fn check(token: Option<&Token>, metadata: &MetadataMap) -> Result<(), Status> {
+    let Some(token) = token else {
+        return Ok(());
+    };
+    match presented(metadata) {
+        Some(text) if text.len() <= TOKEN_BYTES_MAX && token.accepts(&text) => Ok(()),
+        _ => Err(refused()),
+    }
+}
+
+/// The handshake's answer header (`Bearer <token>`) for accepted credentials; `None` when the
+/// server checks nothing.
+pub fn handshake(token: Option<&Token>, metadata: &MetadataMap) -> Result<Option<String>, Status> {
+    check(token, metadata)?;
+    if token.is_none() {
+        return Ok(None);
+    }
+    let text = presented(metadata).ok_or_else(refused)?;
+    Ok(Some(format!("{BEARER}{text}")))
+}
+
+/// A Flight service behind the credentials check: every call but `Handshake` (which checks its own)
+/// is refused before it reaches `inner` unless its `authorization` header carries the token. One
+/// gate for every method, those `inner` leaves unimplemented included.
+pub struct Authenticated<S> {
+    inner: S,
+    token: Option<Token>,
+}
+
+impl<S> Authenticated<S> {
+    /// `inner`, guarded by `token` (`None`: open).
+    pub fn new(inner: S, token: Option<Token>) -> Authenticated<S> {
+        Authenticated { inner, token }
+    }
+
+    fn check<T>(&self, request: &Request<T>) -> Result<(), Status> {
+        check(self.token.as_ref(), request.metadata())
+    }
+}
+
+#[tonic::async_trait]
+impl<S: FlightService> FlightService for Authenticated<S> {
+    type HandshakeStream = S::HandshakeStream;
+    type ListFlightsStream = S::ListFlightsStream;
+    type DoGetStream = S::DoGetStream;
+    type DoPutStream = S::DoPutStream;
+    type DoExchangeStream = S::DoExchangeStream;
+    type DoActionStream = S::DoActionStream;
+    type ListActionsStream = S::ListActionsStream;
+
+    async fn handshake(
+        &self,
+        request: Request<Streaming<HandshakeRequest>>,
+    ) -> Result<Response<Self::HandshakeStream>, Status> {
+        self.inner.handshake(request).await
+    }
+
+    async fn list_flights(
+        &self,
+        request: Request<Criteria>,
+    ) -> Result<Response<Self::ListFlightsStream>, Status> {
+        self.check(&request)?;
+        self.inner.list_flights(request).await
+    }
+
+    async fn get_flight_info(
+        &self,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.check(&request)?;
+        self.inner.get_flight_info(request).await
+    }
+
+    async fn poll_flight_info(
+        &self,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<PollInfo>, Status> {
+        self.check(&request)?;
+        self.inner.poll_flight_info(request).await
+    }
+
+    async fn get_schema(
+        &self,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<SchemaResult>, Status> {
+        self.check(&request)?;
+        self.inner.get_schema(request).await
+    }
+
+    async fn do_get(
+        &self,
+        request: Request<Ticket>,
+    ) -> Result<Response<Self::DoGetStream>, Status> {
+        self.check(&request)?;
+        self.inner.do_get(request).await
+    }
+
+    async fn do_put(
+        &self,
+        request: Request<Streaming<FlightData>>,
+    ) -> Result<Response<Self::DoPutStream>, Status> {
+        self.check(&request)?;
+        self.inner.do_put(request).await
+    }
+
+    async fn do_exchange(
+        &self,
+        request: Request<Streaming<FlightData>>,
+    ) -> Result<Response<Self::DoExchangeStream>, Status> {
+        self.check(&request)?;
+        self.inner.do_exchange(request).await
+    }
+
+    async fn do_action(
+        &self,
+        request: Request<Action>,
+    ) -> Result<Response<Self::DoActionStream>, Status> {
+        self.check(&request)?;
+        self.inner.do_action(request).await
+    }
+
+    async fn list_actions(
+        &self,
+        request: Request<Empty>,
+    ) -> Result<Response<Self::ListActionsStream>, Status> {
+        self.check(&request)?;
+        self.inner.list_actions(request).await
+    }
+}
+
+/// Standard base64 (RFC 4648, with or without padding); `None` for anything else.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    fn value(c: u8) -> Option<u32> {
+        match c {
+            b'A'..=b'Z' => Some(u32::from(c - b'A')),
+            b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
+            b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let digits = text.trim_end_matches('=').as_bytes();
+    if digits.len() % 4 == 1 || text.len() - digits.len() > 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let mut bits = 0u32;
+        for (index, &c) in chunk.iter().enumerate() {
+            bits |= value(c)? << (18 - 6 * index);
+        }
+        let bytes = bits.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_header(value: &str) -> MetadataMap {
+        let mut metadata = MetadataMap::new();
+        metadata.insert(AUTHORIZATION, value.parse().unwrap());
+        metadata
+    }
+
+    #[test]
+    fn base64_decodes_with_and_without_padding() {
+        assert_eq!(decode_base64("dXNlcjpzZWNyZXQ=").unwrap(), b"user:secret");
+        assert_eq!(decode_base64("dXNlcjpzZWNyZXQ").unwrap(), b"user:secret");
+        assert_eq!(decode_base64("YQ==").unwrap(), b"a");
+        assert_eq!(decode_base64("").unwrap(), b"");
+        assert!(decode_base64("Y").is_none());
+        assert!(decode_base64("a*b=").is_none());
+    }
+
+    #[test]
+    fn bearer_and_basic_carry_the_token() {
+        let token = Token::new("secret");
+        assert!(check(Some(&token), &with_header("Bearer secret")).is_ok());
+        // "anyone:secret"
+        let basic = with_header("Basic YW55b25lOnNlY3JldA==");
+        assert!(check(Some(&token), &basic).is_ok());
+        assert_eq!(
+            handshake(Some(&token), &basic).unwrap().as_deref(),
+            Some("Bearer secret")
+        );
+        for refused in [
+            "Bearer wrong",
+            "Basic YW55b25lOndyb25n",
+            "secret",
+            "Bearer ",
+        ] {
+            let status = check(Some(&token), &with_header(refused)).unwrap_err();
+            assert_eq!(status.code(), tonic::Code::Unauthenticated);
+            assert_eq!(status.message(), "authentication failed");
+        }
+        assert!(check(Some(&token), &MetadataMap::new()).is_err());
+        assert!(check(None, &MetadataMap::new()).is_ok());
+        assert_eq!(handshake(None, &MetadataMap::new()).unwrap(), None);
+    }
+}

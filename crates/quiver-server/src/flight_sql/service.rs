@@ -1,0 +1,256 @@
+//! The Flight SQL service: arrow-flight's `FlightSqlService`, each command handed to the file that
+//! owns it (`statements.rs`, `transactions.rs`, `sql_info.rs`), DuckDB's work on blocking threads
+//! so no gRPC worker waits on a statement, and every error mapped to a gRPC status in one place
+//! ([`status`]). Credentials are checked before any of this (`auth.rs`).
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::flight_service_server::FlightService;
+use arrow_flight::sql::metadata::SqlInfoData;
+use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
+use arrow_flight::sql::{
+    ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionEndTransactionRequest,
+    CommandGetSqlInfo, CommandStatementQuery, CommandStatementUpdate, EndTransaction, SqlInfo,
+    TicketStatementQuery,
+};
+use arrow_flight::{FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
+use futures::{Stream, StreamExt};
+use quiver_server_protocol::errors::{
+    KIND_BUSY, KIND_LIMIT, KIND_NOT_FOUND, KIND_PROTOCOL, KIND_SQL, KIND_STOPPING,
+    KIND_UNAUTHENTICATED,
+};
+use quiver_wire::ErrorReport;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::auth;
+use super::lease::{Lease, OwnedSession};
+use super::statements::{self, StatementTicket, BATCH_ROWS};
+use super::transactions::Transactions;
+use crate::auth::Token;
+use crate::server::Shared;
+
+/// The gRPC status of a server error. DuckDB's errors keep DuckDB's own message.
+pub fn status(report: ErrorReport) -> Status {
+    let message = report.message;
+    match report.kind.as_deref() {
+        Some(KIND_UNAUTHENTICATED) => auth::refused(),
+        Some(KIND_STOPPING) => Status::unavailable(message),
+        Some(KIND_LIMIT | KIND_BUSY) => Status::resource_exhausted(message),
+        Some(KIND_NOT_FOUND) => Status::not_found(message),
+        Some(KIND_PROTOCOL) => Status::invalid_argument(message),
+        Some(KIND_SQL) => match report.error_type.as_str() {
+            "ParserException"
+            | "SyntaxException"
+            | "BinderException"
+            | "CatalogException"
+            | "ConversionException"
+            | "InvalidInputException"
+            | "OutOfRangeException"
+            | "InvalidTypeException"
+            | "MismatchTypeException" => Status::invalid_argument(message),
+            "ConstraintException" | "TransactionException" => Status::failed_precondition(message),
+            "InterruptException" => Status::cancelled(message),
+            "OutOfMemoryException" => Status::resource_exhausted(message),
+            "NotImplementedException" => Status::unimplemented(message),
+            "PermissionException" => Status::permission_denied(message),
+            _ => Status::internal(message),
+        },
+        _ => Status::internal(message),
+    }
+}
+
+/// Runs DuckDB's part of a call on a blocking thread.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Status::internal(format!("the call's thread failed: {e}")))?
+}
+
+/// The service of one server.
+pub struct FlightSql {
+    shared: Arc<Shared>,
+    transactions: Arc<Transactions>,
+    sql_info: Arc<SqlInfoData>,
+}
+
+type Answer<T> = Result<Response<T>, Status>;
+type DoGetStream = <FlightSql as FlightService>::DoGetStream;
+
+impl FlightSql {
+    /// The service over `shared`'s database, with its transactions.
+    pub fn new(shared: Arc<Shared>, transactions: Arc<Transactions>) -> FlightSql {
+        FlightSql {
+            shared,
+            transactions,
+            sql_info: Arc::new(super::sql_info::sql_info()),
+        }
+    }
+
+    fn token(&self) -> Option<&Token> {
+        self.shared.token.as_ref()
+    }
+
+    /// A closure that finds the session a call runs on: the transaction's, or a new one.
+    fn leaser(&self) -> impl Fn(Option<&[u8]>) -> Result<Lease, Status> + Send + 'static {
+        let shared = Arc::clone(&self.shared);
+        let transactions = Arc::clone(&self.transactions);
+        move |transaction_id| match transaction_id {
+            Some(id) => transactions.lease(id),
+            None => Ok(Arc::new(OwnedSession::open(&shared)?)),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl FlightSqlService for FlightSql {
+    type FlightService = FlightSql;
+
+    async fn do_handshake(
+        &self,
+        request: Request<Streaming<HandshakeRequest>>,
+    ) -> Answer<Pin<Box<dyn Stream<Item = Result<HandshakeResponse, Status>> + Send>>> {
+        let answer = auth::handshake(self.token(), request.metadata())?;
+        let stream: Pin<Box<dyn Stream<Item = _> + Send>> =
+            Box::pin(futures::stream::iter(vec![Ok(HandshakeResponse {
+                protocol_version: 0,
+                payload: Default::default(),
+            })]));
+        let mut response = Response::new(stream);
+        if let Some(header) = answer {
+            let value = MetadataValue::try_from(header.as_str()).map_err(|_| auth::refused())?;
+            response.metadata_mut().insert(auth::AUTHORIZATION, value);
+        }
+        Ok(response)
+    }
+
+    async fn get_flight_info_statement(
+        &self,
+        query: CommandStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let sql = statements::check_sql(&query.query)?.to_string();
+        let transaction_id =
+            statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
+        let leaser = self.leaser();
+        let mut ticket = StatementTicket {
+            sql,
+            transaction_id,
+            executed: false,
+        };
+        let descriptor = request.into_inner();
+        let info = blocking(move || {
+            let lease = leaser(ticket.transaction_id.as_deref())?;
+            let schema = statements::plan(&lease, &mut ticket)?;
+            statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
+        })
+        .await?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_statement(
+        &self,
+        ticket: TicketStatementQuery,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let ticket = StatementTicket::decode(&ticket.statement_handle)?;
+        if ticket.executed {
+            return Ok(Response::new(statements::empty_result()));
+        }
+        let leaser = self.leaser();
+        let stream = blocking(move || {
+            let lease = leaser(ticket.transaction_id.as_deref())?;
+            statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
+        })
+        .await?;
+        Ok(Response::new(stream))
+    }
+
+    async fn do_put_statement_update(
+        &self,
+        command: CommandStatementUpdate,
+        _request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let sql = statements::check_sql(&command.query)?.to_string();
+        let transaction_id =
+            statements::transaction_id(command.transaction_id.as_ref())?.map(<[u8]>::to_vec);
+        let leaser = self.leaser();
+        blocking(move || {
+            let lease = leaser(transaction_id.as_deref())?;
+            statements::update(&lease, &sql)
+        })
+        .await
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let ticket = arrow_flight::sql::ProstMessageExt::as_any(&query);
+        let ticket = prost::Message::encode_to_vec(&ticket).into();
+        let schema = query.into_builder(&self.sql_info).schema();
+        let info = statements::flight_info(&schema, ticket, request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let batch = query
+            .into_builder(&self.sql_info)
+            .build()
+            .map_err(|e| Status::internal(format!("sql info: {e}")))?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    async fn do_action_begin_transaction(
+        &self,
+        _query: ActionBeginTransactionRequest,
+        _request: Request<arrow_flight::Action>,
+    ) -> Result<ActionBeginTransactionResult, Status> {
+        let shared = Arc::clone(&self.shared);
+        let transactions = Arc::clone(&self.transactions);
+        let id = blocking(move || transactions.begin(&shared)).await?;
+        Ok(ActionBeginTransactionResult {
+            transaction_id: id.into(),
+        })
+    }
+
+    async fn do_action_end_transaction(
+        &self,
+        query: ActionEndTransactionRequest,
+        _request: Request<arrow_flight::Action>,
+    ) -> Result<(), Status> {
+        let commit = match EndTransaction::try_from(query.action) {
+            Ok(EndTransaction::Commit) => true,
+            Ok(EndTransaction::Rollback) => false,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "EndTransaction: the action is neither commit nor rollback",
+                ))
+            }
+        };
+        let transactions = Arc::clone(&self.transactions);
+        let id = query.transaction_id.to_vec();
+        blocking(move || transactions.end(&id, commit)).await
+    }
+
+    async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+/// A response of one batch (the metadata answers, built in memory).
+pub fn one_batch(batch: arrow_array::RecordBatch) -> DoGetStream {
+    let schema = batch.schema();
+    let encoded = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::iter(vec![Ok(batch)]))
+        .map(|item| item.map_err(Status::from));
+    Box::pin(encoded)
+}

@@ -1,0 +1,271 @@
+//! Statements: `GetFlightInfo(CommandStatementQuery)` learns the result schema by preparing the SQL
+//! and answers one endpoint whose ticket carries the SQL; `DoGet` runs it and streams the result in
+//! constant memory; `DoPut(CommandStatementUpdate)` executes and counts.
+//!
+//! A statement that returns no result set (DDL, DML without `RETURNING`, `SET`...) runs at
+//! `GetFlightInfo`, not at `DoGet`: clients send DDL through the query path and may read its empty
+//! result lazily, late or never (ADBC's DB-API prepares the next statement before it reads the
+//! previous result), so a `CREATE TABLE` must have happened when `GetFlightInfo` returns. Its ticket
+//! says so, and its `DoGet` is the empty result.
+//!
+//! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
+//! `Session::with`, so the stop and `cancel` interrupt it) into a channel of [`STREAM_BATCHES_MAX`]
+//! batches that the gRPC response drains. A slow client holds the thread at the channel; a client
+//! that goes away closes it, and the thread ends, closing the cursor and (outside a transaction)
+//! the session.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::error::FlightError;
+use arrow_flight::sql::{ProstMessageExt, TicketStatementQuery};
+use arrow_flight::{FlightDescriptor, FlightEndpoint, FlightInfo, Ticket};
+use arrow_schema::{Schema, SchemaRef};
+use futures::{Stream, StreamExt};
+use prost::bytes::Bytes;
+use prost::Message;
+use quiver_server_protocol::limits::{BATCH_ROWS_DEFAULT, SQL_BYTES_MAX};
+use tonic::Status;
+
+use super::lease::Lease;
+use super::service::status;
+use crate::duck::{Cursor, DuckError};
+use crate::session::Open;
+
+/// Batches between DuckDB and the gRPC response of one stream.
+pub const STREAM_BATCHES_MAX: usize = 2;
+/// The size the encoder splits a batch's message at (a DuckDB batch of 2^17 rows of a few columns
+/// is a few MiB; one message per batch keeps the copy count down).
+pub const FLIGHT_DATA_BYTES_MAX: usize = 4 << 20;
+const TICKET_VERSION: u8 = 1;
+/// Longest transaction id a ticket carries.
+const TRANSACTION_ID_BYTES_MAX: usize = 255;
+
+/// A `DoGet` response: the encoded result.
+pub type DataStream =
+    std::pin::Pin<Box<dyn Stream<Item = Result<arrow_flight::FlightData, Status>> + Send>>;
+
+/// What a statement ticket carries: the SQL, the transaction it runs in, and whether it ran
+/// already (a statement without a result set). Its bytes: a version byte, a flags byte, the
+/// transaction id's length (one byte, 0 for none) and bytes, then the SQL's UTF-8.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StatementTicket {
+    /// The statement.
+    pub sql: String,
+    /// The transaction it runs in, if any.
+    pub transaction_id: Option<Vec<u8>>,
+    /// It ran at `GetFlightInfo`; its result is empty.
+    pub executed: bool,
+}
+
+const FLAG_EXECUTED: u8 = 1;
+
+impl StatementTicket {
+    /// The ticket's bytes.
+    pub fn encode(&self) -> Bytes {
+        let id = self.transaction_id.as_deref().unwrap_or_default();
+        assert!(
+            id.len() <= TRANSACTION_ID_BYTES_MAX,
+            "transaction ids are short"
+        );
+        let mut bytes = Vec::with_capacity(3 + id.len() + self.sql.len());
+        bytes.push(TICKET_VERSION);
+        bytes.push(if self.executed { FLAG_EXECUTED } else { 0 });
+        bytes.push(id.len() as u8);
+        bytes.extend_from_slice(id);
+        bytes.extend_from_slice(self.sql.as_bytes());
+        Bytes::from(bytes)
+    }
+
+    /// A ticket from its bytes; a clear `invalid_argument` for anything this server did not make.
+    pub fn decode(bytes: &[u8]) -> Result<StatementTicket, Status> {
+        let invalid = || Status::invalid_argument("not a statement ticket of this server");
+        let [version, flags, id_len, rest @ ..] = bytes else {
+            return Err(invalid());
+        };
+        if *version != TICKET_VERSION
+            || *flags & !FLAG_EXECUTED != 0
+            || rest.len() < usize::from(*id_len)
+        {
+            return Err(invalid());
+        }
+        let (id, sql) = rest.split_at(usize::from(*id_len));
+        let sql = check_sql(std::str::from_utf8(sql).map_err(|_| invalid())?)?;
+        Ok(StatementTicket {
+            sql: sql.to_string(),
+            transaction_id: (!id.is_empty()).then(|| id.to_vec()),
+            executed: *flags & FLAG_EXECUTED != 0,
+        })
+    }
+}
+
+/// `sql`, if within [`SQL_BYTES_MAX`].
+pub fn check_sql(sql: &str) -> Result<&str, Status> {
+    if sql.len() > SQL_BYTES_MAX {
+        return Err(Status::resource_exhausted(format!(
+            "sql of {} bytes exceeds the limit of {SQL_BYTES_MAX}",
+            sql.len()
+        )));
+    }
+    Ok(sql)
+}
+
+/// A transaction id from a command: `None` when absent or empty.
+pub fn transaction_id(id: Option<&Bytes>) -> Result<Option<&[u8]>, Status> {
+    match id {
+        Some(id) if id.len() > TRANSACTION_ID_BYTES_MAX => Err(super::transactions::unknown()),
+        Some(id) if !id.is_empty() => Ok(Some(id.as_ref())),
+        _ => Ok(None),
+    }
+}
+
+/// Plans `ticket`'s statement on `lease`: the schema its result will have (learnt by preparing
+/// it), and whether it ran already — a statement without a result set runs here (see the module's
+/// documentation) and has the empty schema. Blocks on DuckDB.
+pub fn plan(lease: &Lease, ticket: &mut StatementTicket) -> Result<SchemaRef, Status> {
+    let (prepared, _, schema) = lease
+        .session()
+        .with(|open| open.duck.prepare(&ticket.sql))
+        .map_err(status)?;
+    drop(prepared);
+    if let Some(schema) = schema {
+        return Ok(schema);
+    }
+    lease
+        .session()
+        .with(|open| open.duck.execute(&ticket.sql, None, None))
+        .map_err(status)?;
+    ticket.executed = true;
+    Ok(Arc::new(Schema::empty()))
+}
+
+/// The `FlightInfo` of a result read with `ticket` (one endpoint, no location: the client reads it
+/// on the channel it asked on).
+pub fn flight_info(
+    schema: &Schema,
+    ticket: Bytes,
+    descriptor: FlightDescriptor,
+) -> Result<FlightInfo, Status> {
+    let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket));
+    Ok(FlightInfo::new()
+        .try_with_schema(schema)
+        .map_err(|e| Status::internal(format!("result schema: {e}")))?
+        .with_endpoint(endpoint)
+        .with_descriptor(descriptor))
+}
+
+/// `GetFlightInfo(CommandStatementQuery)`'s ticket: a `TicketStatementQuery` over ours.
+pub fn statement_ticket(ticket: &StatementTicket) -> Bytes {
+    TicketStatementQuery {
+        statement_handle: ticket.encode(),
+    }
+    .as_any()
+    .encode_to_vec()
+    .into()
+}
+
+/// Starts the query `start` opens on `lease` and streams its result. Blocks on DuckDB until the
+/// query has started (so its error is the call's), then streams from a blocking thread.
+pub fn stream(
+    lease: Lease,
+    start: impl FnOnce(&mut Open) -> Result<Cursor, DuckError>,
+) -> Result<DataStream, Status> {
+    let cursor = lease.session().with(start).map_err(status)?;
+    let schema = cursor.schema();
+    let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_BATCHES_MAX);
+    tokio::task::spawn_blocking(move || pump(lease, cursor, sender));
+    let batches = futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    });
+    let encoded = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
+        .build(batches)
+        .map(|item| item.map_err(Status::from));
+    Ok(Box::pin(encoded))
+}
+
+/// Moves the cursor's batches into the channel until the result ends, fails, or the client goes.
+fn pump(
+    lease: Lease,
+    mut cursor: Cursor,
+    sender: tokio::sync::mpsc::Sender<Result<RecordBatch, FlightError>>,
+) {
+    loop {
+        match lease.session().with(|_| cursor.next_batch()) {
+            Ok(Some(batch)) => {
+                if sender.blocking_send(Ok(batch)).is_err() {
+                    break; // the client went away
+                }
+            }
+            Ok(None) => break,
+            Err(report) => {
+                let error = FlightError::Tonic(Box::new(status(report)));
+                let _ = sender.blocking_send(Err(error));
+                break;
+            }
+        }
+    }
+    // The cursor before its session.
+    drop(cursor);
+    drop(lease);
+}
+
+/// The result of a statement that ran at `GetFlightInfo`: no rows, no columns.
+pub fn empty_result() -> DataStream {
+    let schema = Arc::new(Schema::empty());
+    let encoded = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::empty())
+        .map(|item| item.map_err(Status::from));
+    Box::pin(encoded)
+}
+
+/// Rows a statement reports to a Flight client: DuckDB's count, or -1 when it reports none.
+pub fn record_count(rows: Option<i64>) -> i64 {
+    rows.unwrap_or(-1)
+}
+
+/// Runs the update `sql` on `lease`. Blocks on DuckDB.
+pub fn update(lease: &Lease, sql: &str) -> Result<i64, Status> {
+    let rows = lease
+        .session()
+        .with(|open| open.duck.execute(sql, None, None))
+        .map_err(status)?;
+    Ok(record_count(rows))
+}
+
+/// Rows per batch DuckDB produces for a Flight result.
+pub const BATCH_ROWS: i64 = BATCH_ROWS_DEFAULT;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tickets_round_trip_and_refuse_foreign_bytes() {
+        for transaction_id in [None, Some(b"0123abcd".to_vec())] {
+            for executed in [false, true] {
+                let ticket = StatementTicket {
+                    sql: "SELECT 'é'".into(),
+                    transaction_id: transaction_id.clone(),
+                    executed,
+                };
+                assert_eq!(StatementTicket::decode(&ticket.encode()).unwrap(), ticket);
+            }
+        }
+        let foreign: [&[u8]; 6] = [
+            b"",
+            b"\x01\x00",
+            b"\x02\x00\x00SELECT 1",
+            b"\x01\x02\x00SELECT 1",
+            b"\x01\x00\x05abc",
+            b"\x01\x00\x00\xff",
+        ];
+        for bad in foreign {
+            let error = StatementTicket::decode(bad).unwrap_err();
+            assert_eq!(error.code(), tonic::Code::InvalidArgument);
+        }
+    }
+}
