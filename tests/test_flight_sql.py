@@ -11,6 +11,8 @@ from typing import Any
 
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
+import pyarrow as pa
+import pyarrow.compute
 import pytest
 
 from server_support import ServerProcess
@@ -70,3 +72,108 @@ def test_an_update_counts_its_rows(server: ServerProcess) -> None:
         assert statement.execute_update() == 5
         cur.execute("SELECT sum(n) FROM m2")
         assert cur.fetchone() == (50,)
+
+
+def test_types_round_trip(server: ServerProcess) -> None:
+    with connect(server) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT 1::TINYINT AS i8, 2::SMALLINT AS i16, 3::INTEGER AS i32, 4::BIGINT AS i64, "
+            "1.5::DOUBLE AS f64, 2.5::REAL AS f32, 'straße' AS text, true AS flag, "
+            "DATE '2024-02-29' AS day, TIMESTAMP '2024-02-29 12:34:56.789' AS ts, "
+            "12.34::DECIMAL(10, 2) AS money, '\\x00\\xff'::BLOB AS bytes, [1, 2, NULL] AS list, "
+            "{'a': 1, 'b': 'x'} AS record, NULL::INTEGER AS missing"
+        )
+        table = cur.fetch_arrow_table()
+    expected = {
+        "i8": pa.int8(),
+        "i16": pa.int16(),
+        "i32": pa.int32(),
+        "i64": pa.int64(),
+        "f64": pa.float64(),
+        "f32": pa.float32(),
+        "flag": pa.bool_(),
+        "day": pa.date32(),
+        "money": pa.decimal128(10, 2),
+        "list": pa.list_(pa.int32()),
+    }
+    for name, arrow_type in expected.items():
+        assert table.schema.field(name).type == arrow_type, name
+    row = table.to_pylist()[0]
+    assert row["text"] == "straße" and row["flag"] is True and row["missing"] is None
+    assert str(row["money"]) == "12.34" and row["list"] == [1, 2, None]
+    assert row["record"] == {"a": 1, "b": "x"} and row["bytes"] == b"\x00\xff"
+    assert row["ts"].isoformat() == "2024-02-29T12:34:56.789000"
+
+
+def test_a_large_result_streams_in_batches(server: ServerProcess) -> None:
+    rows = 3_000_000
+    with connect(server) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT range AS n, range * 2 AS twice FROM range({rows})")
+        reader = cur.fetch_record_batch()
+        seen = 0
+        batches = 0
+        total = 0
+        for batch in reader:
+            seen += batch.num_rows
+            batches += 1
+            total += pa.compute.sum(batch.column(0)).as_py() or 0
+        assert seen == rows and batches > 1
+        assert total == rows * (rows - 1) // 2
+
+
+def test_prepared_query_with_parameters(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE p1 AS SELECT range::INTEGER AS id, 'v' || range AS name FROM range(100)")
+        cur.execute("SELECT name FROM p1 WHERE id = ?", parameters=(42,))
+        assert cur.fetchall() == [("v42",)]
+        cur.execute("SELECT count(*) FROM p1 WHERE id < ? AND name <> ?", parameters=(10, "v3"))
+        assert cur.fetchall() == [(9,)]
+
+
+def test_prepared_update_runs_once_per_row(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE p2 (id INTEGER, name VARCHAR)")
+        cur.executemany("INSERT INTO p2 VALUES (?, ?)", [(1, "a"), (2, "b"), (3, None)])
+        cur.execute("SELECT id, name FROM p2 ORDER BY id")
+        assert cur.fetchall() == [(1, "a"), (2, "b"), (3, None)]
+        statement = cur.adbc_statement
+        statement.set_sql_query("UPDATE p2 SET name = 'z' WHERE id >= ?")
+        statement.prepare()
+        statement.bind(pa.record_batch({"threshold": pa.array([2, 3], pa.int32())}))
+        assert statement.execute_update() == 3  # 2 rows, then 1 row
+
+
+def test_a_prepared_statement_tells_its_parameter_types(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE p3 (id INTEGER, name VARCHAR)")
+        statement = cur.adbc_statement
+        statement.set_sql_query("SELECT * FROM p3 WHERE id = ? AND name = ?")
+        statement.prepare()
+        schema = pa.schema(statement.get_parameter_schema())
+        assert [field.type for field in schema] == [pa.int32(), pa.string()]
+        statement.set_sql_query("SELECT ?")
+        statement.prepare()
+        assert [field.type for field in pa.schema(statement.get_parameter_schema())] == [pa.null()]
+
+
+def test_commit_is_seen_by_another_connection_and_rollback_is_not(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as setup, setup.cursor() as cur:
+        cur.execute("CREATE TABLE t1 (id INTEGER)")
+    with connect(server) as writer, connect(server) as reader:
+        with writer.cursor() as cur:
+            cur.execute("INSERT INTO t1 VALUES (1)")
+        with reader.cursor() as cur:
+            cur.execute("SELECT count(*) FROM t1")
+            assert cur.fetchone() == (0,)
+        reader.rollback()
+        writer.commit()
+        with reader.cursor() as cur:
+            cur.execute("SELECT count(*) FROM t1")
+            assert cur.fetchone() == (1,)
+        reader.rollback()
+        with writer.cursor() as cur:
+            cur.execute("INSERT INTO t1 VALUES (2)")
+        writer.rollback()
+        with reader.cursor() as cur:
+            cur.execute("SELECT sum(id) FROM t1")
+            assert cur.fetchone() == (1,)

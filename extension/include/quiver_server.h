@@ -33,7 +33,7 @@ struct ArrowArray;
 struct ArrowArrayStream;
 
 /* Bumped on any change to this file's signatures or conventions; quiver_serve refuses a mismatch. */
-#define QUIVER_SERVER_ABI_VERSION 1
+#define QUIVER_SERVER_ABI_VERSION 2
 
 #define QUIVER_SERVER_OK 0
 #define QUIVER_SERVER_ERR 1
@@ -88,6 +88,11 @@ typedef struct quiver_server_ops {
 	int32_t (*query_prepared)(quiver_server_prepared *prepared, struct ArrowArrayStream *parameters,
 	                          int64_t batch_rows, quiver_server_cursor **out, quiver_server_error *err);
 	void (*close_prepared)(quiver_server_prepared *prepared);
+	/* The statement's parameters as a struct schema: one child per parameter, in order, named by position
+	 * ("1", "2", ...), of the type DuckDB expects; a parameter whose type DuckDB cannot infer (SELECT ?)
+	 * is the Arrow null type ("n"). No children for a statement without parameters. */
+	int32_t (*prepared_parameter_types)(quiver_server_prepared *prepared, struct ArrowSchema *out,
+	                                    quiver_server_error *err);
 
 	/* The result's schema (a struct schema, one child per column); known as soon as the cursor exists. */
 	int32_t (*cursor_schema)(quiver_server_cursor *cursor, struct ArrowSchema *out, quiver_server_error *err);
@@ -110,11 +115,14 @@ typedef struct quiver_serve_options {
 	int64_t message_bytes_max; /* <= 0: the protocol's default */
 	const char *database;     /* what connect reports as the database (a path or ":memory:") */
 	const char *duckdb_version; /* what connect reports as DuckDB's version */
+	const char *tls_cert;     /* PEM certificate chain of a grpc+tls:// listener; NULL: none */
+	const char *tls_key;      /* PEM private key of a grpc+tls:// listener; NULL: none */
 } quiver_serve_options;
 
-/* Starts serving on listen_urls (newline-separated tcp://host:port and unix:///path) in background
- * threads and returns. ops (and ops->db) must stay valid until quiver_serve_stop returns. On success
- * writes one line per listener into bound[0..bound_cap): "PORT:<n>" or "UNIX:<absolute path>", then,
+/* Starts serving on listen_urls (newline-separated tcp://host:port, unix:///path, and at most one
+ * Flight SQL listener grpc://host:port or grpc+tls://host:port) in background threads and returns. ops
+ * (and ops->db) must stay valid until quiver_serve_stop returns. On success writes one line per
+ * listener into bound[0..bound_cap): "PORT:<n>", "UNIX:<absolute path>" or "FLIGHT_SQL:<uri>", then,
  * when a token was generated, "TOKEN:<hex>". One server per process: a second start fails. */
 int32_t quiver_serve_start(const quiver_server_ops *ops, const char *listen_urls, const quiver_serve_options *options,
                            char *bound, size_t bound_cap, char *err, size_t err_cap);

@@ -47,6 +47,8 @@ struct ServeBindData : public TableFunctionData {
 	bool no_auth = false;
 	int64_t max_connections = 0;
 	int64_t message_bytes_max = 0;
+	string tls_cert;
+	string tls_key;
 };
 
 struct RowsState : public GlobalTableFunctionState {
@@ -76,6 +78,10 @@ unique_ptr<FunctionData> ServeBind(ClientContext &, TableFunctionBindInput &inpu
 			data->max_connections = entry.second.GetValue<int64_t>();
 		} else if (name == "message_bytes_max") {
 			data->message_bytes_max = entry.second.GetValue<int64_t>();
+		} else if (name == "tls_cert") {
+			data->tls_cert = entry.second.ToString();
+		} else if (name == "tls_key") {
+			data->tls_key = entry.second.ToString();
 		}
 	}
 	return_types = {LogicalType::VARCHAR, LogicalType::VARCHAR};
@@ -132,6 +138,8 @@ void Start(ClientContext &context, const ServeBindData &data, RowsState &state) 
 	options.message_bytes_max = data.message_bytes_max;
 	options.database = database.c_str();
 	options.duckdb_version = version.c_str();
+	options.tls_cert = data.tls_cert.empty() ? nullptr : data.tls_cert.c_str();
+	options.tls_key = data.tls_key.empty() ? nullptr : data.tls_key.c_str();
 	vector<char> bound(ANNOUNCEMENT_BYTES_MAX, '\0');
 	char error[ERROR_BYTES_MAX] = {0};
 	auto listen = ListenLines(data.listen);
@@ -197,6 +205,8 @@ void RegisterServerFunctions(ExtensionLoader &loader) {
 		options.Add(Identifier("no_auth"), LogicalType::BOOLEAN);
 		options.Add(Identifier("max_connections"), LogicalType::BIGINT);
 		options.Add(Identifier("message_bytes_max"), LogicalType::BIGINT);
+		options.Add(Identifier("tls_cert"), LogicalType::VARCHAR);
+		options.Add(Identifier("tls_key"), LogicalType::VARCHAR);
 	});
 	loader.RegisterFunction(serve);
 	TableFunction stop("quiver_serve_stop", {}, StopScan, StopBind, RowsInit);

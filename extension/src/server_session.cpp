@@ -236,6 +236,22 @@ int32_t Query(quiver_server_session *session, const char *sql_p, size_t sql_len,
 	});
 }
 
+//! A type DuckDB resolved while preparing: not SELECT ?'s unknown, which it learns only from the
+//! bound value. Where a schema must be told before that, an unresolved type is told as NULL.
+bool Bindable(const LogicalType &type) {
+	return type.IsComplete() && !type.IsUnknown() && type.id() != LogicalTypeId::ANY &&
+	       type.id() != LogicalTypeId::INVALID;
+}
+
+//! The types as a schema can tell them before execution.
+vector<LogicalType> Resolved(const vector<LogicalType> &types) {
+	vector<LogicalType> resolved;
+	for (auto &type : types) {
+		resolved.push_back(Bindable(type) ? type : LogicalType::SQLNULL);
+	}
+	return resolved;
+}
+
 int32_t Prepare(quiver_server_session *session, const char *sql_p, size_t sql_len, quiver_server_prepared **out,
                 int64_t *parameter_count, ArrowSchema *result_schema, quiver_server_error *err) {
 	result_schema->release = nullptr;
@@ -244,7 +260,7 @@ int32_t Prepare(quiver_server_session *session, const char *sql_p, size_t sql_le
 		ThrowIfError(*statement);
 		*parameter_count = NumericCast<int64_t>(statement->GetParameterCount());
 		if (statement->GetStatementProperties().return_type == StatementReturnType::QUERY_RESULT) {
-			ArrowSchemaOf(session->connection.context->GetClientProperties(), statement->GetTypes(),
+			ArrowSchemaOf(session->connection.context->GetClientProperties(), Resolved(statement->GetTypes()),
 			              statement->GetNames(), *result_schema);
 		}
 		*out = new quiver_server_prepared {session, std::move(statement)};
@@ -282,6 +298,25 @@ int32_t QueryPrepared(quiver_server_prepared *prepared, ArrowArrayStream *parame
 
 void ClosePrepared(quiver_server_prepared *prepared) {
 	delete prepared;
+}
+
+int32_t PreparedParameterTypes(quiver_server_prepared *prepared, ArrowSchema *out, quiver_server_error *err) {
+	out->release = nullptr;
+	return Guarded(err, [&]() {
+		auto &statement = *prepared->statement;
+		auto expected = statement.GetExpectedParameterTypes();
+		vector<LogicalType> types;
+		vector<string> names;
+		for (idx_t position = 1; position <= statement.GetParameterCount(); position++) {
+			auto name = std::to_string(position);
+			auto found = expected.find(name);
+			bool bindable = found != expected.end() && Bindable(found->second);
+			types.push_back(bindable ? found->second : LogicalType::SQLNULL);
+			names.push_back(name);
+		}
+		auto properties = prepared->session->connection.context->GetClientProperties();
+		ArrowConverter::ToArrowSchema(out, types, names, properties);
+	});
 }
 
 int32_t CursorSchema(quiver_server_cursor *cursor, ArrowSchema *out, quiver_server_error *err) {
@@ -335,6 +370,7 @@ quiver_server_ops ServerOps(DatabaseInstance &db) {
 	ops.execute_prepared = ExecutePrepared;
 	ops.query_prepared = QueryPrepared;
 	ops.close_prepared = ClosePrepared;
+	ops.prepared_parameter_types = PreparedParameterTypes;
 	ops.cursor_schema = CursorSchema;
 	ops.cursor_next = CursorNext;
 	ops.cursor_close = CursorClose;

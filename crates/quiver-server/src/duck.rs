@@ -257,6 +257,14 @@ impl Prepared {
         Ok(rows_changed(rows))
     }
 
+    /// Its parameters as a schema: one field per parameter, in order, named by position, of the
+    /// type DuckDB expects (`Null` where DuckDB cannot infer one).
+    pub fn parameter_schema(&mut self) -> Result<SchemaRef, DuckError> {
+        let mut schema = FFI_ArrowSchema::empty();
+        checked(|err| (self.ops.prepared_parameter_types)(self.raw, &mut schema, err))?;
+        Ok(Arc::new(Schema::try_from(&schema).map_err(arrow_error)?))
+    }
+
     /// Executes it and reads the result batch by batch.
     pub fn query(
         &mut self,

@@ -12,7 +12,7 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use crate::server::{self as listen, Running, ServeOptions};
 
 /// `QUIVER_SERVER_ABI_VERSION` of the header this mirrors.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// `QUIVER_SERVER_OK`.
 pub const OK: i32 = 0;
 /// `QUIVER_SERVER_NO_COUNT`.
@@ -111,6 +111,8 @@ pub struct Ops {
     pub query_prepared:
         extern "C" fn(*mut RawPrepared, Stream, i64, *mut *mut RawCursor, *mut RawError) -> i32,
     pub close_prepared: extern "C" fn(*mut RawPrepared),
+    pub prepared_parameter_types:
+        extern "C" fn(*mut RawPrepared, *mut FFI_ArrowSchema, *mut RawError) -> i32,
     pub cursor_schema: extern "C" fn(*mut RawCursor, *mut FFI_ArrowSchema, *mut RawError) -> i32,
     pub cursor_next:
         extern "C" fn(*mut RawCursor, *mut FFI_ArrowArray, *mut i32, *mut RawError) -> i32,
@@ -132,6 +134,8 @@ pub struct RawServeOptions {
     pub message_bytes_max: i64,
     pub database: *const c_char,
     pub duckdb_version: *const c_char,
+    pub tls_cert: *const c_char,
+    pub tls_key: *const c_char,
 }
 
 static RUNNING: Mutex<Option<Running>> = Mutex::new(None);
@@ -212,8 +216,10 @@ pub unsafe extern "C" fn quiver_serve_start(
                 .unwrap_or_else(|| ":memory:".into()),
             // SAFETY: as above.
             duckdb_version: unsafe { optional_text(options.duckdb_version) }.unwrap_or_default(),
-            tls_cert: None,
-            tls_key: None,
+            // SAFETY: as above.
+            tls_cert: unsafe { optional_text(options.tls_cert) },
+            // SAFETY: as above.
+            tls_key: unsafe { optional_text(options.tls_key) },
         };
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         if running.is_some() {

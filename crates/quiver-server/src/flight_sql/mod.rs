@@ -11,6 +11,7 @@
 mod address;
 mod auth;
 mod lease;
+mod prepared;
 mod service;
 mod sql_info;
 mod statements;

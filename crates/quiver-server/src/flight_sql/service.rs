@@ -11,12 +11,16 @@ use arrow_flight::flight_service_server::FlightService;
 use arrow_flight::sql::metadata::SqlInfoData;
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionEndTransactionRequest,
-    CommandGetSqlInfo, CommandStatementQuery, CommandStatementUpdate, EndTransaction, SqlInfo,
+    ActionBeginTransactionRequest, ActionBeginTransactionResult,
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
+    ActionCreatePreparedStatementResult, ActionEndTransactionRequest, CommandGetSqlInfo,
+    CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementQuery,
+    CommandStatementUpdate, DoPutPreparedStatementResult, EndTransaction, ProstMessageExt, SqlInfo,
     TicketStatementQuery,
 };
 use arrow_flight::{FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
 use futures::{Stream, StreamExt};
+use prost::Message;
 use quiver_server_protocol::errors::{
     KIND_BUSY, KIND_LIMIT, KIND_NOT_FOUND, KIND_PROTOCOL, KIND_SQL, KIND_STOPPING,
     KIND_UNAUTHENTICATED,
@@ -27,6 +31,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::auth;
 use super::lease::{Lease, OwnedSession};
+use super::prepared::{self, PreparedStatements};
 use super::statements::{self, StatementTicket, BATCH_ROWS};
 use super::transactions::Transactions;
 use crate::auth::Token;
@@ -75,6 +80,7 @@ pub async fn blocking<T: Send + 'static>(
 pub struct FlightSql {
     shared: Arc<Shared>,
     transactions: Arc<Transactions>,
+    prepared: Arc<PreparedStatements>,
     sql_info: Arc<SqlInfoData>,
 }
 
@@ -87,6 +93,7 @@ impl FlightSql {
         FlightSql {
             shared,
             transactions,
+            prepared: Arc::new(PreparedStatements::default()),
             sql_info: Arc::new(super::sql_info::sql_info()),
         }
     }
@@ -181,7 +188,7 @@ impl FlightSqlService for FlightSql {
         let leaser = self.leaser();
         blocking(move || {
             let lease = leaser(transaction_id.as_deref())?;
-            statements::update(&lease, &sql)
+            statements::execute(&lease, &sql, None)
         })
         .await
     }
@@ -191,8 +198,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Answer<FlightInfo> {
-        let ticket = arrow_flight::sql::ProstMessageExt::as_any(&query);
-        let ticket = prost::Message::encode_to_vec(&ticket).into();
+        let ticket = query.as_any().encode_to_vec().into();
         let schema = query.into_builder(&self.sql_info).schema();
         let info = statements::flight_info(&schema, ticket, request.into_inner())?;
         Ok(Response::new(info))
@@ -240,6 +246,123 @@ impl FlightSqlService for FlightSql {
         let transactions = Arc::clone(&self.transactions);
         let id = query.transaction_id.to_vec();
         blocking(move || transactions.end(&id, commit)).await
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        _request: Request<arrow_flight::Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let sql = statements::check_sql(&query.query)?.to_string();
+        let transaction_id =
+            statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
+        let leaser = self.leaser();
+        let store = Arc::clone(&self.prepared);
+        let created = blocking(move || {
+            let lease = leaser(transaction_id.as_deref())?;
+            store.create(&lease, sql, transaction_id)
+        })
+        .await?;
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: created.handle,
+            dataset_schema: created.dataset_schema,
+            parameter_schema: created.parameter_schema,
+        })
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        query: ActionClosePreparedStatementRequest,
+        _request: Request<arrow_flight::Action>,
+    ) -> Result<(), Status> {
+        self.prepared.close(&query.prepared_statement_handle)
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<DoPutPreparedStatementResult, Status> {
+        let handle = query.prepared_statement_handle;
+        self.prepared.get(&handle)?;
+        let parameters =
+            prepared::read_parameters(request.into_inner(), self.shared.message_bytes_max).await?;
+        if let Some(parameters) = parameters {
+            self.prepared.bind(&handle, parameters)?;
+        }
+        Ok(DoPutPreparedStatementResult {
+            prepared_statement_handle: Some(handle),
+        })
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let descriptor = request.into_inner();
+        if let Some(schema) = &statement.result_schema {
+            prepared::check_query_rows(statement.parameters.as_ref())?;
+            let ticket = query.as_any().encode_to_vec().into();
+            return Ok(Response::new(statements::flight_info(
+                schema, ticket, descriptor,
+            )?));
+        }
+        // No result set: it runs now (see statements.rs), once per parameter row.
+        let leaser = self.leaser();
+        let info = blocking(move || {
+            let lease = leaser(statement.transaction_id.as_deref())?;
+            statements::execute(&lease, &statement.sql, statement.parameters.as_ref())?;
+            let ticket = StatementTicket {
+                sql: statement.sql,
+                transaction_id: statement.transaction_id,
+                executed: true,
+            };
+            let schema = arrow_schema::Schema::empty();
+            statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
+        })
+        .await?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        prepared::check_query_rows(statement.parameters.as_ref())?;
+        let leaser = self.leaser();
+        let stream = blocking(move || {
+            let lease = leaser(statement.transaction_id.as_deref())?;
+            let parameters = statement
+                .parameters
+                .as_ref()
+                .map(prepared::Parameters::stream);
+            statements::stream(lease, |open| {
+                open.duck.query(&statement.sql, parameters, BATCH_ROWS)
+            })
+        })
+        .await?;
+        Ok(Response::new(stream))
+    }
+
+    async fn do_put_prepared_statement_update(
+        &self,
+        query: CommandPreparedStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let sent =
+            prepared::read_parameters(request.into_inner(), self.shared.message_bytes_max).await?;
+        let parameters = sent.or(statement.parameters);
+        let leaser = self.leaser();
+        blocking(move || {
+            let lease = leaser(statement.transaction_id.as_deref())?;
+            statements::execute(&lease, &statement.sql, parameters.as_ref())
+        })
+        .await
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}

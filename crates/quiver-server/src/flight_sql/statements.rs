@@ -29,6 +29,7 @@ use quiver_server_protocol::limits::{BATCH_ROWS_DEFAULT, SQL_BYTES_MAX};
 use tonic::Status;
 
 use super::lease::Lease;
+use super::prepared::Parameters;
 use super::service::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;
@@ -227,11 +228,13 @@ pub fn record_count(rows: Option<i64>) -> i64 {
     rows.unwrap_or(-1)
 }
 
-/// Runs the update `sql` on `lease`. Blocks on DuckDB.
-pub fn update(lease: &Lease, sql: &str) -> Result<i64, Status> {
+/// Runs `sql` on `lease`, once per parameter row when there are parameters; the rows it changed.
+/// Blocks on DuckDB.
+pub fn execute(lease: &Lease, sql: &str, parameters: Option<&Parameters>) -> Result<i64, Status> {
+    let parameters = parameters.map(Parameters::stream);
     let rows = lease
         .session()
-        .with(|open| open.duck.execute(sql, None, None))
+        .with(|open| open.duck.execute(sql, parameters, None))
         .map_err(status)?;
     Ok(record_count(rows))
 }
