@@ -2,7 +2,8 @@
 Maven Central (fetched by tools/setup_jdbc.sh), driven by the small Java program in
 tests/flight_sql_jdbc/ (compiled here with the machine's JDK): a typed query, a large result streamed
 row by row, a prepared INSERT sent with addBatch / executeBatch and read back through quiver's own
-client, bearer token and user/password auth, a wrong token refused, a SQL error with DuckDB's message.
+client, bearer token and user/password auth, a wrong token refused, a SQL error with DuckDB's message,
+TLS with a self-signed certificate made here (trusted through the driver's tlsRootCerts, refused without).
 """
 
 from __future__ import annotations
@@ -68,12 +69,47 @@ def server(extension: Path) -> Iterator[ServerProcess]:
     assert process.stop() == 0
 
 
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM), made with openssl."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.fail("no openssl on PATH: the TLS case makes its certificate with it")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    subprocess.run(
+        [openssl, *request, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+        timeout=WAIT_SECONDS,
+    )
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def tls_server(extension: Path, certificate: tuple[Path, Path]) -> Iterator[ServerProcess]:
+    cert, key = certificate
+    process = ServerProcess(
+        "--listen",
+        "grpc+tls://127.0.0.1:0",
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        env={"QUIVER_EXTENSION": str(extension)},
+    )
+    yield process
+    assert process.stop() == 0
+
+
 def jdbc_url(server: ServerProcess, **properties: str) -> str:
-    """The driver's URL for the server's Flight SQL listener (plaintext gRPC)."""
+    """The driver's URL for the server's Flight SQL listener; TLS exactly when it is grpc+tls://."""
     assert server.flight_sql is not None, "the server announced no FLIGHT_SQL listener"
     address = urlsplit(server.flight_sql)
-    assert address.scheme == "grpc", server.flight_sql
-    query = "&".join(f"{key}={value}" for key, value in {"useEncryption": "false", **properties}.items())
+    assert address.scheme in ("grpc", "grpc+tls"), server.flight_sql
+    encryption = "true" if address.scheme == "grpc+tls" else "false"
+    query = "&".join(f"{key}={value}" for key, value in {"useEncryption": encryption, **properties}.items())
     return f"jdbc:arrow-flight-sql://{address.hostname}:{address.port}?{query}"
 
 
@@ -184,3 +220,14 @@ def test_sql_error_carries_duckdb_message(server: ServerProcess, jdbc_classpath:
     assert "Catalog Error" in result["error"] and "no_such_table" in result["error"]
     # The server keeps serving.
     assert run_ok(jdbc_classpath, "query", url, "SELECT 1::INTEGER AS one", "1")["rows"] == [["1"]]
+
+
+def test_tls_with_a_trusted_self_signed_certificate(
+    tls_server: ServerProcess, jdbc_classpath: str, certificate: tuple[Path, Path]
+) -> None:
+    url = jdbc_url(tls_server, token=tls_server.token, tlsRootCerts=str(certificate[0]))
+    assert run_ok(jdbc_classpath, "query", url, "SELECT 1::INTEGER AS one", "1")["rows"] == [["1"]]
+    # Without the certificate among its roots the driver refuses the server.
+    status, result = run_program(jdbc_classpath, "query", jdbc_url(tls_server, token=tls_server.token), "SELECT 1", "1")
+    assert status == EXIT_SQL_ERROR, result
+    assert "UNAVAILABLE" in result["error"]
