@@ -177,3 +177,65 @@ def test_commit_is_seen_by_another_connection_and_rollback_is_not(server: Server
         with reader.cursor() as cur:
             cur.execute("SELECT sum(id) FROM t1")
             assert cur.fetchone() == (1,)
+
+
+def readings(start: int, rows: int) -> pa.Table:
+    ids = pa.array(range(start, start + rows), pa.int64())
+    return pa.table({"id": ids, "value": pa.compute.multiply(ids, 0.5)})
+
+
+def count(cur: Any, table: str) -> int:
+    cur.execute(f"SELECT count(*) FROM {table}")
+    return cur.fetchone()[0]
+
+
+def test_ingest_create_append_replace_create_append(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        assert cur.adbc_ingest("ing1", readings(0, 1000), mode="create") == 1000
+        assert cur.adbc_ingest("ing1", readings(1000, 500), mode="append") == 500
+        assert count(cur, "ing1") == 1500
+        assert cur.adbc_ingest("ing1", readings(0, 10), mode="replace") == 10
+        assert count(cur, "ing1") == 10
+        assert cur.adbc_ingest("ing1", readings(10, 5), mode="create_append") == 5
+        assert cur.adbc_ingest("ing2", readings(0, 7), mode="create_append") == 7
+        cur.execute("SELECT sum(id), sum(value) FROM ing1")
+        assert cur.fetchone() == (sum(range(15)), sum(range(15)) / 2)
+        cur.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'ing2'")
+        assert cur.fetchall() == [("id", "BIGINT"), ("value", "DOUBLE")]
+
+
+def test_ingest_errors_are_clear_and_change_nothing(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("ing3", readings(0, 3), mode="create")
+        with pytest.raises(adbc_driver_manager.Error) as exists:
+            cur.adbc_ingest("ing3", readings(0, 3), mode="create")
+        assert "already exists" in str(exists.value)
+        with pytest.raises(adbc_driver_manager.Error) as missing:
+            cur.adbc_ingest("no_such_ingest_table", readings(0, 3), mode="append")
+        assert "Table with name no_such_ingest_table does not exist" in str(missing.value)
+        wrong = pa.table({"id": [1], "price": [2.0]})
+        with pytest.raises(adbc_driver_manager.Error) as renamed:
+            cur.adbc_ingest("ing3", wrong, mode="append")
+        assert "price" in str(renamed.value)
+        assert count(cur, "ing3") == 3
+
+
+def test_a_temporary_ingest_outside_a_transaction_is_refused(server: ServerProcess) -> None:
+    # ADBC 1.13's Flight SQL driver sends an ingest without the connection's transaction id, so an
+    # ingest is its own transaction there; a temporary table would vanish with the call's session.
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error) as refused:
+            cur.adbc_ingest("ing4", readings(0, 5), mode="create", temporary=True)
+        assert "temporary table" in str(refused.value) and "transaction" in str(refused.value)
+        cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'ing4'")
+        assert cur.fetchone() == (0,)
+
+
+def test_a_large_ingest_streams(server: ServerProcess) -> None:
+    rows = 2_000_000
+    batches = [readings(start, 100_000).to_batches()[0] for start in range(0, rows, 100_000)]
+    reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        assert cur.adbc_ingest("ing5", reader, mode="create") == rows
+        cur.execute("SELECT count(*), sum(id) FROM ing5")
+        assert cur.fetchone() == (rows, rows * (rows - 1) // 2)

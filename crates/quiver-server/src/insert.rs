@@ -1,5 +1,6 @@
 //! `insert`: an exchange that appends each input batch to a table, all or nothing (the handshake is
-//! `quiver_server_protocol::insert`). Outside a `BEGIN` of the session, the call opens its own
+//! `quiver_server_protocol::insert`), over [`TableInsert`], the insert core Flight SQL's bulk ingest
+//! (`flight_sql/ingest.rs`) drives too. Outside a `BEGIN` of the session, the call opens its own
 //! transaction: the commit marker commits it, any other end of the stream (the client closes or
 //! cancels it, dies, a batch fails) rolls it back, so no row of an unfinished call is ever seen.
 //! The call runs one `INSERT ... SELECT * FROM quiver_server_batch()` (extension/src/server_batch.cpp)
@@ -38,6 +39,15 @@ fn quote(identifier: &str) -> String {
 }
 
 impl TableName {
+    /// The table `table` in `schema_name` of `catalog` (each `None`: DuckDB's current one).
+    pub fn new(table: String, schema_name: Option<String>, catalog: Option<String>) -> TableName {
+        TableName {
+            table,
+            schema_name,
+            catalog,
+        }
+    }
+
     /// The table a request names (`table`, `schema_name`, `catalog`).
     pub fn from_params(params: &Params) -> Result<TableName, ErrorReport> {
         let text = |name| bounded_str(params, name, IDENTIFIER_BYTES_MAX);
@@ -203,33 +213,12 @@ pub fn insert(session: &Arc<Session>, params: &Params) -> Result<StreamSetup, Er
     let name = TableName::from_params(params)?;
     let schema = decode_schema(params.bytes(param::SCHEMA)?, "insert schema")?;
     let mode: InsertMode = params.str(param::MODE)?.parse().map_err(errors::protocol)?;
-    let in_transaction = session.with(|open| Ok(open.duck.in_transaction()))?;
-    let mut state = Insert {
-        session: Arc::clone(session),
-        owns_transaction: !in_transaction,
-        finished: false,
-        rows: 0,
-        append: None,
-    };
-    if state.owns_transaction {
-        session.with(|open| open.duck.execute("BEGIN TRANSACTION", None, None))?;
-    }
-    // From here on, dropping `state` rolls back what this call did.
-    let create = match mode {
-        InsertMode::Append => None,
-        InsertMode::Create => Some("CREATE TABLE"),
-        InsertMode::CreateAppend => Some("CREATE TABLE IF NOT EXISTS"),
-        InsertMode::Replace => Some("CREATE OR REPLACE TABLE"),
-    };
-    if let Some(create) = create {
-        let columns = column_definitions(session, &schema)?;
-        let sql = format!("{create} {} ({columns})", name.sql());
-        session.with(|open| open.duck.execute(&sql, None, None))?;
-    }
-    let columns = table_schema(session, &name)?;
-    check_columns(&name.sql(), &schema, &columns)?;
-    state.append = Some(Append::start(session, &name, Arc::clone(&schema))?);
-    Ok(StreamSetup::exchange(schema, ack_schema(), state))
+    let insert = TableInsert::begin(session, &name, &schema, mode)?;
+    Ok(StreamSetup::exchange(
+        schema,
+        ack_schema(),
+        InsertStream { insert },
+    ))
 }
 
 /// The call's one `INSERT` statement, running on its own thread over the queue the session
@@ -271,7 +260,12 @@ impl Append {
     }
 }
 
-struct Insert {
+/// One all-or-nothing insert into a table, the core both front doors drive (the spine's `insert`
+/// stream below, Flight SQL's bulk ingest): [`TableInsert::begin`] opens its own transaction
+/// unless the session is in one, creates the table as `mode` says, checks the columns and starts
+/// the one `INSERT`; [`TableInsert::push`] queues batches; [`TableInsert::commit`] ends it. Any
+/// other end — an error, a drop — rolls back what it did.
+pub struct TableInsert {
     session: Arc<Session>,
     owns_transaction: bool,
     finished: bool,
@@ -281,8 +275,55 @@ struct Insert {
     append: Option<Append>,
 }
 
-impl Insert {
-    fn append(&mut self, batch: &RecordBatch) -> Result<(), ErrorReport> {
+impl TableInsert {
+    /// Begins inserting batches of `schema` into `name`.
+    pub fn begin(
+        session: &Arc<Session>,
+        name: &TableName,
+        schema: &SchemaRef,
+        mode: InsertMode,
+    ) -> Result<TableInsert, ErrorReport> {
+        let in_transaction = session.with(|open| Ok(open.duck.in_transaction()))?;
+        let mut insert = TableInsert {
+            session: Arc::clone(session),
+            owns_transaction: !in_transaction,
+            finished: false,
+            rows: 0,
+            append: None,
+        };
+        if insert.owns_transaction {
+            session.with(|open| open.duck.execute("BEGIN TRANSACTION", None, None))?;
+        }
+        // From here on, dropping `insert` rolls back what this call did.
+        let create = match mode {
+            InsertMode::Append => None,
+            InsertMode::Create => Some("CREATE TABLE"),
+            InsertMode::CreateAppend => Some("CREATE TABLE IF NOT EXISTS"),
+            InsertMode::Replace => Some("CREATE OR REPLACE TABLE"),
+        };
+        if let Some(create) = create {
+            let columns = column_definitions(session, schema)?;
+            let sql = format!("{create} {} ({columns})", name.sql());
+            session.with(|open| open.duck.execute(&sql, None, None))?;
+        }
+        let columns = table_schema(session, name)?;
+        check_columns(&name.sql(), schema, &columns)?;
+        insert.append = Some(Append::start(session, name, Arc::clone(schema))?);
+        Ok(insert)
+    }
+
+    /// Rows queued so far.
+    pub fn rows(&self) -> i64 {
+        self.rows
+    }
+
+    /// Whether it committed or rolled back.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Queues one batch (a zero-row batch is only a check that the statement still runs).
+    pub fn push(&mut self, batch: &RecordBatch) -> Result<(), ErrorReport> {
         let append = self
             .append
             .as_ref()
@@ -316,7 +357,9 @@ impl Insert {
         error
     }
 
-    fn commit(&mut self) -> Result<(), ErrorReport> {
+    /// Ends the input and commits (unless the session's own transaction holds it); the rows
+    /// inserted.
+    pub fn commit(&mut self) -> Result<i64, ErrorReport> {
         let append = self
             .append
             .take()
@@ -338,10 +381,11 @@ impl Insert {
             self.session
                 .with(|open| open.duck.execute("COMMIT", None, None))?;
         }
-        Ok(())
+        Ok(self.rows)
     }
 
-    fn roll_back(&mut self) {
+    /// Abandons the insert and rolls back what it did (nothing once finished).
+    pub fn roll_back(&mut self) {
         if self.finished {
             return;
         }
@@ -360,7 +404,12 @@ impl Insert {
     }
 }
 
-impl StreamState for Insert {
+/// The spine's `insert` exchange: one acknowledgement per batch, the commit marker commits.
+struct InsertStream {
+    insert: TableInsert,
+}
+
+impl StreamState for InsertStream {
     fn process(
         &mut self,
         input: &RecordBatch,
@@ -368,23 +417,23 @@ impl StreamState for Insert {
         output: &mut StreamOutput,
         _ctx: &mut CallContext<'_>,
     ) -> Result<(), ErrorReport> {
-        if self.finished {
+        if self.insert.is_finished() {
             return Err(errors::protocol("insert: a batch after the commit marker"));
         }
-        self.append(input)?;
+        self.insert.push(input)?;
         if input_metadata.get(COMMIT_KEY) == Some(COMMIT_VALUE) {
-            self.commit()?;
+            self.insert.commit()?;
         }
-        output.emit(ack(self.rows));
+        output.emit(ack(self.insert.rows()));
         Ok(())
     }
 
     fn on_cancel(&mut self) {
-        self.roll_back();
+        self.insert.roll_back();
     }
 }
 
-impl Drop for Insert {
+impl Drop for TableInsert {
     fn drop(&mut self) {
         self.roll_back();
     }

@@ -10,6 +10,7 @@
 
 mod address;
 mod auth;
+mod ingest;
 mod lease;
 mod prepared;
 mod service;

@@ -14,9 +14,9 @@ use arrow_flight::sql::{
     ActionBeginTransactionRequest, ActionBeginTransactionResult,
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
     ActionCreatePreparedStatementResult, ActionEndTransactionRequest, CommandGetSqlInfo,
-    CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementQuery,
-    CommandStatementUpdate, DoPutPreparedStatementResult, EndTransaction, ProstMessageExt, SqlInfo,
-    TicketStatementQuery,
+    CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementIngest,
+    CommandStatementQuery, CommandStatementUpdate, DoPutPreparedStatementResult, EndTransaction,
+    ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
 use futures::{Stream, StreamExt};
@@ -30,6 +30,7 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::auth;
+use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
 use super::statements::{self, StatementTicket, BATCH_ROWS};
@@ -361,6 +362,25 @@ impl FlightSqlService for FlightSql {
         blocking(move || {
             let lease = leaser(statement.transaction_id.as_deref())?;
             statements::execute(&lease, &statement.sql, parameters.as_ref())
+        })
+        .await
+    }
+
+    async fn do_put_statement_ingest(
+        &self,
+        command: CommandStatementIngest,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let plan = ingest::plan(command.table_definition_options.as_ref())?;
+        let transaction_id =
+            statements::transaction_id(command.transaction_id.as_ref())?.map(<[u8]>::to_vec);
+        let name = ingest::target(&command, transaction_id.is_some())?;
+        let leaser = self.leaser();
+        let runtime = tokio::runtime::Handle::current();
+        let stream = request.into_inner();
+        blocking(move || {
+            let lease = leaser(transaction_id.as_deref())?;
+            ingest::ingest(&runtime, &lease, &name, &plan, stream)
         })
         .await
     }
