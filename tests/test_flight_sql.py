@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute
 import pytest
 
-from server_support import ServerProcess
+from server_support import WAIT_SECONDS, ServerProcess, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +34,17 @@ def connect(server: ServerProcess, **options: Any) -> Any:
     """An ADBC DB-API connection with the server's token as a bearer header."""
     db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {server.token}"}
     return flightsql.connect(server.flight_sql, db_kwargs=db_kwargs, **options)
+
+
+def refusal(uri: str, db_kwargs: dict[str, str] | None = None) -> str:
+    """The error a client gets running a statement with these options (the test fails if none)."""
+    with (
+        pytest.raises(adbc_driver_manager.Error) as raised,
+        flightsql.connect(uri, db_kwargs=db_kwargs or {}) as conn,
+        conn.cursor() as cur,
+    ):
+        cur.execute("SELECT 1")
+    return str(raised.value)
 
 
 def test_create_insert_select(server: ServerProcess) -> None:
@@ -53,15 +67,8 @@ def test_a_sql_error_keeps_duckdb_message_and_the_server_serves_on(server: Serve
 
 
 def test_a_wrong_token_is_refused_with_nothing_more(server: ServerProcess) -> None:
-    db_kwargs = {"adbc.flight.sql.authorization_header": "Bearer wrong"}
-    with (
-        pytest.raises(adbc_driver_manager.Error) as raised,
-        flightsql.connect(server.flight_sql, db_kwargs=db_kwargs) as conn,
-        conn.cursor() as cur,
-    ):
-        cur.execute("SELECT 1")
-    assert "authentication failed" in str(raised.value)
-    assert "Bearer" not in str(raised.value)
+    message = refusal(server.flight_sql, {"adbc.flight.sql.authorization_header": "Bearer wrong"})
+    assert "authentication failed" in message and "Bearer" not in message and "wrong" not in message
 
 
 def test_an_update_counts_its_rows(server: ServerProcess) -> None:
@@ -70,8 +77,10 @@ def test_an_update_counts_its_rows(server: ServerProcess) -> None:
         statement = cur.adbc_statement
         statement.set_sql_query("UPDATE m2 SET n = n + 1 WHERE n < 5")
         assert statement.execute_update() == 5
-        cur.execute("SELECT sum(n) FROM m2")
-        assert cur.fetchone() == (50,)
+        # A statement not prepared: GetFlightInfo(CommandStatementQuery), then DoGet of its ticket.
+        statement.set_sql_query("SELECT sum(n) AS total FROM m2")
+        handle, _ = statement.execute_query()
+        assert pa.RecordBatchReader.from_stream(handle).read_all().to_pylist() == [{"total": 50}]
 
 
 def test_types_round_trip(server: ServerProcess) -> None:
@@ -239,3 +248,227 @@ def test_a_large_ingest_streams(server: ServerProcess) -> None:
         assert cur.adbc_ingest("ing5", reader, mode="create") == rows
         cur.execute("SELECT count(*), sum(id) FROM ing5")
         assert cur.fetchone() == (rows, rows * (rows - 1) // 2)
+
+
+def test_get_objects_lists_catalog_schema_table_and_columns(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE objects_t (id INTEGER NOT NULL, name VARCHAR)")
+            cur.execute("CREATE VIEW objects_v AS SELECT id FROM objects_t")
+        objects = conn.adbc_get_objects(depth="all", table_name_filter="objects_%").read_all().to_pylist()
+        catalogs = {entry["catalog_name"]: entry for entry in objects}
+        assert "memory" in catalogs and "system" not in catalogs
+        schemas = {schema["db_schema_name"]: schema for schema in catalogs["memory"]["catalog_db_schemas"]}
+        tables = {table["table_name"]: table for table in schemas["main"]["db_schema_tables"]}
+        assert tables["objects_t"]["table_type"] == "BASE TABLE"
+        assert tables["objects_v"]["table_type"] == "VIEW"
+        columns = [column["column_name"] for column in tables["objects_t"]["table_columns"]]
+        assert columns == ["id", "name"]
+
+
+def test_table_schema_and_table_types(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE schema_t (id INTEGER NOT NULL, amount DECIMAL(12, 3), seen TIMESTAMP)")
+        schema = conn.adbc_get_table_schema("schema_t")
+        assert schema.names == ["id", "amount", "seen"]
+        assert schema.field("id").type == pa.int32() and not schema.field("id").nullable
+        assert schema.field("amount").type == pa.decimal128(12, 3) and schema.field("amount").nullable
+        assert schema.field("seen").type == pa.timestamp("us")
+        assert sorted(conn.adbc_get_table_types()) == ["BASE TABLE", "LOCAL TEMPORARY", "VIEW"]
+        with pytest.raises(adbc_driver_manager.Error):
+            conn.adbc_get_table_schema("no_such_schema_t")
+
+
+def test_basic_auth_handshake_yields_the_bearer_token(server: ServerProcess) -> None:
+    db_kwargs = {"username": "anyone", "password": server.token}
+    with flightsql.connect(server.flight_sql, db_kwargs=db_kwargs) as conn, conn.cursor() as cur:
+        cur.execute("SELECT 7")
+        assert cur.fetchone() == (7,)
+    wrong = {"username": "anyone", "password": "not-the-token"}
+    assert "authentication failed" in refusal(server.flight_sql, wrong)
+
+
+def test_no_token_is_refused(server: ServerProcess) -> None:
+    assert "authentication failed" in refusal(server.flight_sql)
+
+
+def test_a_no_auth_server_takes_any_client(extension: Path) -> None:
+    process = ServerProcess("--listen", "grpc://127.0.0.1:0", "--no-auth", env={"QUIVER_EXTENSION": str(extension)})
+    try:
+        assert process.token is None
+        with flightsql.connect(process.flight_sql) as conn, conn.cursor() as cur:
+            cur.execute("SELECT 'open'")
+            assert cur.fetchone() == ("open",)
+    finally:
+        assert process.stop() == 0
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_tls_with_a_self_signed_certificate(extension: Path, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    process = ServerProcess(
+        "--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key),
+        env={"QUIVER_EXTENSION": str(extension)},
+    )  # fmt: skip
+    try:
+        assert process.flight_sql is not None and process.flight_sql.startswith("grpc+tls://127.0.0.1:")
+        db_kwargs = {
+            "adbc.flight.sql.authorization_header": f"Bearer {process.token}",
+            "adbc.flight.sql.client_option.tls_root_certs": cert.read_text(),
+        }
+        with flightsql.connect(process.flight_sql, db_kwargs=db_kwargs) as conn, conn.cursor() as cur:
+            cur.execute("SELECT 'secret' AS word")
+            assert cur.fetchone() == ("secret",)
+        untrusted = {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"}
+        assert "certificate" in refusal(process.flight_sql, untrusted)
+    finally:
+        assert process.stop() == 0
+
+
+def test_tls_files_are_checked_at_start(extension: Path, tmp_path: Path) -> None:
+    env = {"QUIVER_EXTENSION": str(extension)}
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    cases = [
+        (["--listen", "grpc+tls://127.0.0.1:0"], "needs both tls_cert and tls_key"),
+        (["--listen", "grpc://127.0.0.1:0", "--tls-cert", str(garbage), "--tls-key", str(garbage)], "grpc+tls"),
+        (["--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(tmp_path / "absent.pem"),
+          "--tls-key", str(garbage)], "cannot read the TLS certificate"),
+        (["--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(garbage), "--tls-key", str(garbage)], "TLS"),
+    ]  # fmt: skip
+    for arguments, message in cases:
+        with pytest.raises(AssertionError) as refused:
+            ServerProcess(*arguments, env=env)
+        assert message in str(refused.value), arguments
+
+
+INGEST_UNTIL_KILLED = """
+import sys, time
+import pyarrow as pa
+import adbc_driver_flightsql.dbapi as flightsql
+
+uri, token = sys.argv[1], sys.argv[2]
+schema = pa.schema([("id", pa.int64()), ("value", pa.float64())])
+
+def batches():
+    for number in range(1_000_000):
+        if number == 4:
+            print("SENT", flush=True)  # three batches went out before the fourth was asked for
+        if number >= 4:
+            time.sleep(600)
+        ids = pa.array(range(number * 10_000, (number + 1) * 10_000), pa.int64())
+        yield pa.record_batch([ids, pa.compute.multiply(ids, 0.5)], schema=schema)
+
+db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {token}"}
+with flightsql.connect(uri, db_kwargs=db_kwargs, autocommit=True) as conn, conn.cursor() as cur:
+    cur.adbc_ingest("killed", pa.RecordBatchReader.from_batches(schema, batches()), mode="append")
+"""
+
+
+def test_a_client_killed_mid_ingest_leaves_no_rows(server: ServerProcess) -> None:
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE killed (id BIGINT, value DOUBLE)")
+        client = subprocess.Popen(
+            [sys.executable, "-c", INGEST_UNTIL_KILLED, server.flight_sql, server.token],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert client.stdout is not None and client.stdout.readline().strip() == "SENT"
+        finally:
+            client.kill()
+            client.wait(timeout=WAIT_SECONDS)
+
+        # The killed ingest's rows never show; once it has rolled back, an append goes through.
+        def appended() -> bool:
+            try:
+                return cur.adbc_ingest("killed", readings(0, 1), mode="append") == 1
+            except adbc_driver_manager.Error:
+                return False
+
+        wait_until(appended, "an append after the killed ingest")
+        assert count(cur, "killed") == 1
+
+
+def test_stop_while_a_result_streams(extension: Path) -> None:
+    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
+    db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"}
+    conn = flightsql.connect(process.flight_sql, db_kwargs=db_kwargs)
+    cur = conn.cursor()
+    try:
+        cur.execute("SELECT range AS n FROM range(10000000000)")
+        reader = cur.fetch_record_batch()
+        assert reader.read_next_batch().num_rows > 0
+        process.process.terminate()
+        with pytest.raises(Exception):  # noqa: B017 - the driver's error class depends on where the stream breaks
+            while True:
+                reader.read_next_batch()
+        assert process.stop() == 0
+    finally:
+        process.kill()
+        # Closing a client whose server is gone fails too; that is not what this test checks.
+        for closeable in (cur, conn):
+            with contextlib.suppress(adbc_driver_manager.Error, RuntimeError):
+                closeable.close()
+
+
+def test_sessions_are_bounded_by_max_connections(extension: Path) -> None:
+    process = ServerProcess(
+        "--listen", "grpc://127.0.0.1:0", "--max-connections", "1", env={"QUIVER_EXTENSION": str(extension)}
+    )
+    try:
+        with connect(process) as holder, holder.cursor() as cur:
+            cur.execute("SELECT 1")  # the open transaction holds the one session
+            assert cur.fetchone() == (1,)
+            message = refusal(process.flight_sql, {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"})
+            assert "max_connections" in message
+            holder.rollback()
+        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("SELECT 2")
+            assert cur.fetchone() == (2,)
+        # A client that closes inside a transaction that ran a statement (ADBC does not end it):
+        # the transaction ends with the client's connection, and its session is free again.
+        with connect(process) as closer, closer.cursor() as cur:
+            cur.execute("SELECT 3")
+            assert cur.fetchone() == (3,)
+
+        def served() -> bool:
+            try:
+                with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+                    cur.execute("SELECT 4")
+                    return cur.fetchone() == (4,)
+            except adbc_driver_manager.Error as error:
+                assert "max_connections" in str(error)
+                return False
+
+        wait_until(served, "the closed client's session to end")
+    finally:
+        assert process.stop() == 0
+
+
+def readme_example() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = text.index("<!-- flight-sql-example -->")
+    return text[start:].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_example_runs_as_written(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = readme_example()
+    assert len(code.strip().splitlines()) == 5, code
+    assert '"grpc://127.0.0.1:8815"' in code
+    monkeypatch.setenv("QUIVER_TOKEN", server.token or "")
+    exec(compile(code.replace("grpc://127.0.0.1:8815", server.flight_sql or ""), "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[(3, 4.5)]"

@@ -10,6 +10,8 @@
 
 mod address;
 mod auth;
+mod catalog;
+mod connections;
 mod ingest;
 mod lease;
 mod prepared;
@@ -111,6 +113,7 @@ pub fn start(
         let _context = runtime.enter();
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        let incoming = connections::watched(incoming, Arc::clone(&transactions));
         let router = builder.add_service(service);
         runtime.spawn(router.serve_with_incoming_shutdown(incoming, async {
             let _ = stopped.await;

@@ -13,7 +13,8 @@ use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
     ActionBeginTransactionRequest, ActionBeginTransactionResult,
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
-    ActionCreatePreparedStatementResult, ActionEndTransactionRequest, CommandGetSqlInfo,
+    ActionCreatePreparedStatementResult, ActionEndTransactionRequest, CommandGetCatalogs,
+    CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
     CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementIngest,
     CommandStatementQuery, CommandStatementUpdate, DoPutPreparedStatementResult, EndTransaction,
     ProstMessageExt, SqlInfo, TicketStatementQuery,
@@ -30,6 +31,7 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::auth;
+use super::catalog;
 use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
@@ -108,7 +110,7 @@ impl FlightSql {
         let shared = Arc::clone(&self.shared);
         let transactions = Arc::clone(&self.transactions);
         move |transaction_id| match transaction_id {
-            Some(id) => transactions.lease(id),
+            Some(id) => transactions.lease(&shared, id),
             None => Ok(Arc::new(OwnedSession::open(&shared)?)),
         }
     }
@@ -199,10 +201,8 @@ impl FlightSqlService for FlightSql {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Answer<FlightInfo> {
-        let ticket = query.as_any().encode_to_vec().into();
-        let schema = query.into_builder(&self.sql_info).schema();
-        let info = statements::flight_info(&schema, ticket, request.into_inner())?;
-        Ok(Response::new(info))
+        let schema = query.clone().into_builder(&self.sql_info).schema();
+        metadata_info(&schema, &query, request)
     }
 
     async fn do_get_sql_info(
@@ -220,11 +220,11 @@ impl FlightSqlService for FlightSql {
     async fn do_action_begin_transaction(
         &self,
         _query: ActionBeginTransactionRequest,
-        _request: Request<arrow_flight::Action>,
+        request: Request<arrow_flight::Action>,
     ) -> Result<ActionBeginTransactionResult, Status> {
-        let shared = Arc::clone(&self.shared);
-        let transactions = Arc::clone(&self.transactions);
-        let id = blocking(move || transactions.begin(&shared)).await?;
+        let id = self
+            .transactions
+            .begin(&self.shared, request.remote_addr())?;
         Ok(ActionBeginTransactionResult {
             transaction_id: id.into(),
         })
@@ -385,7 +385,92 @@ impl FlightSqlService for FlightSql {
         .await
     }
 
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let schema = query.into_builder().schema();
+        metadata_info(&schema, &query, request)
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let leaser = self.leaser();
+        let batch = blocking(move || catalog::catalogs(&leaser(None)?, query)).await?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let schema = query.clone().into_builder().schema();
+        metadata_info(&schema, &query, request)
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let leaser = self.leaser();
+        let batch = blocking(move || catalog::db_schemas(&leaser(None)?, query)).await?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let schema = query.clone().into_builder().schema();
+        metadata_info(&schema, &query, request)
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let leaser = self.leaser();
+        let batch = blocking(move || catalog::tables(&leaser(None)?, query)).await?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let schema = query.into_builder().schema();
+        metadata_info(&schema, &query, request)
+    }
+
+    async fn do_get_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        Ok(Response::new(one_batch(catalog::table_types(query)?)))
+    }
+
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+/// The `FlightInfo` of a metadata command: its ticket is the command itself.
+fn metadata_info<C: ProstMessageExt>(
+    schema: &arrow_schema::Schema,
+    command: &C,
+    request: Request<FlightDescriptor>,
+) -> Answer<FlightInfo> {
+    let ticket = command.as_any().encode_to_vec().into();
+    let info = statements::flight_info(schema, ticket, request.into_inner())?;
+    Ok(Response::new(info))
 }
 
 /// A response of one batch (the metadata answers, built in memory).

@@ -1,0 +1,164 @@
+//! The catalog commands: catalogs, db schemas, tables (with their Arrow schemas on request) and
+//! table types, read from DuckDB's own `duckdb_databases()`, `duckdb_schemas()`, `duckdb_tables()`
+//! and `duckdb_views()` and answered through arrow-flight's builders (which apply the commands'
+//! filters as Flight SQL defines them). The spine's listing, `tables`, is `crate::catalog`.
+//!
+//! The listing shows the databases a client attached or opened (`NOT internal`: not DuckDB's
+//! `system` and `temp`); a metadata call runs on a session of its own, which has no temporary
+//! tables. At most [`TABLES_MAX`] tables per call; more is a clear error asking for a filter.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_flight::sql::{
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetTableTypes, CommandGetTables,
+};
+use arrow_schema::DataType;
+use tonic::Status;
+
+use super::lease::Lease;
+use super::service::status;
+use crate::duck::batch_stream;
+use crate::insert::{table_schema, TableName};
+
+/// Most tables one `GetTables` lists.
+pub const TABLES_MAX: usize = 10_000;
+/// The table types DuckDB has, as Flight SQL clients name them.
+pub const TABLE_TYPES: [&str; 3] = ["BASE TABLE", "LOCAL TEMPORARY", "VIEW"];
+
+const CATALOGS: &str = "SELECT database_name FROM duckdb_databases() WHERE NOT internal ORDER BY 1";
+const SCHEMAS: &str = "SELECT s.database_name, s.schema_name FROM duckdb_schemas() s \
+     JOIN duckdb_databases() d USING (database_name) WHERE NOT d.internal ORDER BY 1, 2";
+/// Tables and views, narrowed by the catalog and the two patterns when given (the builder applies
+/// the same filters again; narrowing here spares reading schemas of tables it would drop).
+const TABLES: &str = "SELECT * FROM (\
+     SELECT database_name, schema_name, table_name, \
+            CASE WHEN temporary THEN 'LOCAL TEMPORARY' ELSE 'BASE TABLE' END AS table_type \
+       FROM duckdb_tables() WHERE NOT internal \
+     UNION ALL \
+     SELECT database_name, schema_name, view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal) \
+     WHERE ($1::VARCHAR IS NULL OR database_name = $1) \
+       AND ($2::VARCHAR IS NULL OR schema_name LIKE $2) \
+       AND ($3::VARCHAR IS NULL OR table_name LIKE $3) \
+     ORDER BY 1, 2, 3";
+
+/// The rows of a listing query, as text, at most `rows_max`.
+fn listing(
+    lease: &Lease,
+    sql: &str,
+    parameters: &[Option<&str>],
+    rows_max: usize,
+) -> Result<Vec<Vec<String>>, Status> {
+    let parameters = if parameters.is_empty() {
+        None
+    } else {
+        let columns: Vec<(String, ArrayRef)> = parameters
+            .iter()
+            .enumerate()
+            .map(|(index, value)| {
+                let column: ArrayRef = Arc::new(StringArray::from(vec![*value]));
+                (format!("p{index}"), column)
+            })
+            .collect();
+        let batch = RecordBatch::try_from_iter(columns)
+            .map_err(|e| Status::internal(format!("listing parameters: {e}")))?;
+        Some(batch_stream(batch.schema(), vec![batch]))
+    };
+    let session = lease.session();
+    let mut cursor = session
+        .with(|open| open.duck.query(sql, parameters, 4096))
+        .map_err(status)?;
+    let mut rows = Vec::new();
+    while let Some(batch) = session.with(|_| cursor.next_batch()).map_err(status)? {
+        if rows.len() + batch.num_rows() > rows_max {
+            return Err(Status::resource_exhausted(format!(
+                "the listing has more than {rows_max} rows; narrow it with a filter"
+            )));
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .map(|column| arrow_cast::cast(column, &DataType::Utf8))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Status::internal(format!("listing: {e}")))?;
+        let columns: Vec<&StringArray> = columns
+            .iter()
+            .map(|column| column.as_any().downcast_ref().expect("cast to utf8"))
+            .collect();
+        for row in 0..batch.num_rows() {
+            rows.push(
+                columns
+                    .iter()
+                    .map(|column| column.value(row).to_string())
+                    .collect(),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+fn built<E: std::fmt::Display>(result: Result<RecordBatch, E>) -> Result<RecordBatch, Status> {
+    result.map_err(|e| Status::internal(format!("catalog: {e}")))
+}
+
+/// `GetCatalogs`. Blocks on DuckDB.
+pub fn catalogs(lease: &Lease, query: CommandGetCatalogs) -> Result<RecordBatch, Status> {
+    let mut builder = query.into_builder();
+    for row in listing(lease, CATALOGS, &[], TABLES_MAX)? {
+        builder.append(&row[0]);
+    }
+    built(builder.build())
+}
+
+/// `GetDbSchemas`. Blocks on DuckDB.
+pub fn db_schemas(lease: &Lease, query: CommandGetDbSchemas) -> Result<RecordBatch, Status> {
+    let mut builder = query.into_builder();
+    for row in listing(lease, SCHEMAS, &[], TABLES_MAX)? {
+        builder.append(&row[0], &row[1]);
+    }
+    built(builder.build())
+}
+
+/// `GetTables`, each table's Arrow schema with `include_schema`. Blocks on DuckDB.
+pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Status> {
+    let include_schema = query.include_schema;
+    let filters = [
+        query.catalog.as_deref(),
+        query.db_schema_filter_pattern.as_deref(),
+        query.table_name_filter_pattern.as_deref(),
+    ];
+    let rows = listing(lease, TABLES, &filters, TABLES_MAX)?;
+    let wanted_types = query.table_types.clone();
+    let mut builder = query.into_builder();
+    let empty = arrow_schema::Schema::empty();
+    for row in rows {
+        let [catalog, schema_name, table, table_type] = <[String; 4]>::try_from(row)
+            .map_err(|_| Status::internal("catalog: a listing row has four columns"))?;
+        if !wanted_types.is_empty() && !wanted_types.contains(&table_type) {
+            continue;
+        }
+        let schema = if include_schema {
+            let name = TableName::new(
+                table.clone(),
+                Some(schema_name.clone()),
+                Some(catalog.clone()),
+            );
+            table_schema(lease.session(), &name).map_err(status)?
+        } else {
+            Arc::new(empty.clone())
+        };
+        builder
+            .append(&catalog, &schema_name, &table, &table_type, &schema)
+            .map_err(|e| Status::internal(format!("catalog: {e}")))?;
+    }
+    built(builder.build())
+}
+
+/// `GetTableTypes`.
+pub fn table_types(query: CommandGetTableTypes) -> Result<RecordBatch, Status> {
+    let mut builder = query.into_builder();
+    for table_type in TABLE_TYPES {
+        builder.append(table_type);
+    }
+    built(builder.build())
+}
