@@ -2,7 +2,8 @@
 Maven Central (fetched by tools/setup_jdbc.sh), driven by the small Java program in
 tests/flight_sql_jdbc/ (compiled here with the machine's JDK): a typed query, a large result streamed
 row by row, a prepared INSERT sent with addBatch / executeBatch and read back through quiver's own
-client, bearer token and user/password auth, a wrong token refused, a SQL error with DuckDB's message,
+client, DatabaseMetaData (table types, catalogs, tables, columns) as a SQL tool reads it, bearer token and
+user/password auth, a wrong token refused, a SQL error with DuckDB's message,
 TLS with a self-signed certificate made here (trusted through the driver's tlsRootCerts, refused without).
 """
 
@@ -196,6 +197,28 @@ def test_prepared_insert_batch_is_read_back(server: ServerProcess, jdbc_classpat
     )
     client.close()
     assert table.to_pylist() == [{"n": names, "names": names, "top": rows - 1}]
+
+
+def test_database_metadata_lists_tables_and_columns(server: ServerProcess, jdbc_classpath: str) -> None:
+    # Made through quiver's own client on the spine, listed through JDBC: one database, two front doors.
+    client = server.client()
+    client.call("execute", "CREATE TABLE jdbc_meta (id INTEGER NOT NULL, label VARCHAR, seen TIMESTAMP)")
+    client.call("execute", "CREATE VIEW jdbc_meta_view AS SELECT id, label FROM jdbc_meta")
+    client.close()
+    result = run_ok(jdbc_classpath, "metadata", jdbc_url(server, token=server.token), "jdbc_meta%")
+    assert sorted(result["table_types"]) == ["BASE TABLE", "LOCAL TEMPORARY", "VIEW"]
+    assert result["catalogs"] == ["memory"]
+    assert sorted(result["tables"]) == [
+        ["memory", "main", "jdbc_meta", "BASE TABLE"],
+        ["memory", "main", "jdbc_meta_view", "VIEW"],
+    ]
+    assert sorted(result["columns"]) == [
+        ["jdbc_meta", "id", "INTEGER", 1, "NO"],
+        ["jdbc_meta", "label", "VARCHAR", 2, "YES"],
+        ["jdbc_meta", "seen", "TIMESTAMP", 3, "YES"],
+        ["jdbc_meta_view", "id", "INTEGER", 1, "YES"],
+        ["jdbc_meta_view", "label", "VARCHAR", 2, "YES"],
+    ]
 
 
 def test_user_and_password_handshake(server: ServerProcess, jdbc_classpath: str) -> None:

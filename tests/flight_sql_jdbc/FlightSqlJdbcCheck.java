@@ -1,4 +1,5 @@
 import java.sql.Connection;
+import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.JDBCType;
 import java.sql.ParameterMetaData;
@@ -23,6 +24,9 @@ import java.util.List;
  *   ingest URL TABLE ROWS           CREATE TABLE TABLE (id BIGINT, name VARCHAR, value DOUBLE), then ROWS
  *                                   rows through one prepared INSERT with addBatch / executeBatch, then the
  *                                   table's aggregates and one row read back through a prepared query
+ *   metadata URL PATTERN            DatabaseMetaData as a SQL tool reads it: the table types, the
+ *                                   catalogs, the tables named like PATTERN in getTables and their
+ *                                   columns in getColumns
  * </pre>
  *
  * A SQLException is printed as {"error": ..., "sql_state": ...} with exit status 3, so a test can assert
@@ -51,6 +55,8 @@ public final class FlightSqlJdbcCheck {
                 result = query(url, args[2], boundedCount(args[3], PRINT_ROWS_LIMIT));
             } else if (mode.equals("ingest") && args.length == 4) {
                 result = ingest(url, args[2], boundedCount(args[3], INGEST_ROWS_LIMIT));
+            } else if (mode.equals("metadata") && args.length == 3) {
+                result = metadata(url, args[2]);
             } else {
                 usage();
                 return;
@@ -168,6 +174,53 @@ public final class FlightSqlJdbcCheck {
         return result;
     }
 
+    private static Json metadata(String url, String tablePattern) throws SQLException {
+        Json result = new Json();
+        try (Connection connection = DriverManager.getConnection(url)) {
+            DatabaseMetaData meta = connection.getMetaData();
+            try (ResultSet rows = meta.getTableTypes()) {
+                result.put("table_types", strings(rows, "TABLE_TYPE"));
+            }
+            try (ResultSet rows = meta.getCatalogs()) {
+                result.put("catalogs", strings(rows, "TABLE_CAT"));
+            }
+            try (ResultSet rows = meta.getTables(null, null, tablePattern, null)) {
+                result.put("tables", strings(rows, "TABLE_CAT", "TABLE_SCHEM", "TABLE_NAME", "TABLE_TYPE"));
+            }
+            try (ResultSet rows = meta.getColumns(null, null, tablePattern, null)) {
+                List<Object> columns = new ArrayList<>();
+                while (rows.next()) {
+                    List<Object> column = new ArrayList<>();
+                    column.add(rows.getString("TABLE_NAME"));
+                    column.add(rows.getString("COLUMN_NAME"));
+                    column.add(JDBCType.valueOf(rows.getInt("DATA_TYPE")).getName());
+                    column.add(rows.getInt("ORDINAL_POSITION"));
+                    column.add(rows.getString("IS_NULLABLE"));
+                    columns.add(column);
+                }
+                result.put("columns", columns);
+            }
+        }
+        return result;
+    }
+
+    /** The named string columns of every row, one list per row (one string per row for one name). */
+    private static List<Object> strings(ResultSet rows, String... names) throws SQLException {
+        List<Object> out = new ArrayList<>();
+        while (rows.next()) {
+            if (names.length == 1) {
+                out.add(rows.getString(names[0]));
+                continue;
+            }
+            List<Object> row = new ArrayList<>();
+            for (String name : names) {
+                row.add(rows.getString(name));
+            }
+            out.add(row);
+        }
+        return out;
+    }
+
     private static List<Object> parameterTypes(ParameterMetaData meta) throws SQLException {
         List<Object> types = new ArrayList<>();
         for (int parameter = 1; parameter <= meta.getParameterCount(); parameter++) {
@@ -207,6 +260,7 @@ public final class FlightSqlJdbcCheck {
     private static void usage() {
         System.err.println("usage: FlightSqlJdbcCheck query URL SQL PRINT_ROWS_MAX");
         System.err.println("       FlightSqlJdbcCheck ingest URL TABLE ROWS");
+        System.err.println("       FlightSqlJdbcCheck metadata URL PATTERN");
         System.exit(2);
     }
 
