@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent setup: Rust release build, quiver's Python venv, the oracle venv.
+# Idempotent setup: Rust release build, quiver's Python venv, the oracle venv, the JDBC test driver.
 # Everything comes from the package registries; a stamp file skips work that is done.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +33,10 @@ for requirements in tools/requirements-vgi-*.txt; do
     release="${requirements#tools/requirements-vgi-}"
     ensure_venv ".venv-vgi-${release%.txt}" "$(find_python313)" "$requirements"
 done
+
+# The Arrow Flight SQL JDBC driver (Maven Central), which tests/test_flight_sql_jdbc.py runs. Without a JDK
+# or Maven that one test fails and says why; nothing else needs them.
+tools/setup_jdbc.sh || log "no Flight SQL JDBC driver: tests/test_flight_sql_jdbc.py will fail (see above)"
 
 log "building Rust workspace (release)"
 cargo build --release --workspace --locked --quiet

@@ -3,6 +3,7 @@
 The workloads are bulk insert, full scan, filtered and aggregation; each peer is a subprocess in its
 own venv speaking the JSON lines of bench/peers/server/common.py:
 
+    flight_sql quiver's server through its Flight SQL front door, ADBC's Python client (quiver's .venv)
     duckdb    in-process DuckDB 2.0.0 (quiver's .venv): the ceiling
     hyper     Hyper through tableauhyperapi and pantab (.venv-bench-hyper)
     quack     DuckDB's own client/server protocol, duckdb 1.5.5 (.venv-bench-quack)
@@ -15,7 +16,7 @@ those); without it the suite runs and says so.
 
 Usage (with .venv/bin/python; tools/setup_bench_peers.sh creates the peer venvs):
     python bench/peers/server_bench.py run [--rows N] [--workers N] [--warmup W] [--measured M]
-        [--out DIR] [--quick] [--peers duckdb,hyper,quack,postgres] [--quiver-cmd CMD]
+        [--out DIR] [--quick] [--peers flight_sql,duckdb,hyper,quack,postgres] [--quiver-cmd CMD]
     python bench/peers/server_bench.py report [DIR]    # rewrite server.{md,svg} from server.json
 """
 
@@ -43,6 +44,7 @@ from common import PROTOCOL
 
 # Short name on the command line → (the `peer` its records carry, its interpreter, its script).
 PEERS = {
+    "flight_sql": ("quiver flight sql", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "flight_sql.py"),
     "duckdb": ("duckdb in-process", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "duckdb_inprocess.py"),
     "hyper": ("hyper", ROOT / ".venv-bench-hyper" / "bin" / "python", SERVER_DIR / "hyper.py"),
     "quack": ("quack", ROOT / ".venv-bench-quack" / "bin" / "python", SERVER_DIR / "quack.py"),

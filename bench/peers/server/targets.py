@@ -2,7 +2,9 @@
 the same run, matched by workload and connection count (and by transport for shm vs unix).
 
 quiver's own bench prints records with peer "quiver" and transport "tcp", "unix" or "unix+shm"; its
-single-connection Arrow insert has variant "Arrow, 1 connection", its scans "1 connection".
+single-connection Arrow insert has variant "Arrow, 1 connection", its scans "1 connection". The Flight
+SQL front door's records (bench/peers/server/flight_sql.py) carry peer "quiver flight sql", transport
+"grpc", and are set against the spine's over TCP, the same network path.
 Where either side is missing the target stays `measured: null, met: false` with the reason.
 """
 
@@ -13,6 +15,7 @@ from typing import Any
 from common import INSERT_ARROW, INSERT_COPY, QUERY_ONE
 
 QUIVER = "quiver"
+FLIGHT_SQL = "quiver flight sql"
 IN_PROCESS = "duckdb in-process"
 INSERT = "insert.bulk"
 FULL_SCAN = "query.full_scan"
@@ -30,10 +33,17 @@ def describe(r: Record) -> str:
     return f"{r['peer']} {r['api']} over {r['transport']}"
 
 
-def ratio_target(name: str, threshold: float, ours: Record | None, theirs: Record | None, missing: str) -> dict:
+def ratio_target(
+    name: str,
+    threshold: float,
+    ours: Record | None,
+    theirs: Record | None,
+    missing: str,
+    ours_missing: str = "quiver's record is absent",
+) -> dict:
     target = {"target": name, "comparison": "≥", "threshold": threshold, "measured": None, "met": False}
     if ours is None or theirs is None:
-        target["detail"] = "not measured: " + ("quiver's record is absent" if ours is None else missing)
+        target["detail"] = "not measured: " + (ours_missing if ours is None else missing)
         return target
     measured = ours["rows_per_s"] / theirs["rows_per_s"]
     target.update(
@@ -101,7 +111,32 @@ def compute(records: list[Record]) -> list[dict]:
             "quiver's unix-socket full scan is absent",
         )
     )
+    targets += flight_sql_targets(records)
     return targets
+
+
+def flight_sql_targets(records: list[Record]) -> list[dict]:
+    """The Flight SQL front door against the spine, both over TCP on loopback, one connection each."""
+    absent = "the Flight SQL record is absent (peer flight_sql not run or failed)"
+    spine_absent = "quiver's spine record over tcp is absent"
+    return [
+        ratio_target(
+            "Flight SQL full scan → Arrow ≥ 0.7× the spine's full scan over TCP (quiver, 1 connection)",
+            0.7,
+            best(records, peer=FLIGHT_SQL, workload=FULL_SCAN, variant=QUERY_ONE),
+            best(records, peer=QUIVER, workload=FULL_SCAN, variant=QUERY_ONE, transport="tcp"),
+            spine_absent,
+            absent,
+        ),
+        ratio_target(
+            "Flight SQL ingest ≥ 0.7× the spine's Arrow insert over TCP (quiver, 1 connection)",
+            0.7,
+            best(records, peer=FLIGHT_SQL, workload=INSERT, variant=INSERT_ARROW),
+            best(records, peer=QUIVER, workload=INSERT, variant=INSERT_ARROW, transport="tcp"),
+            spine_absent,
+            absent,
+        ),
+    ]
 
 
 def add_baselines(records: list[Record]) -> None:

@@ -233,6 +233,11 @@ pub async fn read_parameters(
         (None, Some(schema)) => Arc::clone(schema),
         (None, None) => return Ok(None),
     };
+    // The JDBC driver binds a statement without parameters as a stream of one empty-schema batch
+    // (tests/test_flight_sql_jdbc.py): that is no parameters, not zero rows of them.
+    if schema.fields().is_empty() {
+        return Ok(None);
+    }
     Ok(Some(Parameters {
         schema,
         batches,

@@ -223,9 +223,12 @@ pub fn empty_result() -> DataStream {
     Box::pin(encoded)
 }
 
-/// Rows a statement reports to a Flight client: DuckDB's count, or -1 when it reports none.
+/// Rows a statement reports to a Flight client: DuckDB's count, or 0 when it reports none (DDL).
+/// Not Flight SQL's -1 ("unknown"): the JDBC driver takes an update count of -1 for a result set
+/// and fetches one with `GetFlightInfo`, which would run the statement a second time
+/// (tests/test_flight_sql_jdbc.py); JDBC's own rule is 0 for a statement that returns nothing.
 pub fn record_count(rows: Option<i64>) -> i64 {
-    rows.unwrap_or(-1)
+    rows.unwrap_or(0)
 }
 
 /// Runs `sql` on `lease`, once per parameter row when there are parameters; the rows it changed.
