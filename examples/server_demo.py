@@ -3,6 +3,7 @@
 Starts `python -m quiver.serve` on a Unix socket and on TCP (with a token), bulk-inserts rows with
 the Arrow inserter through shared memory, streams them back, shows that a second client over TCP
 sees only committed rows, that bad input gets a typed error on a connection that keeps serving,
+that an ADBC client reads and bulk-loads the same database through the Flight SQL front door (gRPC),
 and stops the server with SIGTERM. `./quiver bench server` runs the measured version beside
 in-process DuckDB, Hyper, Quack and PostgreSQL.
 """
@@ -18,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import adbc_driver_flightsql.dbapi as flight_sql
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,7 +43,7 @@ def measurements(start: int, count: int) -> pa.Table:
     )
 
 
-def start_server(socket_path: Path, token: str) -> tuple[subprocess.Popen[str], int]:
+def start_server(socket_path: Path, token: str) -> tuple[subprocess.Popen[str], int, str]:
     command = [
         sys.executable,
         "-m",
@@ -50,24 +52,28 @@ def start_server(socket_path: Path, token: str) -> tuple[subprocess.Popen[str], 
         f"unix://{socket_path}",
         "--listen",
         "tcp://127.0.0.1:0",
+        "--listen",
+        "grpc://127.0.0.1:0",
         "--watch-stdin",
     ]
     env = {**os.environ, "QUIVER_TOKEN": token}
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     assert server.stdout is not None
-    port = 0
+    port, flight_sql_uri = 0, ""
     deadline = time.monotonic() + START_TIMEOUT_S
     for line in server.stdout:
         line = line.strip()
         print(f"   server says {line}")
         if line.startswith("PORT:"):
             port = int(line[5:])
+        if line.startswith("FLIGHT_SQL:"):
+            flight_sql_uri = line.removeprefix("FLIGHT_SQL:")
         if line == "READY" or time.monotonic() > deadline:
             break
-    if not port:
+    if not port or not flight_sql_uri:
         server.kill()
-        raise SystemExit("the server did not announce a TCP port")
-    return server, port
+        raise SystemExit("the server did not announce its TCP port and Flight SQL URI")
+    return server, port, flight_sql_uri
 
 
 def timed(label: str, rows: int, started: float) -> None:
@@ -110,15 +116,38 @@ def remote_client(port: int, token: str) -> None:
         print(f"   a wrong token -> {error}")
 
 
+def flight_sql_client(uri: str, token: str) -> None:
+    """ADBC's Flight SQL driver on the same database: a scan, a bulk ingest, the catalog."""
+    authorization = {"adbc.flight.sql.authorization_header": f"Bearer {token}"}
+    with flight_sql.connect(uri, db_kwargs=authorization, autocommit=True) as conn, conn.cursor() as cursor:
+        started = time.perf_counter()
+        cursor.execute("SELECT * FROM measurements")
+        scanned = cursor.fetch_arrow_table()
+        timed(f"Flight SQL (ADBC) scan, {scanned.num_rows:,} rows", scanned.num_rows, started)
+        extra = measurements(ROWS, 1_000_000)
+        started = time.perf_counter()
+        # ADBC's driver sends each batch as one gRPC message of at most 16 MiB: batches of 500k rows.
+        cursor.adbc_ingest("measurements_more", extra.to_reader(max_chunksize=BATCH_ROWS), mode="create")
+        timed(f"Flight SQL (ADBC) adbc_ingest {extra.num_rows:,} rows", extra.num_rows, started)
+        tables = [
+            table["table_name"]
+            for catalog in conn.adbc_get_objects(depth="tables").read_all().to_pylist()
+            for schema in catalog["catalog_db_schemas"]
+            for table in schema["db_schema_tables"]
+        ]
+        print(f"   adbc_get_objects: tables {sorted(tables)}")
+
+
 def main() -> None:
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="quiver-demo-") as tmp:
         socket_path = Path(tmp) / "quiver.sock"
         print("quiver server: DuckDB 2.0.0 + quiver's extension serving quiver.server")
-        server, port = start_server(socket_path, token)
+        server, port, flight_sql_uri = start_server(socket_path, token)
         try:
             local_client(socket_path)
             remote_client(port, token)
+            flight_sql_client(flight_sql_uri, token)
         finally:
             server.send_signal(signal.SIGTERM)
             code = server.wait(timeout=60)
