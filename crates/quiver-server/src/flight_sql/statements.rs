@@ -9,8 +9,8 @@
 //! says so, and its `DoGet` is the empty result.
 //!
 //! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
-//! `Session::with`, so the stop and `cancel` interrupt it) into a channel of [`STREAM_BATCHES_MAX`]
-//! batches that the gRPC response drains. A slow client holds the thread at the channel; a client
+//! `Session::with`, so the stop and `cancel` interrupt it), encodes each into its Flight message and
+//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow client holds the thread at the channel; a client
 //! that goes away closes it, and the thread ends, closing the cursor and (outside a transaction)
 //! the session.
 
@@ -34,8 +34,9 @@ use super::service::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;
 
-/// Batches between DuckDB and the gRPC response of one stream.
-pub const STREAM_BATCHES_MAX: usize = 2;
+/// Encoded messages (each at most about [`FLIGHT_DATA_BYTES_MAX`]) between DuckDB and the gRPC
+/// response of one stream.
+pub const STREAM_MESSAGES_MAX: usize = 2;
 /// The size the encoder splits a batch's message at (a DuckDB batch of 2^17 rows of a few columns
 /// is a few MiB; one message per batch keeps the copy count down).
 pub const FLIGHT_DATA_BYTES_MAX: usize = 4 << 20;
@@ -173,44 +174,56 @@ pub fn stream(
     start: impl FnOnce(&mut Open) -> Result<Cursor, DuckError>,
 ) -> Result<DataStream, Status> {
     let cursor = lease.session().with(start).map_err(status)?;
-    let schema = cursor.schema();
-    let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_BATCHES_MAX);
-    tokio::task::spawn_blocking(move || pump(lease, cursor, sender));
-    let batches = futures::stream::unfold(receiver, |mut receiver| async move {
+    let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_MESSAGES_MAX);
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || pump(&runtime, Batches { cursor, lease }, sender));
+    let messages = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
     });
-    let encoded = FlightDataEncoderBuilder::new()
-        .with_schema(schema)
-        .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
-        .build(batches)
-        .map(|item| item.map_err(Status::from));
-    Ok(Box::pin(encoded))
+    Ok(Box::pin(messages))
 }
 
-/// Moves the cursor's batches into the channel until the result ends, fails, or the client goes.
-fn pump(
+/// A result's batches, pulled from DuckDB as the encoder asks for them. The fields drop in order:
+/// the cursor before its session.
+struct Batches {
+    cursor: Cursor,
     lease: Lease,
-    mut cursor: Cursor,
-    sender: tokio::sync::mpsc::Sender<Result<RecordBatch, FlightError>>,
-) {
-    loop {
-        match lease.session().with(|_| cursor.next_batch()) {
-            Ok(Some(batch)) => {
-                if sender.blocking_send(Ok(batch)).is_err() {
-                    break; // the client went away
-                }
-            }
-            Ok(None) => break,
-            Err(report) => {
-                let error = FlightError::Tonic(Box::new(status(report)));
-                let _ = sender.blocking_send(Err(error));
-                break;
-            }
+}
+
+impl Iterator for Batches {
+    type Item = Result<RecordBatch, FlightError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let cursor = &mut self.cursor;
+        match self.lease.session().with(|_| cursor.next_batch()) {
+            Ok(batch) => batch.map(Ok),
+            Err(report) => Some(Err(FlightError::Tonic(Box::new(status(report))))),
         }
     }
-    // The cursor before its session.
-    drop(cursor);
-    drop(lease);
+}
+
+/// Encodes the batches into Flight messages (the schema's first) on this blocking thread and moves
+/// them into the channel until the result ends, fails, or the client goes: the IPC encoding's copy
+/// is done here, beside DuckDB, so the runtime's workers only hand finished messages to the
+/// transport. The encoder never waits on its input (an iterator), so `block_on` only drives it.
+fn pump(
+    runtime: &tokio::runtime::Handle,
+    batches: Batches,
+    sender: tokio::sync::mpsc::Sender<Result<arrow_flight::FlightData, Status>>,
+) {
+    let schema = batches.cursor.schema();
+    let mut encoder = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
+        .build(futures::stream::iter(batches));
+    while let Some(message) = runtime.block_on(encoder.next()) {
+        let failed = message.is_err();
+        if sender.blocking_send(message.map_err(Status::from)).is_err() || failed {
+            break; // the client went away, or the result failed
+        }
+    }
+    // Dropping the encoder drops its input: the cursor, then the session.
+    drop(encoder);
 }
 
 /// The result of a statement that ran at `GetFlightInfo`: no rows, no columns.
