@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
 use arrow_flight::error::FlightError;
 use arrow_flight::sql::{ProstMessageExt, TicketStatementQuery};
 use arrow_flight::{FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, SchemaAsIpc, Ticket};
@@ -252,8 +252,8 @@ type Sender = tokio::sync::mpsc::Sender<Result<DataMessage, Status>>;
 /// channel until the result ends, fails, or the client goes: the encoding is done here, beside
 /// DuckDB, so the runtime's workers only hand finished messages to the transport. A batch whose
 /// columns the zero-copy layout covers travels as its own buffers (written once, by the
-/// transport's encoder); any other batch, and every result with dictionaries (which arrow-flight
-/// hydrates, changing the schema), takes arrow-flight's encoder.
+/// transport's encoder); any other batch, and every result with dictionaries (whose dictionary
+/// messages arrow-flight's encoder makes), takes arrow-flight's encoder.
 fn pump(runtime: &tokio::runtime::Handle, mut batches: Batches, sender: Sender) {
     let schema = batches.cursor.schema();
     if schema
@@ -304,10 +304,14 @@ fn pump(runtime: &tokio::runtime::Handle, mut batches: Batches, sender: Sender) 
     }
 }
 
+/// arrow-flight's encoder for a result of `schema`. Dictionaries are sent, not hydrated: the
+/// schema `GetFlightInfo` answered has them (an `ENUM` column is a dictionary), and clients check
+/// that the stream's schema is that one.
 fn encoder(schema: SchemaRef) -> FlightDataEncoderBuilder {
     FlightDataEncoderBuilder::new()
         .with_schema(schema)
         .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
+        .with_dictionary_handling(DictionaryHandling::Resend)
 }
 
 /// Moves `encoder`'s messages into the channel; whether the stream goes on (the client is there
