@@ -119,6 +119,28 @@ def test_types_round_trip(server: ServerProcess) -> None:
     assert row["ts"].isoformat() == "2024-02-29T12:34:56.789000"
 
 
+def test_an_enum_arrives_as_the_dictionary_the_result_schema_names(server: ServerProcess) -> None:
+    # The stream's schema must be GetFlightInfo's (ADBC checks): the dictionary is sent, not hydrated.
+    with connect(server) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT (['sad', 'ok', 'happy'])[1 + i % 3]::ENUM('sad', 'ok', 'happy') AS mood FROM range(300000) t(i)"
+        )
+        table = cur.fetch_arrow_table()
+    assert pa.types.is_dictionary(table.schema.field("mood").type)
+    assert table.num_rows == 300_000 and table.column("mood").to_pylist()[:4] == ["sad", "ok", "happy", "sad"]
+
+
+def test_a_batch_over_the_message_size_is_split_and_whole(server: ServerProcess) -> None:
+    # DuckDB's batches of this result are about 14 MB each; Flight messages stay within 4 MiB.
+    rows = 300_000
+    with connect(server) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT repeat('x', 100) || i::VARCHAR AS s, i FROM range({rows}) t(i)")
+        table = cur.fetch_arrow_table()
+    assert table.num_rows == rows and len(table.to_batches()) > 3
+    assert table.column("s")[rows - 1].as_py() == "x" * 100 + str(rows - 1)
+    assert table.column("i").to_pylist() == list(range(rows))
+
+
 def test_a_large_result_streams_in_batches(server: ServerProcess) -> None:
     rows = 3_000_000
     with connect(server) as conn, conn.cursor() as cur:

@@ -43,6 +43,7 @@ pub mod schema_message;
 mod sink;
 mod writer;
 
+pub use body::BatchMessage;
 pub use error::{Result, WireError};
 pub use frames::{BufferFrames, FrameSource, IoFrames};
 pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};

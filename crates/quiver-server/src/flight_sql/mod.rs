@@ -14,6 +14,7 @@ mod address;
 mod auth;
 mod catalog;
 mod connections;
+mod do_get;
 mod ingest;
 mod lease;
 mod prepared;
@@ -27,14 +28,12 @@ pub use address::GrpcAddress;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_flight::flight_service_server::FlightServiceServer;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::server::Shared;
-use auth::Authenticated;
 use prepared::PreparedStatements;
 use service::FlightSql;
 use transactions::{Transactions, REAP_INTERVAL};
@@ -97,17 +96,15 @@ pub fn start(
     let transactions = Arc::new(Transactions::default());
     let prepared = Arc::new(PreparedStatements::default());
     let message_bytes_max = usize::try_from(shared.message_bytes_max).unwrap_or(usize::MAX);
-    let service = Authenticated::new(
+    let service = do_get::Routed::new(
         FlightSql::new(
             Arc::clone(shared),
             Arc::clone(&transactions),
             Arc::clone(&prepared),
         ),
         shared.token.clone(),
+        message_bytes_max,
     );
-    let service = FlightServiceServer::new(service)
-        .max_decoding_message_size(message_bytes_max)
-        .max_encoding_message_size(message_bytes_max);
     let mut builder = Server::builder()
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES);

@@ -35,7 +35,7 @@ use super::catalog;
 use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
-use super::statements::{self, StatementTicket, BATCH_ROWS};
+use super::statements::{self, MessageStream, StatementTicket, BATCH_ROWS};
 use super::transactions::Transactions;
 use crate::auth::Token;
 use crate::server::Shared;
@@ -81,6 +81,7 @@ pub async fn blocking<T: Send + 'static>(
 }
 
 /// The service of one server.
+#[derive(Clone)]
 pub struct FlightSql {
     shared: Arc<Shared>,
     transactions: Arc<Transactions>,
@@ -104,6 +105,41 @@ impl FlightSql {
             prepared,
             sql_info: Arc::new(super::sql_info::sql_info()),
         }
+    }
+
+    /// `DoGet(TicketStatementQuery)`'s messages: the statement's result.
+    pub async fn statement_messages(
+        &self,
+        ticket: TicketStatementQuery,
+    ) -> Result<MessageStream, Status> {
+        let ticket = StatementTicket::decode(&ticket.statement_handle)?;
+        if ticket.executed {
+            return Ok(statements::empty_result());
+        }
+        self.on_session(ticket.transaction_id.clone(), move |lease| {
+            statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
+        })
+        .await
+    }
+
+    /// `DoGet(CommandPreparedStatementQuery)`'s messages: the prepared statement's result with
+    /// its bound parameters.
+    pub async fn prepared_messages(
+        &self,
+        query: CommandPreparedStatementQuery,
+    ) -> Result<MessageStream, Status> {
+        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        prepared::check_query_rows(statement.parameters.as_ref())?;
+        self.on_session(statement.transaction_id.clone(), move |lease| {
+            let parameters = statement
+                .parameters
+                .as_ref()
+                .map(prepared::Parameters::stream);
+            statements::stream(lease, |open| {
+                open.duck.query(&statement.sql, parameters, BATCH_ROWS)
+            })
+        })
+        .await
     }
 
     fn token(&self) -> Option<&Token> {
@@ -186,16 +222,8 @@ impl FlightSqlService for FlightSql {
         ticket: TicketStatementQuery,
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let ticket = StatementTicket::decode(&ticket.statement_handle)?;
-        if ticket.executed {
-            return Ok(Response::new(statements::empty_result()));
-        }
-        let stream = self
-            .on_session(ticket.transaction_id.clone(), move |lease| {
-                statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
-            })
-            .await?;
-        Ok(Response::new(stream))
+        let messages = self.statement_messages(ticket).await?;
+        Ok(Response::new(statements::flight_data(messages)))
     }
 
     async fn do_put_statement_update(
@@ -346,20 +374,8 @@ impl FlightSqlService for FlightSql {
         query: CommandPreparedStatementQuery,
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let statement = self.prepared.get(&query.prepared_statement_handle)?;
-        prepared::check_query_rows(statement.parameters.as_ref())?;
-        let stream = self
-            .on_session(statement.transaction_id.clone(), move |lease| {
-                let parameters = statement
-                    .parameters
-                    .as_ref()
-                    .map(prepared::Parameters::stream);
-                statements::stream(lease, |open| {
-                    open.duck.query(&statement.sql, parameters, BATCH_ROWS)
-                })
-            })
-            .await?;
-        Ok(Response::new(stream))
+        let messages = self.prepared_messages(query).await?;
+        Ok(Response::new(statements::flight_data(messages)))
     }
 
     async fn do_put_prepared_statement_update(

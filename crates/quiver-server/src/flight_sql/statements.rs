@@ -9,23 +9,25 @@
 //! says so, and its `DoGet` is the empty result.
 //!
 //! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
-//! `Session::with`, so the stop and `cancel` interrupt it) into a channel of [`STREAM_BATCHES_MAX`]
-//! batches that the gRPC response drains. A slow client holds the thread at the channel; a client
+//! `Session::with`, so the stop and `cancel` interrupt it), encodes each into its Flight message and
+//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow client holds the thread at the channel; a client
 //! that goes away closes it, and the thread ends, closing the cursor and (outside a transaction)
 //! the session.
 
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
 use arrow_flight::error::FlightError;
 use arrow_flight::sql::{ProstMessageExt, TicketStatementQuery};
-use arrow_flight::{FlightDescriptor, FlightEndpoint, FlightInfo, Ticket};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_flight::{FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, SchemaAsIpc, Ticket};
+use arrow_ipc::writer::IpcWriteOptions;
+use arrow_schema::{DataType, Schema, SchemaRef};
 use futures::{Stream, StreamExt};
 use prost::bytes::Bytes;
 use prost::Message;
 use quiver_server_protocol::limits::{BATCH_ROWS_DEFAULT, SQL_BYTES_MAX};
+use quiver_wire::BatchMessage;
 use tonic::Status;
 
 use super::lease::Lease;
@@ -34,8 +36,9 @@ use super::service::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;
 
-/// Batches between DuckDB and the gRPC response of one stream.
-pub const STREAM_BATCHES_MAX: usize = 2;
+/// Encoded messages (each at most about [`FLIGHT_DATA_BYTES_MAX`]) between DuckDB and the gRPC
+/// response of one stream.
+pub const STREAM_MESSAGES_MAX: usize = 2;
 /// The size the encoder splits a batch's message at (a DuckDB batch of 2^17 rows of a few columns
 /// is a few MiB; one message per batch keeps the copy count down).
 pub const FLIGHT_DATA_BYTES_MAX: usize = 4 << 20;
@@ -43,9 +46,51 @@ const TICKET_VERSION: u8 = 1;
 /// Longest transaction id a ticket carries.
 const TRANSACTION_ID_BYTES_MAX: usize = 255;
 
-/// A `DoGet` response: the encoded result.
-pub type DataStream =
-    std::pin::Pin<Box<dyn Stream<Item = Result<arrow_flight::FlightData, Status>> + Send>>;
+/// A `DoGet` response's message: finished Flight data, or a record batch whose body is still the
+/// batch's own buffers (`do_get.rs` writes those straight into the transport's buffer, one copy).
+pub enum DataMessage {
+    /// Encoded by arrow-flight (the schema, and what the zero-copy layout does not cover).
+    Encoded(FlightData),
+    /// A record batch's IPC header and body slices.
+    Batch(BatchMessage),
+}
+
+impl DataMessage {
+    /// The message as `FlightData`, the body gathered into one buffer (a copy): for callers that
+    /// need arrow-flight's type.
+    pub fn into_flight_data(self) -> FlightData {
+        match self {
+            DataMessage::Encoded(data) => data,
+            DataMessage::Batch(message) => {
+                let mut body = Vec::with_capacity(message.body_len);
+                for part in &message.parts {
+                    body.extend_from_slice(part);
+                    body.resize(body.len() + padded(part.len()) - part.len(), 0);
+                }
+                assert_eq!(body.len(), message.body_len, "the layout's length");
+                FlightData::new()
+                    .with_data_header(message.header)
+                    .with_data_body(body)
+            }
+        }
+    }
+}
+
+/// `len` rounded up to the IPC body's 8-byte alignment.
+pub fn padded(len: usize) -> usize {
+    len.next_multiple_of(quiver_wire::ALIGNMENT_BYTES)
+}
+
+/// A result's messages, the schema's first.
+pub type MessageStream = std::pin::Pin<Box<dyn Stream<Item = Result<DataMessage, Status>> + Send>>;
+
+/// A `DoGet` response of arrow-flight's type.
+pub type DataStream = std::pin::Pin<Box<dyn Stream<Item = Result<FlightData, Status>> + Send>>;
+
+/// `messages` as arrow-flight's type.
+pub fn flight_data(messages: MessageStream) -> DataStream {
+    Box::pin(messages.map(|message| message.map(DataMessage::into_flight_data)))
+}
 
 /// What a statement ticket carries: the SQL, the transaction it runs in, and whether it ran
 /// already (a statement without a result set). Its bytes: a version byte, a flags byte, the
@@ -171,55 +216,145 @@ pub fn statement_ticket(ticket: &StatementTicket) -> Bytes {
 pub fn stream(
     lease: Lease,
     start: impl FnOnce(&mut Open) -> Result<Cursor, DuckError>,
-) -> Result<DataStream, Status> {
+) -> Result<MessageStream, Status> {
     let cursor = lease.session().with(start).map_err(status)?;
-    let schema = cursor.schema();
-    let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_BATCHES_MAX);
-    tokio::task::spawn_blocking(move || pump(lease, cursor, sender));
-    let batches = futures::stream::unfold(receiver, |mut receiver| async move {
+    let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_MESSAGES_MAX);
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || pump(&runtime, Batches { cursor, lease }, sender));
+    let messages = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
     });
-    let encoded = FlightDataEncoderBuilder::new()
-        .with_schema(schema)
-        .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
-        .build(batches)
-        .map(|item| item.map_err(Status::from));
-    Ok(Box::pin(encoded))
+    Ok(Box::pin(messages))
 }
 
-/// Moves the cursor's batches into the channel until the result ends, fails, or the client goes.
-fn pump(
+/// A result's batches, pulled from DuckDB as they are asked for. The fields drop in order: the
+/// cursor before its session.
+struct Batches {
+    cursor: Cursor,
     lease: Lease,
-    mut cursor: Cursor,
-    sender: tokio::sync::mpsc::Sender<Result<RecordBatch, FlightError>>,
-) {
-    loop {
-        match lease.session().with(|_| cursor.next_batch()) {
-            Ok(Some(batch)) => {
-                if sender.blocking_send(Ok(batch)).is_err() {
-                    break; // the client went away
+}
+
+impl Iterator for Batches {
+    type Item = Result<RecordBatch, FlightError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let cursor = &mut self.cursor;
+        match self.lease.session().with(|_| cursor.next_batch()) {
+            Ok(batch) => batch.map(Ok),
+            Err(report) => Some(Err(FlightError::Tonic(Box::new(status(report))))),
+        }
+    }
+}
+
+type Sender = tokio::sync::mpsc::Sender<Result<DataMessage, Status>>;
+
+/// Makes the Flight messages (the schema's first) on this blocking thread and moves them into the
+/// channel until the result ends, fails, or the client goes: the encoding is done here, beside
+/// DuckDB, so the runtime's workers only hand finished messages to the transport. A batch whose
+/// columns the zero-copy layout covers travels as its own buffers (written once, by the
+/// transport's encoder); any other batch, and every result with dictionaries (whose dictionary
+/// messages arrow-flight's encoder makes), takes arrow-flight's encoder.
+fn pump(runtime: &tokio::runtime::Handle, mut batches: Batches, sender: Sender) {
+    let schema = batches.cursor.schema();
+    if schema
+        .fields()
+        .iter()
+        .any(|f| has_dictionary(f.data_type()))
+    {
+        let encoder = encoder(schema).build(futures::stream::iter(batches));
+        drive(runtime, encoder, &sender);
+        return; // dropping the encoder dropped its input: the cursor, then the session
+    }
+    let options = IpcWriteOptions::default();
+    let schema_message = FlightData::from(SchemaAsIpc::new(&schema, &options));
+    if sender
+        .blocking_send(Ok(DataMessage::Encoded(schema_message)))
+        .is_err()
+    {
+        return;
+    }
+    for batch in batches.by_ref() {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(error) => {
+                let _ = sender.blocking_send(Err(Status::from(error)));
+                return;
+            }
+        };
+        match BatchMessage::of(&batch) {
+            Some(message) if message.body_len <= FLIGHT_DATA_BYTES_MAX => {
+                if sender
+                    .blocking_send(Ok(DataMessage::Batch(message)))
+                    .is_err()
+                {
+                    return; // the client went away
                 }
             }
-            Ok(None) => break,
-            Err(report) => {
-                let error = FlightError::Tonic(Box::new(status(report)));
-                let _ = sender.blocking_send(Err(error));
-                break;
+            // arrow-flight's encoder splits a large batch into messages within the limit; its
+            // first message is the schema, sent already.
+            _ => {
+                let encoder = encoder(Arc::clone(&schema))
+                    .build(futures::stream::iter([Ok(batch)]))
+                    .skip(1);
+                if !drive(runtime, encoder, &sender) {
+                    return;
+                }
             }
         }
     }
-    // The cursor before its session.
-    drop(cursor);
-    drop(lease);
+}
+
+/// arrow-flight's encoder for a result of `schema`. Dictionaries are sent, not hydrated: the
+/// schema `GetFlightInfo` answered has them (an `ENUM` column is a dictionary), and clients check
+/// that the stream's schema is that one.
+fn encoder(schema: SchemaRef) -> FlightDataEncoderBuilder {
+    FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .with_max_flight_data_size(FLIGHT_DATA_BYTES_MAX)
+        .with_dictionary_handling(DictionaryHandling::Resend)
+}
+
+/// Moves `encoder`'s messages into the channel; whether the stream goes on (the client is there
+/// and nothing failed). The encoder never waits on its input (an iterator), so `block_on` only
+/// drives it.
+fn drive(
+    runtime: &tokio::runtime::Handle,
+    mut encoder: impl Stream<Item = Result<FlightData, FlightError>> + Unpin,
+    sender: &Sender,
+) -> bool {
+    while let Some(message) = runtime.block_on(encoder.next()) {
+        let failed = message.is_err();
+        let message = message.map(DataMessage::Encoded).map_err(Status::from);
+        if sender.blocking_send(message).is_err() || failed {
+            return false;
+        }
+    }
+    true
+}
+
+fn has_dictionary(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Dictionary(..) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_dictionary(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| has_dictionary(f.data_type())),
+        DataType::Union(fields, _) => fields.iter().any(|(_, f)| has_dictionary(f.data_type())),
+        DataType::RunEndEncoded(_, values) => has_dictionary(values.data_type()),
+        _ => false,
+    }
 }
 
 /// The result of a statement that ran at `GetFlightInfo`: no rows, no columns.
-pub fn empty_result() -> DataStream {
+pub fn empty_result() -> MessageStream {
     let schema = Arc::new(Schema::empty());
     let encoded = FlightDataEncoderBuilder::new()
         .with_schema(schema)
         .build(futures::stream::empty())
-        .map(|item| item.map_err(Status::from));
+        .map(|item| item.map(DataMessage::Encoded).map_err(Status::from));
     Box::pin(encoded)
 }
 
