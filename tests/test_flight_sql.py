@@ -76,6 +76,38 @@ def test_a_wrong_token_is_refused_with_nothing_more(server: ServerProcess) -> No
     assert "authentication failed" in message and "Bearer" not in message and "wrong" not in message
 
 
+def _any(type_name: str, handle: bytes) -> bytes:
+    """A protobuf `Any` packing a Flight SQL message whose field 1 is the bytes `handle`."""
+
+    def length_delimited(field: int, payload: bytes) -> bytes:
+        assert len(payload) < 128, "one-byte lengths keep this encoder trivial"
+        return bytes([field << 3 | 2, len(payload)]) + payload
+
+    type_url = f"type.googleapis.com/arrow.flight.protocol.sql.{type_name}".encode()
+    return length_delimited(1, type_url) + length_delimited(2, length_delimited(1, handle))
+
+
+def test_a_data_ticket_needs_the_token_too(server: ServerProcess) -> None:
+    # DoGet of the two data tickets is served on a path of its own (flight_sql/do_get.rs): it must
+    # refuse exactly as every other call does, before it looks at the ticket.
+    import pyarrow.flight as flight
+
+    client = flight.FlightClient(server.flight_sql)
+    good = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {server.token}".encode())])
+    wrong = flight.FlightCallOptions(headers=[(b"authorization", b"Bearer wrong")])
+    for kind in ("TicketStatementQuery", "CommandPreparedStatementQuery"):
+        ticket = flight.Ticket(_any(kind, b"no such handle"))
+        for options in (flight.FlightCallOptions(), wrong):
+            with pytest.raises(flight.FlightUnauthenticatedError, match="authentication failed"):
+                client.do_get(ticket, options=options).read_all()
+        # With the token the ticket itself is judged: its handle names nothing.
+        with pytest.raises(pa.ArrowException) as raised:
+            client.do_get(ticket, options=good).read_all()
+        assert not isinstance(raised.value, flight.FlightUnauthenticatedError), raised.value
+        assert "authentication failed" not in str(raised.value)
+    client.close()
+
+
 def test_an_update_counts_its_rows(server: ServerProcess) -> None:
     with connect(server, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE m2 AS SELECT range::BIGINT AS n FROM range(10)")
