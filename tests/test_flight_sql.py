@@ -1,18 +1,15 @@
 """The server's Flight SQL front door driven by a real Flight SQL client: ADBC's DB-API
 (``adbc-driver-flightsql`` over ``adbc-driver-manager``, the Go driver), against
 ``python -m quiver.serve --listen grpc://127.0.0.1:0`` (crates/quiver-server/src/flight_sql/).
+
+Statements, prepared statements, transactions, ingest and the catalog; credentials and TLS are in
+test_flight_sql_auth.py, dead clients, the stop and limits in test_flight_sql_faults.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
-import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
@@ -20,36 +17,13 @@ import pyarrow as pa
 import pyarrow.compute
 import pytest
 
-from server_support import WAIT_SECONDS, ServerProcess, wait_until
+from flight_sql_support import connect, count, flight_sql_server, readings
+from server_support import ServerProcess
 
 
 @pytest.fixture(scope="module")
 def server(extension: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
-    assert process.flight_sql is not None and process.flight_sql.startswith("grpc://127.0.0.1:")
-    assert process.token is not None
-    yield process
-    assert process.stop() == 0
-
-
-def connect(server: ServerProcess, **options: Any) -> Any:
-    """An ADBC DB-API connection with the server's token as a bearer header."""
-    db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {server.token}"}
-    return flightsql.connect(server.flight_sql, db_kwargs=db_kwargs, **options)
-
-
-def refusal(uri: str, db_kwargs: dict[str, str] | None = None) -> str:
-    """The error a client gets running a statement with these options (the test fails if none)."""
-    with warnings.catch_warnings():
-        # ADBC warns that it could not turn autocommit off: the server refused it too.
-        warnings.simplefilter("ignore")
-        with (
-            pytest.raises(adbc_driver_manager.Error) as raised,
-            flightsql.connect(uri, db_kwargs=db_kwargs or {}) as conn,
-            conn.cursor() as cur,
-        ):
-            cur.execute("SELECT 1")
-    return str(raised.value)
+    yield from flight_sql_server(extension)
 
 
 def test_create_insert_select(server: ServerProcess) -> None:
@@ -69,43 +43,6 @@ def test_a_sql_error_keeps_duckdb_message_and_the_server_serves_on(server: Serve
         conn.rollback()
         cur.execute("SELECT 42 AS answer")
         assert cur.fetchall() == [(42,)]
-
-
-def test_a_wrong_token_is_refused_with_nothing_more(server: ServerProcess) -> None:
-    message = refusal(server.flight_sql, {"adbc.flight.sql.authorization_header": "Bearer wrong"})
-    assert "authentication failed" in message and "Bearer" not in message and "wrong" not in message
-
-
-def _any(type_name: str, handle: bytes) -> bytes:
-    """A protobuf `Any` packing a Flight SQL message whose field 1 is the bytes `handle`."""
-
-    def length_delimited(field: int, payload: bytes) -> bytes:
-        assert len(payload) < 128, "one-byte lengths keep this encoder trivial"
-        return bytes([field << 3 | 2, len(payload)]) + payload
-
-    type_url = f"type.googleapis.com/arrow.flight.protocol.sql.{type_name}".encode()
-    return length_delimited(1, type_url) + length_delimited(2, length_delimited(1, handle))
-
-
-def test_a_data_ticket_needs_the_token_too(server: ServerProcess) -> None:
-    # DoGet of the two data tickets is served on a path of its own (flight_sql/do_get.rs): it must
-    # refuse exactly as every other call does, before it looks at the ticket.
-    import pyarrow.flight as flight
-
-    client = flight.FlightClient(server.flight_sql)
-    good = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {server.token}".encode())])
-    wrong = flight.FlightCallOptions(headers=[(b"authorization", b"Bearer wrong")])
-    for kind in ("TicketStatementQuery", "CommandPreparedStatementQuery"):
-        ticket = flight.Ticket(_any(kind, b"no such handle"))
-        for options in (flight.FlightCallOptions(), wrong):
-            with pytest.raises(flight.FlightUnauthenticatedError, match="authentication failed"):
-                client.do_get(ticket, options=options).read_all()
-        # With the token the ticket itself is judged: its handle names nothing.
-        with pytest.raises(pa.ArrowException) as raised:
-            client.do_get(ticket, options=good).read_all()
-        assert not isinstance(raised.value, flight.FlightUnauthenticatedError), raised.value
-        assert "authentication failed" not in str(raised.value)
-    client.close()
 
 
 def test_an_update_counts_its_rows(server: ServerProcess) -> None:
@@ -247,16 +184,6 @@ def test_commit_is_seen_by_another_connection_and_rollback_is_not(server: Server
             assert cur.fetchone() == (1,)
 
 
-def readings(start: int, rows: int) -> pa.Table:
-    ids = pa.array(range(start, start + rows), pa.int64())
-    return pa.table({"id": ids, "value": pa.compute.multiply(ids, 0.5)})
-
-
-def count(cur: Any, table: str) -> int:
-    cur.execute(f"SELECT count(*) FROM {table}")
-    return cur.fetchone()[0]
-
-
 def test_ingest_create_append_replace_create_append(server: ServerProcess) -> None:
     with connect(server, autocommit=True) as conn, conn.cursor() as cur:
         assert cur.adbc_ingest("ing1", readings(0, 1000), mode="create") == 1000
@@ -339,185 +266,6 @@ def test_table_schema_and_table_types(server: ServerProcess) -> None:
             conn.adbc_get_table_schema("no_such_schema_t")
 
 
-def test_basic_auth_handshake_yields_the_bearer_token(server: ServerProcess) -> None:
-    db_kwargs = {"username": "anyone", "password": server.token}
-    with flightsql.connect(server.flight_sql, db_kwargs=db_kwargs) as conn, conn.cursor() as cur:
-        cur.execute("SELECT 7")
-        assert cur.fetchone() == (7,)
-    wrong = {"username": "anyone", "password": "not-the-token"}
-    assert "authentication failed" in refusal(server.flight_sql, wrong)
-
-
-def test_no_token_is_refused(server: ServerProcess) -> None:
-    assert "authentication failed" in refusal(server.flight_sql)
-
-
-def test_a_no_auth_server_takes_any_client(extension: Path) -> None:
-    process = ServerProcess("--listen", "grpc://127.0.0.1:0", "--no-auth", env={"QUIVER_EXTENSION": str(extension)})
-    try:
-        assert process.token is None
-        with flightsql.connect(process.flight_sql) as conn, conn.cursor() as cur:
-            cur.execute("SELECT 'open'")
-            assert cur.fetchone() == ("open",)
-    finally:
-        assert process.stop() == 0
-
-
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
-def test_tls_with_a_self_signed_certificate(extension: Path, tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    process = ServerProcess(
-        "--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key),
-        env={"QUIVER_EXTENSION": str(extension)},
-    )  # fmt: skip
-    try:
-        assert process.flight_sql is not None and process.flight_sql.startswith("grpc+tls://127.0.0.1:")
-        db_kwargs = {
-            "adbc.flight.sql.authorization_header": f"Bearer {process.token}",
-            "adbc.flight.sql.client_option.tls_root_certs": cert.read_text(),
-        }
-        with flightsql.connect(process.flight_sql, db_kwargs=db_kwargs) as conn, conn.cursor() as cur:
-            cur.execute("SELECT 'secret' AS word")
-            assert cur.fetchone() == ("secret",)
-        untrusted = {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"}
-        assert "certificate" in refusal(process.flight_sql, untrusted)
-    finally:
-        assert process.stop() == 0
-
-
-def test_tls_files_are_checked_at_start(extension: Path, tmp_path: Path) -> None:
-    env = {"QUIVER_EXTENSION": str(extension)}
-    garbage = tmp_path / "garbage.pem"
-    garbage.write_text("not a certificate\n")
-    cases = [
-        (["--listen", "grpc+tls://127.0.0.1:0"], "needs both tls_cert and tls_key"),
-        (["--listen", "grpc://127.0.0.1:0", "--tls-cert", str(garbage), "--tls-key", str(garbage)], "grpc+tls"),
-        (["--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(tmp_path / "absent.pem"),
-          "--tls-key", str(garbage)], "cannot read the TLS certificate"),
-        (["--listen", "grpc+tls://127.0.0.1:0", "--tls-cert", str(garbage), "--tls-key", str(garbage)], "TLS"),
-    ]  # fmt: skip
-    for arguments, message in cases:
-        with pytest.raises(AssertionError) as refused:
-            ServerProcess(*arguments, env=env)
-        assert message in str(refused.value), arguments
-
-
-INGEST_UNTIL_KILLED = """
-import sys, time
-import pyarrow as pa
-import adbc_driver_flightsql.dbapi as flightsql
-
-uri, token = sys.argv[1], sys.argv[2]
-schema = pa.schema([("id", pa.int64()), ("value", pa.float64())])
-
-def batches():
-    for number in range(1_000_000):
-        if number == 4:
-            print("SENT", flush=True)  # three batches went out before the fourth was asked for
-        if number >= 4:
-            time.sleep(600)
-        ids = pa.array(range(number * 10_000, (number + 1) * 10_000), pa.int64())
-        yield pa.record_batch([ids, pa.compute.multiply(ids, 0.5)], schema=schema)
-
-db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {token}"}
-with flightsql.connect(uri, db_kwargs=db_kwargs, autocommit=True) as conn, conn.cursor() as cur:
-    cur.adbc_ingest("killed", pa.RecordBatchReader.from_batches(schema, batches()), mode="append")
-"""
-
-
-def test_a_client_killed_mid_ingest_leaves_no_rows(server: ServerProcess) -> None:
-    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE killed (id BIGINT, value DOUBLE)")
-        client = subprocess.Popen(
-            [sys.executable, "-c", INGEST_UNTIL_KILLED, server.flight_sql, server.token],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert client.stdout is not None and client.stdout.readline().strip() == "SENT"
-        finally:
-            client.kill()
-            client.wait(timeout=WAIT_SECONDS)
-
-        # The killed ingest's rows never show; once it has rolled back, an append goes through.
-        def appended() -> bool:
-            try:
-                return cur.adbc_ingest("killed", readings(0, 1), mode="append") == 1
-            except adbc_driver_manager.Error:
-                return False
-
-        wait_until(appended, "an append after the killed ingest")
-        assert count(cur, "killed") == 1
-
-
-# The cursor's finalizer closes it once more after the server is gone, which ADBC reports as unraisable.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_stop_while_a_result_streams(extension: Path) -> None:
-    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
-    db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"}
-    conn = flightsql.connect(process.flight_sql, db_kwargs=db_kwargs)
-    cur = conn.cursor()
-    try:
-        cur.execute("SELECT range AS n FROM range(10000000000)")
-        reader = cur.fetch_record_batch()
-        assert reader.read_next_batch().num_rows > 0
-        process.process.terminate()
-        with pytest.raises(Exception):  # noqa: B017 - the driver's error class depends on where the stream breaks
-            while True:
-                reader.read_next_batch()
-        assert process.stop() == 0
-    finally:
-        process.kill()
-        # Closing a client whose server is gone fails too; that is not what this test checks.
-        for closeable in (cur, conn):
-            with contextlib.suppress(adbc_driver_manager.Error, RuntimeError):
-                closeable.close()
-
-
-def test_sessions_are_bounded_by_max_connections(extension: Path) -> None:
-    process = ServerProcess(
-        "--listen", "grpc://127.0.0.1:0", "--max-connections", "1", env={"QUIVER_EXTENSION": str(extension)}
-    )
-    try:
-        with connect(process) as holder, holder.cursor() as cur:
-            cur.execute("SELECT 1")  # the open transaction holds the one session
-            assert cur.fetchone() == (1,)
-            message = refusal(process.flight_sql, {"adbc.flight.sql.authorization_header": f"Bearer {process.token}"})
-            assert "max_connections" in message
-            holder.rollback()
-        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
-            cur.execute("SELECT 2")
-            assert cur.fetchone() == (2,)
-        # A client that closes inside a transaction that ran a statement (ADBC does not end it):
-        # the transaction ends with the client's connection, and its session is free again.
-        with connect(process) as closer, closer.cursor() as cur:
-            cur.execute("SELECT 3")
-            assert cur.fetchone() == (3,)
-
-        def served() -> bool:
-            try:
-                with connect(process, autocommit=True) as conn, conn.cursor() as cur:
-                    cur.execute("SELECT 4")
-                    return cur.fetchone() == (4,)
-            except adbc_driver_manager.Error as error:
-                assert "max_connections" in str(error)
-                return False
-
-        wait_until(served, "the closed client's session to end")
-    finally:
-        assert process.stop() == 0
-
-
 def readme_example() -> str:
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     start = text.index("<!-- flight-sql-example -->")
@@ -557,49 +305,3 @@ def test_any_duckdb_process_serves_flight_sql_with_one_sql_call(extension: Path)
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0,grpc://127.0.0.1:0')").fetchall()
     with pytest.raises(duckdb.Error, match="tls_cert and tls_key are for a grpc"):
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0', tls_cert := 'c', tls_key := 'k')").fetchall()
-
-
-def test_a_call_the_client_abandons_stops_its_statement(extension: Path) -> None:
-    process = ServerProcess(
-        "--listen", "grpc://127.0.0.1:0", "--max-connections", "1", env={"QUIVER_EXTENSION": str(extension)}
-    )
-    try:
-        # The client gives up after a second; without the interrupt this statement would hold the
-        # one session for many minutes.
-        timeout = {"adbc.flight.sql.rpc.timeout_seconds.query": "1"}
-        with (
-            connect(process, autocommit=True, conn_kwargs=timeout) as conn,
-            conn.cursor() as cur,
-            pytest.raises(adbc_driver_manager.Error),
-        ):
-            cur.execute("CREATE TABLE never AS SELECT count(*) AS n FROM range(1000000000000)")
-
-        def served() -> bool:
-            try:
-                with connect(process, autocommit=True) as conn, conn.cursor() as cur:
-                    cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'never'")
-                    return cur.fetchone() == (0,)
-            except adbc_driver_manager.Error as error:
-                assert "max_connections" in str(error)
-                return False
-
-        wait_until(served, "the abandoned statement to stop")
-    finally:
-        assert process.stop() == 0
-
-
-def test_a_slow_reader_holds_the_server_to_bounded_memory(extension: Path) -> None:
-    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
-    try:
-        before = process.rss_bytes()
-        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
-            # 16 GB of result; the client reads a few batches and then waits.
-            cur.execute("SELECT range AS a, range * 2 AS b FROM range(1000000000)")
-            reader = cur.fetch_record_batch()
-            for _ in range(20):
-                reader.read_next_batch()
-            time.sleep(1)  # time for a producer that did not wait for the reader to run ahead
-            grown = process.rss_bytes() - before
-            assert grown < 512 << 20, f"the server grew by {grown >> 20} MiB for a stalled reader"
-    finally:
-        assert process.stop() == 0
