@@ -10,9 +10,9 @@
 //!
 //! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
 //! `Session::with`, so the stop and `cancel` interrupt it), encodes each into its Flight message and
-//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow client holds the thread at the channel; a client
-//! that goes away closes it, and the thread ends, closing the cursor and (outside a transaction)
-//! the session.
+//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow
+//! client holds the thread at the channel; a client that goes away closes it, and the thread ends,
+//! closing the cursor and (outside a transaction) the session.
 
 use std::sync::Arc;
 
