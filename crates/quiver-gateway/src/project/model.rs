@@ -1,0 +1,297 @@
+//! A gateway project once loaded and checked: what every other part of the gateway reads.
+//!
+//! The layout and fields are offloader's (an offloader project loads unchanged); quiver's additions
+//! are marked. Nothing here is raw YAML: `project::load` turns files into these types and reports
+//! every problem with its file and line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A whole project: the project file, its datasets, endpoints and keys.
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// The directory holding the project file; relative paths in the project are taken from here.
+    pub root: PathBuf,
+    pub settings: Settings,
+    pub datasets: Vec<Dataset>,
+    pub endpoints: Vec<Endpoint>,
+    /// The keys file, when the project has one (`auth: required`); reloaded while serving.
+    pub keys_file: Option<PathBuf>,
+    pub keys: Vec<Key>,
+}
+
+impl Project {
+    pub fn dataset(&self, id: &str) -> Option<&Dataset> {
+        self.datasets.iter().find(|dataset| dataset.id == id)
+    }
+
+    pub fn endpoint(&self, name: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|endpoint| endpoint.name == name)
+    }
+}
+
+/// The project file (`offloader.yml`, or `gateway.yml`): offloader's fields, and quiver's under
+/// its `gateway:` section.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub auth: AuthMode,
+    /// quiver: when `/ready` answers 200.
+    pub ready: ReadyPolicy,
+    /// quiver: how many datasets materialize at once.
+    pub materialize_parallelism: usize,
+    /// quiver: how long one dataset's materialize may take (a dataset may set its own).
+    pub materialize_budget: Duration,
+    /// quiver: how often manifests are checked for a newer snapshot; `None`: only at start and on
+    /// the admin port's refresh.
+    pub refresh_interval: Option<Duration>,
+    /// quiver: the response cache's bound in bytes (all formats and encodings together).
+    pub cache_max_bytes: u64,
+    /// quiver: connections to the server, and how long a request waits for one before `503`.
+    pub pool_size: usize,
+    pub pool_wait: Duration,
+    /// quiver: a request's whole time, after which it answers `503`.
+    pub request_timeout: Duration,
+}
+
+/// Who may call endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Every request carries `Authorization: Bearer <token>` of an active key granted the endpoint.
+    Required,
+    /// Public; allowed only when no endpoint is tenant-scoped.
+    None,
+}
+
+/// When the gateway reports ready.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadyPolicy {
+    /// Every dataset serves a snapshot.
+    All,
+    /// At least one does.
+    Any,
+    /// These do (the others may still be loading or failed).
+    Required(BTreeSet<String>),
+}
+
+/// A dataset: a table the gateway serves, the columns it expects, where its snapshots come from.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub id: String,
+    pub description: Option<String>,
+    pub schema: Vec<Column>,
+    pub tenant_column: Option<String>,
+    pub source: SnapshotSource,
+    /// quiver: this dataset's own materialize budget.
+    pub materialize_budget: Option<Duration>,
+}
+
+impl Dataset {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.schema.iter().find(|column| column.name == name)
+    }
+}
+
+/// Where a dataset's snapshot manifest is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// A manifest file (JSON, offloader's shape), resolved against the project root.
+    Manifest(PathBuf),
+    /// quiver: a manifest in object storage, `s3://bucket/key` (credentials and endpoint from the
+    /// environment, never the project).
+    ObjectStore(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub column_type: ColumnType,
+}
+
+/// The column types a dataset may declare (offloader's set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    Date,
+    Timestamp,
+    Varchar,
+    Integer,
+    Bigint,
+    Double,
+    Boolean,
+    /// A nested column (`STRUCT`/`MAP`/`LIST` in the snapshot), served as nested JSON.
+    Json,
+}
+
+impl ColumnType {
+    /// The DuckDB type name.
+    pub fn sql(self) -> &'static str {
+        match self {
+            ColumnType::Date => "DATE",
+            ColumnType::Timestamp => "TIMESTAMP",
+            ColumnType::Varchar => "VARCHAR",
+            ColumnType::Integer => "INTEGER",
+            ColumnType::Bigint => "BIGINT",
+            ColumnType::Double => "DOUBLE",
+            ColumnType::Boolean => "BOOLEAN",
+            ColumnType::Json => "JSON",
+        }
+    }
+}
+
+/// An endpoint: `GET /v1/endpoints/<name>`, a query over one dataset that callers shape only
+/// through declared params.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub name: String,
+    pub version: u32,
+    pub dataset: String,
+    pub description: Option<String>,
+    pub serving_mode: ServingMode,
+    /// The column the caller's key's tenant is bound to (the dataset's `tenant_column`).
+    pub tenant_column: Option<String>,
+    pub max_staleness: Option<Duration>,
+    pub params: Vec<Param>,
+    /// Exact sets of caller-sent param names allowed together; `None`: any subset.
+    pub combinations: Option<Vec<BTreeSet<String>>>,
+    pub select: Vec<SelectItem>,
+    pub filters: Vec<Filter>,
+    pub group_by: Vec<String>,
+    pub order_by: Vec<OrderBy>,
+    /// quiver: output columns a caller may sort by with `?sort=a,-b` (in place of `order_by`).
+    pub sort_allowlist: Vec<String>,
+    /// The output columns a response may contain.
+    pub columns: Vec<String>,
+    pub default_limit: u64,
+    pub max_limit: u64,
+    pub cache: CachePolicy,
+}
+
+impl Endpoint {
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|param| param.name == name)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServingMode {
+    /// Reads the materialized snapshot table.
+    LocalTable,
+    /// Reads the snapshot's files per request.
+    RemoteScan,
+}
+
+impl ServingMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingMode::LocalTable => "local_table",
+            ServingMode::RemoteScan => "remote_scan",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachePolicy {
+    /// Every request queries.
+    None,
+    /// Responses are cached until the dataset's snapshot changes.
+    Snapshot,
+}
+
+/// A query param a caller may send.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub param_type: ParamType,
+    pub required: bool,
+    /// Applied when the caller omits the param; already checked against the type.
+    pub default: Option<String>,
+    /// For `enum`: the allowed values.
+    pub allowed: Vec<String>,
+    /// For `integer`: the bounds.
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    /// A caller's value rewritten to a stored one before filtering.
+    pub aliases: BTreeMap<String, String>,
+    /// quiver: for `in`, the most values one request may list.
+    pub max_values: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    String,
+    Integer,
+    Date,
+    Enum,
+    /// quiver: a double.
+    Number,
+    /// quiver: `true`/`false`.
+    Boolean,
+    /// quiver: an RFC 3339 timestamp.
+    Timestamp,
+}
+
+/// One output column: a dataset column, or an aggregate of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectItem {
+    pub output: String,
+    pub column: String,
+    pub aggregate: Option<Aggregate>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregate {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    Count,
+}
+
+/// A filter, applied only when its param has a value (sent or defaulted). The operator is fixed by
+/// the project: a caller chooses values, never operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    pub column: String,
+    pub op: FilterOp,
+    pub param: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Gte,
+    Lte,
+    /// quiver's additions.
+    Ne,
+    Lt,
+    Gt,
+    /// Comma-separated values (at most the param's `max_values`).
+    In,
+    /// Two comma-separated values, both ends included.
+    Between,
+    /// The column's text starts with the value.
+    Prefix,
+    /// `true`: the column is NULL; `false`: it is not.
+    IsNull,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderBy {
+    pub column: String,
+    pub descending: bool,
+}
+
+/// An API key: only the SHA-256 of its token is known.
+#[derive(Clone, Debug)]
+pub struct Key {
+    pub id: String,
+    pub token_sha256: [u8; 32],
+    /// The one tenant it reads; `None` for a key of non-tenant endpoints.
+    pub tenant: Option<String>,
+    pub endpoints: BTreeSet<String>,
+    pub active: bool,
+    /// quiver: seconds since the Unix epoch after which the key is refused.
+    pub expires_at: Option<u64>,
+    /// quiver: requests per second this key may make (a burst of as many), `None`: unlimited.
+    pub rate_limit_per_second: Option<u32>,
+}

@@ -1,0 +1,23 @@
+//! Snapshots: each dataset's manifest read (a file or object storage), its parts materialized into
+//! a table of the server, swapped in atomically, the previous one kept for rollback, a sidecar for
+//! warm starts, readiness per dataset.
+
+use std::time::SystemTime;
+
+/// One materialized snapshot of a dataset, as the serving side sees it. Immutable: a new snapshot
+/// is a new value, swapped in whole.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub dataset: String,
+    /// The manifest's `snapshot_id`.
+    pub snapshot_id: String,
+    /// The SQL relation `local_table` endpoints read: the quoted name of its table on the server.
+    pub table: String,
+    /// The SQL relation `remote_scan` endpoints read: a scan of the snapshot's part files.
+    pub files_relation: String,
+    /// The manifest's `watermark` (RFC 3339), what freshness is measured from.
+    pub watermark: Option<String>,
+    pub watermark_unix: Option<i64>,
+    pub materialized_at: SystemTime,
+    pub row_count: u64,
+}
