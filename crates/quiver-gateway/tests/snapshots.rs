@@ -188,7 +188,7 @@ fn warm_start_serves_without_materializing() {
     let snapshots = Snapshots::start(
         project(&root, datasets(), settings()),
         backend.clone(),
-        state.clone(),
+        state.to_path_buf(),
     );
     wait_for("both snapshots", || snapshots.is_ready());
     let table = snapshots.current(id).unwrap().table.clone();
@@ -207,7 +207,7 @@ fn warm_start_serves_without_materializing() {
     let snapshots = Snapshots::start(
         project(&root, datasets(), settings()),
         backend.clone(),
-        state.clone(),
+        state.to_path_buf(),
     );
     // Restored before start returned: no wait.
     let restored = snapshots.current(id).expect("restored at start");
@@ -458,4 +458,81 @@ fn a_materialize_over_its_budget_is_cancelled_while_another_dataset_becomes_read
         scalar(&backend, &format!("SELECT count(*) FROM {}", quick.table)),
         3
     );
+}
+
+#[test]
+fn the_backend_pools_shared_memory_connections_and_reaches_a_server_by_address() {
+    let backend = shared_backend();
+    let mut pooled = backend.pool().get().unwrap();
+    assert!(
+        pooled.uses_shm(),
+        "pooled connections over the Unix socket use shared memory"
+    );
+    assert_eq!(pooled.query_scalar_i64("SELECT 41 + 1").unwrap(), Some(42));
+    drop(pooled);
+    let mut direct = backend.connection().unwrap();
+    assert!(!direct.uses_shm());
+    assert_eq!(direct.query_scalar_i64("SELECT 1").unwrap(), Some(1));
+
+    // A second backend reaching the same server by address, with its token.
+    let token = direct.options().token.clone();
+    let options = quiver_gateway::backend::BackendOptions {
+        server: Some((backend.address().clone(), token)),
+        state_dir: scratch("by-address").to_path_buf(),
+        pool_size: 1,
+        pool_wait: Duration::from_secs(30),
+        threads: None,
+        memory_limit: None,
+    };
+    let reached = quiver_gateway::backend::Backend::start(options.clone()).unwrap();
+    assert_eq!(reached.server_pid(), None);
+    reached.stop();
+    assert_eq!(
+        scalar(&backend, "SELECT 7"),
+        7,
+        "stopping a reached backend leaves the server"
+    );
+
+    // A server that is not there fails the start and names where it looked.
+    let nowhere = scratch("nowhere").join("missing.sock");
+    let options = quiver_gateway::backend::BackendOptions {
+        server: Some((quiver_client::Address::Unix(nowhere.clone()), None)),
+        ..options
+    };
+    let error = quiver_gateway::backend::Backend::start(options)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("missing.sock"), "{error}");
+}
+
+#[test]
+fn the_refresh_interval_picks_up_a_new_manifest() {
+    let backend = shared_backend();
+    let root = scratch("interval");
+    let id = "interval_usage";
+    write_parquet(&root.join("p.parquet"), 2, true);
+    write_json(
+        &root.join("m.json"),
+        &manifest(id, "i1", &[("p.parquet", "parquet")], "BIGINT"),
+    );
+    let mut settings = settings();
+    settings.refresh_interval = Some(Duration::from_millis(200));
+    let project = project(&root, vec![dataset(id, source("m.json"))], settings);
+    let snapshots = Snapshots::start(project, backend, root.join("state"));
+    wait_for("i1", || snapshots.is_ready());
+    write_json(
+        &root.join("m.json"),
+        &manifest(
+            id,
+            "i2",
+            &[("p.parquet", "parquet"), ("p.parquet", "parquet")],
+            "BIGINT",
+        ),
+    );
+    wait_for("the interval to swap in i2", || {
+        snapshots.current(id).is_some_and(|s| s.snapshot_id == "i2")
+    });
+    assert_eq!(snapshots.current(id).unwrap().row_count, 4);
+    assert_eq!(snapshots.get(id, "i1").unwrap().row_count, 2);
+    snapshots.stop();
 }

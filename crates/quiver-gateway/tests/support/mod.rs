@@ -22,8 +22,36 @@ pub const WAIT_MAX: Duration = Duration::from_secs(90);
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh directory no other test uses (short: the server's socket lives in it).
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh directory no other test uses (short: a server's socket may live in it), removed when
+/// dropped unless the test failed (then it stays, to look at).
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// The directory, never removed (a server that outlives the test uses it).
+    pub fn keep(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!(
         "qgw-{}-{}-{name}",
         std::process::id(),
@@ -31,7 +59,7 @@ pub fn scratch(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// A server of its own with its database file in `state_dir`.
@@ -56,7 +84,7 @@ pub fn start_backend(state_dir: &Path) -> Arc<Backend> {
 pub fn shared_backend() -> Arc<Backend> {
     static BACKEND: OnceLock<Arc<Backend>> = OnceLock::new();
     BACKEND
-        .get_or_init(|| start_backend(&scratch("shared-server")))
+        .get_or_init(|| start_backend(&scratch("shared-server").keep()))
         .clone()
 }
 
