@@ -9,8 +9,10 @@ pub mod manifest;
 pub mod materialize;
 pub mod registry;
 pub mod sidecar;
+mod slot;
 pub mod status;
 pub mod types;
+mod warm;
 
 pub use registry::{RefreshOutcome, RollbackOutcome, SnapshotError, Snapshots};
 pub use status::{DatasetMetrics, DatasetState, SnapshotMetrics};

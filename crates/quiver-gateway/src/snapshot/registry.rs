@@ -8,21 +8,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, TryLockError, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::fetch::{self, ManifestLocation};
 use super::manifest::Manifest;
-use super::materialize::{materialize, quote_identifier, quote_literal};
-use super::sidecar::{Sidecar, SidecarDataset, SidecarSnapshot, SIDECAR_VERSION};
-use super::status::{self, DatasetMetrics, Record, SnapshotMetrics};
+use super::materialize::{materialize, quote_identifier};
+use super::sidecar::{Sidecar, SidecarDataset, SIDECAR_VERSION};
+use super::slot::{lock, Kept, Permits, Slot, Stop};
+use super::status::{self, DatasetMetrics, SnapshotMetrics};
+use super::warm::{
+    generation_of, path_component, restore, snapshot_tables, to_sidecar, TABLE_PREFIX,
+};
 use super::Snapshot;
 use crate::backend::Backend;
-use crate::project::{Dataset, Project, ReadyPolicy};
+use crate::project::{Project, ReadyPolicy};
 
 /// Most datasets one gateway serves (each refresh of all of them runs a thread per dataset).
 pub const DATASETS_MAX: usize = 4096;
@@ -31,9 +34,6 @@ pub const DATASETS_MAX: usize = 4096;
 const RETIRED_MAX: usize = 4;
 /// Without `refresh_interval_seconds`, how often datasets that have nothing to serve are retried.
 pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
-/// The prefix of every snapshot table: `snap__<dataset>__<generation>`.
-const TABLE_PREFIX: &str = "snap__";
-
 /// Why a call on [`Snapshots`] was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SnapshotError {
@@ -68,85 +68,6 @@ pub struct RollbackOutcome {
     pub dataset: String,
     pub snapshot_id: String,
     pub previous_snapshot_id: String,
-}
-
-/// A snapshot as the registry keeps it.
-#[derive(Clone, Debug)]
-struct Kept {
-    snapshot: Arc<Snapshot>,
-    /// The unquoted table name.
-    table_name: String,
-    manifest_sha256: String,
-    parts_dir: Option<PathBuf>,
-}
-
-#[derive(Default)]
-struct Serving {
-    current: Option<Kept>,
-    previous: Option<Kept>,
-    /// Swapped out while readers held them; dropped once released.
-    retired: Vec<Kept>,
-    rolled_back_from: Option<String>,
-}
-
-struct Slot {
-    dataset: Dataset,
-    schema_sha256: String,
-    max_staleness: Option<Duration>,
-    work: Mutex<()>,
-    serving: Mutex<Serving>,
-    record: Mutex<Record>,
-    next_generation: AtomicU64,
-}
-
-/// At most `parallelism` materializes at once.
-struct Permits {
-    free: Mutex<usize>,
-    returned: Condvar,
-}
-
-struct Permit<'p>(&'p Permits);
-
-impl Permits {
-    fn acquire(&self) -> Permit<'_> {
-        let mut free = lock(&self.free);
-        while *free == 0 {
-            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *lock(&self.0.free) += 1;
-        self.0.returned.notify_one();
-    }
-}
-
-/// Tells the background thread to end.
-#[derive(Default)]
-struct Stop {
-    stopping: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Stop {
-    /// Waits up to `period`; `true` once stopping.
-    fn wait(&self, period: Duration) -> bool {
-        let stopping = lock(&self.stopping);
-        let (stopping, _) = self
-            .wake
-            .wait_timeout_while(stopping, period, |stopping| !*stopping)
-            .unwrap_or_else(|e| e.into_inner());
-        *stopping
-    }
-
-    fn stop(&self) {
-        *lock(&self.stopping) = true;
-        self.wake.notify_all();
-    }
 }
 
 /// The snapshots of every dataset of a project.
@@ -710,182 +631,5 @@ fn background(snapshots: Weak<Snapshots>, stop: Arc<Stop>) {
         if stop.wait(interval.unwrap_or(RETRY_FAILED_AFTER)) {
             return;
         }
-    }
-}
-
-/// Builds a dataset's slot, restoring the sidecar's snapshots whose tables the server still has
-/// and whose dataset schema is unchanged.
-fn restore(
-    project: &Project,
-    dataset: &Dataset,
-    sidecar: &Sidecar,
-    tables: &BTreeSet<String>,
-) -> Slot {
-    let schema_sha256 = schema_sha256(dataset);
-    let mut serving = Serving::default();
-    if let Some(saved) = sidecar
-        .datasets
-        .get(&dataset.id)
-        .filter(|saved| saved.schema_sha256 == schema_sha256)
-    {
-        let usable = |saved: &Option<SidecarSnapshot>| {
-            saved
-                .as_ref()
-                .filter(|snapshot| tables.contains(&snapshot.table))
-                .map(|snapshot| from_sidecar(&dataset.id, snapshot))
-        };
-        serving.current = usable(&saved.current);
-        if serving.current.is_some() {
-            serving.previous = usable(&saved.previous);
-            serving.rolled_back_from = saved.rolled_back_from.clone();
-        }
-    }
-    let generation = tables
-        .iter()
-        .filter_map(|table| generation_of(&dataset.id, table))
-        .max()
-        .map_or(1, |newest| newest + 1);
-    if let Some(current) = &serving.current {
-        tracing::info!(dataset = %dataset.id, snapshot_id = %current.snapshot.snapshot_id, "restored from the sidecar");
-    }
-    let max_staleness = project
-        .endpoints
-        .iter()
-        .filter(|endpoint| endpoint.dataset == dataset.id)
-        .filter_map(|endpoint| endpoint.max_staleness)
-        .min();
-    Slot {
-        dataset: dataset.clone(),
-        schema_sha256,
-        max_staleness,
-        work: Mutex::new(()),
-        serving: Mutex::new(serving),
-        record: Mutex::new(Record::default()),
-        next_generation: AtomicU64::new(generation),
-    }
-}
-
-fn from_sidecar(dataset: &str, saved: &SidecarSnapshot) -> Kept {
-    Kept {
-        snapshot: Arc::new(Snapshot {
-            dataset: dataset.into(),
-            snapshot_id: saved.snapshot_id.clone(),
-            table: quote_identifier(&saved.table),
-            files_relation: saved.files_relation.clone(),
-            watermark: saved.watermark.clone(),
-            watermark_unix: saved.watermark_unix,
-            materialized_at: UNIX_EPOCH + Duration::from_secs(saved.materialized_at_unix),
-            row_count: saved.row_count,
-        }),
-        table_name: saved.table.clone(),
-        manifest_sha256: saved.manifest_sha256.clone(),
-        parts_dir: saved.parts_dir.clone(),
-    }
-}
-
-fn to_sidecar(kept: &Kept) -> SidecarSnapshot {
-    let snapshot = &kept.snapshot;
-    SidecarSnapshot {
-        table: kept.table_name.clone(),
-        snapshot_id: snapshot.snapshot_id.clone(),
-        manifest_sha256: kept.manifest_sha256.clone(),
-        watermark: snapshot.watermark.clone(),
-        watermark_unix: snapshot.watermark_unix,
-        row_count: snapshot.row_count,
-        files_relation: snapshot.files_relation.clone(),
-        materialized_at_unix: snapshot
-            .materialized_at
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs(),
-        parts_dir: kept.parts_dir.clone(),
-    }
-}
-
-/// The names of the server's snapshot tables.
-fn snapshot_tables(backend: &Backend) -> Result<BTreeSet<String>, String> {
-    let mut connection = backend.connection().map_err(|error| error.to_string())?;
-    let sql = format!(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' \
-         AND starts_with(table_name, {})",
-        quote_literal(TABLE_PREFIX)
-    );
-    let batches = connection
-        .query_arrow(&sql)
-        .map_err(|error| error.to_string())?;
-    let mut names = BTreeSet::new();
-    for batch in &batches {
-        let column = arrow_cast::cast(batch.column(0), &arrow_schema::DataType::Utf8)
-            .map_err(|error| error.to_string())?;
-        let column = column
-            .as_any()
-            .downcast_ref::<arrow_array::StringArray>()
-            .expect("a cast to Utf8 is a StringArray");
-        names.extend(column.iter().flatten().map(str::to_string));
-    }
-    Ok(names)
-}
-
-/// `n` when `table` is `snap__<dataset>__<n>`.
-fn generation_of(dataset: &str, table: &str) -> Option<u64> {
-    let digits = table
-        .strip_prefix(TABLE_PREFIX)?
-        .strip_prefix(dataset)?
-        .strip_prefix("__")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// A name safe as one path component: anything but ASCII letters, digits, `-`, `_` and `.`
-/// becomes `_` (and `.`/`..` alone are refused by the manifest and the project).
-fn path_component(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The SHA-256 of a dataset's declared columns and types.
-fn schema_sha256(dataset: &Dataset) -> String {
-    let mut hasher = Sha256::new();
-    for column in &dataset.schema {
-        hasher.update(column.name.as_bytes());
-        hasher.update([0]);
-        hasher.update(column.column_type.sql().as_bytes());
-        hasher.update([0]);
-    }
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-/// Locks, taking over a lock a panicking thread left: every guarded value stays consistent
-/// between statements, so a panic elsewhere never stops the other datasets.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generations_are_read_from_table_names() {
-        assert_eq!(generation_of("usage", "snap__usage__12"), Some(12));
-        assert_eq!(generation_of("usage", "snap__usage_daily__3"), None);
-        assert_eq!(generation_of("usage", "snap__usage__"), None);
-        assert_eq!(generation_of("usage", "snap__usage__1x"), None);
-        assert_eq!(path_component("a/b c..d"), "a_b_c..d");
     }
 }
