@@ -202,8 +202,14 @@ fn warm_start_serves_without_materializing() {
     backend.stop();
     drop(backend);
 
-    // A new server on the same database file, a new registry on the same sidecar.
+    // A new server on the same database file, a new registry on the same sidecar. A table the
+    // sidecar does not name (a crash between a CREATE and the sidecar's write) is an orphan.
     let backend = start_backend(&state);
+    let mut connection = backend.connection().unwrap();
+    connection
+        .execute("CREATE TABLE snap__warm_usage__99 AS SELECT 1 AS x")
+        .unwrap();
+    drop(connection);
     let snapshots = Snapshots::start(
         project(&root, datasets(), settings()),
         backend.clone(),
@@ -242,6 +248,15 @@ fn warm_start_serves_without_materializing() {
         1
     );
     assert_ne!(snapshots.current(id).unwrap().table, table);
+    assert!(
+        !table_exists(&backend, "snap__warm_usage__99"),
+        "the orphan was dropped"
+    );
+    assert_eq!(
+        snapshots.current(id).unwrap().table,
+        "\"snap__warm_usage__100\"",
+        "generations continue past every table seen"
+    );
     snapshots.stop();
     backend.stop();
 }

@@ -2,9 +2,10 @@
 //! (`previous`), refreshes (at start, on an interval, on demand) that materialize a new manifest
 //! and swap it in, rollbacks, warm starts from the sidecar, and readiness.
 //!
-//! Locks, always taken in this order and never held across a call to the server except `work`:
-//! a dataset's `work` (one refresh or rollback of it at a time), then its `serving` (what readers
-//! clone an `Arc<Snapshot>` from) or its `record` (status), then `sidecar`.
+//! Locks: a dataset's `work` (one refresh or rollback of it at a time; the only lock held across
+//! calls to the server), then its `serving` (what readers clone an `Arc<Snapshot>` from) or its
+//! `record` (status), each held for a few statements and never both. `sidecar` is taken with
+//! neither held, and takes each dataset's `serving` in turn.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -98,13 +99,11 @@ impl Snapshots {
         if let Some(why) = why {
             tracing::warn!(%why, "the sidecar is ignored: every dataset materializes");
         }
-        let tables = match snapshot_tables(&backend) {
-            Ok(tables) => tables,
-            Err(error) => {
-                tracing::warn!(%error, "cannot list the server's tables: nothing is restored");
-                BTreeSet::new()
-            }
-        };
+        let listed = snapshot_tables(&backend);
+        if let Err(error) = &listed {
+            tracing::warn!(%error, "cannot list the server's tables: nothing is restored");
+        }
+        let tables = listed.as_ref().cloned().unwrap_or_default();
         let slots = project
             .datasets
             .iter()
@@ -123,8 +122,11 @@ impl Snapshots {
             sidecar: Mutex::new(()),
             stop: Arc::new(Stop::default()),
         });
-        snapshots.remove_orphans(&tables);
-        snapshots.write_sidecar();
+        // Without the server's tables, the sidecar is left as it is for the next start.
+        if listed.is_ok() {
+            snapshots.remove_orphans(&tables);
+            snapshots.write_sidecar();
+        }
         let weak = Arc::downgrade(&snapshots);
         let stop = snapshots.stop.clone();
         let spawned = std::thread::Builder::new()
