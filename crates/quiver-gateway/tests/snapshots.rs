@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use quiver_gateway::project::SnapshotSource;
@@ -550,4 +551,52 @@ fn the_refresh_interval_picks_up_a_new_manifest() {
     assert_eq!(snapshots.current(id).unwrap().row_count, 4);
     assert_eq!(snapshots.get(id, "i1").unwrap().row_count, 2);
     snapshots.stop();
+}
+
+#[test]
+fn a_stale_snapshot_is_flagged_by_its_strictest_endpoint_and_still_serves() {
+    use quiver_gateway::project::{CachePolicy, Endpoint, ServingMode};
+    let backend = shared_backend();
+    let root = scratch("stale");
+    let id = "stale_usage";
+    write_parquet(&root.join("p.parquet"), 2, true);
+    // The watermark is 2026-06-01: months old.
+    write_json(
+        &root.join("m.json"),
+        &manifest(id, "old", &[("p.parquet", "parquet")], "BIGINT"),
+    );
+    let endpoint = |name: &str, max_staleness_minutes: Option<u64>| Endpoint {
+        name: name.into(),
+        version: 1,
+        dataset: id.into(),
+        description: None,
+        serving_mode: ServingMode::LocalTable,
+        tenant_column: None,
+        max_staleness: max_staleness_minutes.map(|minutes| Duration::from_secs(minutes * 60)),
+        params: Vec::new(),
+        combinations: None,
+        select: Vec::new(),
+        filters: Vec::new(),
+        group_by: Vec::new(),
+        order_by: Vec::new(),
+        sort_allowlist: Vec::new(),
+        columns: Vec::new(),
+        default_limit: 10,
+        max_limit: 100,
+        cache: CachePolicy::Snapshot,
+    };
+    let mut project = (*project(&root, vec![dataset(id, source("m.json"))], settings())).clone();
+    project.endpoints = vec![
+        endpoint("lenient", Some(10_000_000)),
+        endpoint("strict", Some(120)),
+        endpoint("unbounded", None),
+    ];
+    let snapshots = Snapshots::start(Arc::new(project), backend, root.join("state"));
+    wait_for("the stale snapshot", || snapshots.is_ready());
+    let status = snapshots.status()["datasets"][id].clone();
+    assert_eq!(status["state"], "ready");
+    assert_eq!(status["stale"], true, "{status}");
+    assert_eq!(status["max_staleness_minutes"], 120);
+    assert!(status["age_seconds"].as_f64().unwrap() > 7_200.0);
+    assert_eq!(snapshots.metrics().datasets[0].stale, Some(true));
 }
