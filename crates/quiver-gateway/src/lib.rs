@@ -3,8 +3,11 @@
 //!
 //! - [`project`]: the project files (offloader's layout) loaded and checked.
 //! - [`compile`]: an endpoint and a caller's params become one parameterized statement.
+//! - [`cursor`]: signed keyset cursors.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness.
 
 pub mod compile;
+pub mod cursor;
 pub mod project;
+pub mod random;
 pub mod snapshot;
