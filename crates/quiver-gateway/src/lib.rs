@@ -4,9 +4,14 @@
 //! - [`backend`]: the quiver server (spawned or reached) and the connection pool.
 //! - [`project`]: the project files (offloader's layout) loaded and checked.
 //! - [`compile`]: an endpoint and a caller's params become one parameterized statement.
+//! - [`cursor`]: signed keyset cursors.
+//! - [`openapi`]: the project's OpenAPI document.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness.
 
 pub mod backend;
 pub mod compile;
+pub mod cursor;
+pub mod openapi;
 pub mod project;
+pub mod random;
 pub mod snapshot;
