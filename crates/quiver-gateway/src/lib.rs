@@ -5,8 +5,12 @@
 //! - [`project`]: the project files (offloader's layout) loaded and checked.
 //! - [`compile`]: an endpoint and a caller's params become one parameterized statement.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness.
+//! - [`representation`]: a response's format (`Accept`), body and content coding.
+//! - [`cache`]: finished bodies, bounded by bytes, one load per key at a time.
 
 pub mod backend;
+pub mod cache;
 pub mod compile;
 pub mod project;
+pub mod representation;
 pub mod snapshot;
