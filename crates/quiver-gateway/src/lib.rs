@@ -4,6 +4,8 @@
 //! - [`backend`]: the quiver server (spawned or reached) and the connection pool.
 //! - [`project`]: the project files (offloader's layout) loaded and checked.
 //! - [`compile`]: an endpoint and a caller's params become one parameterized statement.
+//! - [`cursor`]: signed keyset cursors.
+//! - [`openapi`]: the project's OpenAPI document.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness.
 //! - [`representation`]: a response's format (`Accept`), body and content coding.
 //! - [`cache`]: finished bodies, bounded by bytes, one load per key at a time.
@@ -11,6 +13,9 @@
 pub mod backend;
 pub mod cache;
 pub mod compile;
+pub mod cursor;
+pub mod openapi;
 pub mod project;
+pub mod random;
 pub mod representation;
 pub mod snapshot;
