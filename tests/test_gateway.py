@@ -9,6 +9,10 @@ import csv
 import gzip
 import io
 import json
+import os
+import signal
+import subprocess
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -22,9 +26,11 @@ from gateway_support import (
     GLOBEX,
     LIMITED,
     REVOKED,
+    WAIT_SECONDS,
     Gateway,
     copy_example,
     endpoint_path,
+    gateway_binary,
     parse_metrics,
     poll,
     request,
@@ -267,6 +273,13 @@ def test_cursor_paging_walks_every_row_exactly_once(gateway):
         if not cursor:
             break
     assert seen == expected
+    # Formats without an envelope carry the next page's cursor in a header.
+    first_csv = gateway.call("customer_usage_daily", ACME, format="csv", limit="10", **params)
+    assert first_csv.header("x-next-cursor")
+    second_csv = gateway.call(
+        "customer_usage_daily", ACME, format="csv", limit="10", cursor=first_csv.header("x-next-cursor"), **params
+    )
+    assert second_csv.body.decode().splitlines()[1].startswith(expected[10][0])
     tampered = gateway.call("customer_usage_daily", ACME, cursor="eyJ4IjoxfQ", **params)
     assert tampered.status == 422 and "cursor" in tampered.json()["error"]["message"]
 
@@ -370,3 +383,31 @@ def test_public_project_revalidates_without_keys(tmp_path):
         again = public.call("product_catalog", headers={"If-None-Match": first.header("etag")})
         assert again.status == 304
         assert public.stop() == 0, "a stop by stdin's end exits cleanly"
+
+
+def test_sigterm_stops_the_gateway_and_its_server(tmp_path):
+    project = copy_example(tmp_path)
+    running = Gateway.start(project)
+    server = running.status()["server"]
+    assert server["spawned"] is True and server["pid"] > 0
+    os.kill(running.process.pid, signal.SIGTERM)
+    assert running.process.wait(WAIT_SECONDS) == 0
+    poll(lambda: not Path(f"/proc/{server['pid']}").exists(), "the spawned server to exit")
+
+
+def test_a_non_loopback_admin_port_needs_a_token(tmp_path, monkeypatch):
+    project = copy_example(tmp_path)
+    refused = subprocess.run(
+        [str(gateway_binary()), "serve", str(project), "--admin-listen", "0.0.0.0:0", "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        stdin=subprocess.DEVNULL,
+    )
+    assert refused.returncode != 0 and "--admin-token-env" in refused.stderr
+    monkeypatch.setenv("QGW_TEST_ADMIN_TOKEN", "admin-secret")
+    with Gateway.start(project, "--admin-token-env", "QGW_TEST_ADMIN_TOKEN") as guarded:
+        assert guarded.admin("GET", "/live").status == 200
+        assert guarded.admin("GET", "/status").status == 401
+        reply = request(guarded.admin_url, "GET", "/status", {"Authorization": "Bearer admin-secret"})
+        assert reply.status == 200 and reply.json()["ready"] is True

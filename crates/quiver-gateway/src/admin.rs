@@ -105,6 +105,10 @@ async fn status(State(state): State<AdminState>) -> Json<Value> {
             "open": gateway.backend.pool().open(),
             "wait_ms": gateway.admission.wait_max().as_millis() as u64,
         },
+        "server": {
+            "spawned": gateway.backend.server_pid().is_some(),
+            "pid": gateway.backend.server_pid(),
+        },
         "keys": {
             "count": gateway.keys.keys().len(),
             "reloads_ok": gateway.keys.reloads_ok(),
