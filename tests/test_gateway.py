@@ -367,6 +367,8 @@ def test_request_logs_are_json_lines_with_request_ids(gateway):
 
     fields = poll(logged, "the request's log line")
     assert fields["status"] == 200 and fields["endpoint"] == "product_catalog"
+    assert fields["key"] == "demo_catalog" and fields["method"] == "GET"
+    assert CATALOG not in gateway.logs(), "tokens never reach the logs"
 
 
 def test_public_project_revalidates_without_keys(tmp_path):

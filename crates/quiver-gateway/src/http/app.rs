@@ -15,7 +15,7 @@ use axum::Router;
 use crate::gateway::Gateway;
 use crate::metrics::UNKNOWN_ENDPOINT;
 
-use super::endpoint;
+use super::endpoint::{self, KeyId};
 use super::errors::ApiError;
 use super::limits;
 use super::request_id::{self, RequestId};
@@ -43,6 +43,7 @@ async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next:
     let started = Instant::now();
     let request_id = request_id::for_request(request.headers());
     let path = request.uri().path().to_owned();
+    let method = request.method().clone();
     let endpoint = path
         .strip_prefix(ENDPOINTS_PREFIX)
         .and_then(|name| gateway.project.endpoint(name))
@@ -75,11 +76,17 @@ async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next:
         .get("x-cache")
         .and_then(|value| value.to_str().ok())
         .unwrap_or("-");
+    let key = response
+        .extensions()
+        .get::<KeyId>()
+        .map_or("-", |key| key.0.as_str());
     tracing::info!(
         request_id,
+        method = %method,
         endpoint,
         status,
         cache,
+        key,
         ms = elapsed.as_secs_f64() * 1000.0,
         "request"
     );

@@ -38,7 +38,15 @@ pub async fn handle(
     headers: HeaderMap,
 ) -> Response {
     let timeout = gateway.project.settings.request_timeout;
-    let flow = respond(&gateway, &name, raw_query.as_deref(), &headers, &request_id);
+    let mut key_id = None;
+    let flow = respond(
+        &gateway,
+        &name,
+        raw_query.as_deref(),
+        &headers,
+        &request_id,
+        &mut key_id,
+    );
     let outcome = match tokio::time::timeout(timeout, flow).await {
         Ok(outcome) => outcome,
         Err(_elapsed) => Err(ApiError::new(
@@ -46,16 +54,19 @@ pub async fn handle(
             format!("the request took over {} ms", timeout.as_millis()),
         )),
     };
-    match outcome {
-        Ok(mut response) => {
-            if let Ok(value) = HeaderValue::from_str(&request_id) {
-                response.headers_mut().insert("x-request-id", value);
-            }
-            response
-        }
+    let mut response = match outcome {
+        Ok(response) => response,
         Err(error) => error.response(&request_id),
+    };
+    if let Some(key_id) = key_id {
+        response.extensions_mut().insert(KeyId(key_id));
     }
+    response
 }
+
+/// The id of the key a request authenticated with, for its log line (never the token).
+#[derive(Clone, Debug)]
+pub struct KeyId(pub String);
 
 async fn respond(
     gateway: &Gateway,
@@ -63,9 +74,11 @@ async fn respond(
     raw_query: Option<&str>,
     headers: &HeaderMap,
     request_id: &str,
+    key_id: &mut Option<String>,
 ) -> Result<Response, ApiError> {
     let mut timings = Timings::start();
     let key = authenticate(gateway, headers)?;
+    *key_id = key.as_ref().map(|key| key.id.clone());
     let endpoint = granted(gateway, key.as_ref(), name)?;
     if let Some(key) = &key {
         if let Some(rate) = key.rate_limit_per_second {
