@@ -1,16 +1,18 @@
-//! `quiver-gateway`: serve a project, check one, or write a starter project from parquet files.
+//! `quiver-gateway`: serve a project, check one, write a starter project from parquet files, or
+//! mint an API key.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use quiver_gateway::project::{self, init, keys};
 use quiver_gateway::serve::{self, ServeOptions};
 
 #[derive(Parser)]
 #[command(
     name = "quiver-gateway",
-    about = "Read-only HTTP APIs over DuckDB snapshots"
+    about = "read-only HTTP APIs over DuckDB snapshots"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,6 +23,19 @@ struct Cli {
 enum Command {
     /// Serve a project's endpoints.
     Serve(ServeArgs),
+    /// Check a project: every problem as `path:line: message` (exit 1), or a one-line summary.
+    Check { project_dir: PathBuf },
+    /// Write a starter project from a directory of parquet files; prints the key's token once.
+    Init {
+        parquet_dir: PathBuf,
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
+    /// API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
 }
 
 #[derive(Args)]
@@ -51,28 +66,119 @@ struct ServeArgs {
     watch_stdin: bool,
 }
 
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Mint a key: prints its token once and the entry (its hash) for the keys file.
+    Create {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Comma-separated endpoint names.
+        #[arg(long, value_delimiter = ',')]
+        endpoints: Vec<String>,
+    },
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Serve(args) => {
-            init_logs();
-            let options = ServeOptions {
-                project_dir: args.project_dir,
-                listen: args.listen,
-                admin_listen: args.admin_listen,
-                server: args.server,
-                server_token_env: args.server_token_env,
-                admin_token_env: args.admin_token_env,
-                state_dir: args.state_dir,
-                watch_stdin: args.watch_stdin,
-            };
-            match serve::run(options) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("quiver-gateway: {message}");
-                    ExitCode::FAILURE
+    match Cli::parse().command {
+        Command::Serve(args) => run_serve(args),
+        Command::Check { project_dir } => check(&project_dir),
+        Command::Init { parquet_dir, out } => init_project(&parquet_dir, &out),
+        Command::Keys {
+            command:
+                KeysCommand::Create {
+                    id,
+                    tenant,
+                    endpoints,
+                },
+        } => create_key(&id, tenant.as_deref(), &endpoints),
+    }
+}
+
+fn run_serve(args: ServeArgs) -> ExitCode {
+    init_logs();
+    let options = ServeOptions {
+        project_dir: args.project_dir,
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        server: args.server,
+        server_token_env: args.server_token_env,
+        admin_token_env: args.admin_token_env,
+        state_dir: args.state_dir,
+        watch_stdin: args.watch_stdin,
+    };
+    match serve::run(options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("quiver-gateway: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(project_dir: &std::path::Path) -> ExitCode {
+    match project::load(project_dir) {
+        Ok(project) => {
+            println!(
+                "ok: {} datasets, {} endpoints, {} keys",
+                project.datasets.len(),
+                project.endpoints.len(),
+                project.keys.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(diagnostics) => {
+            print!("{diagnostics}");
+            eprintln!("{} problems", diagnostics.len());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_project(parquet_dir: &std::path::Path, out: &std::path::Path) -> ExitCode {
+    match init::init(parquet_dir, out) {
+        Ok(report) => {
+            for dataset in &report.datasets {
+                println!(
+                    "dataset {}: {} columns, {} rows, from {}",
+                    dataset.id,
+                    dataset.columns,
+                    dataset.rows,
+                    dataset.file.display()
+                );
+                for column in &dataset.skipped_columns {
+                    println!("  left out column {column:?}: not an identifier [a-z][a-z0-9_]*");
                 }
             }
+            for (file, why) in &report.skipped_files {
+                println!("skipped {}: {why}", file.display());
+            }
+            println!("project written to {}", report.project_dir.display());
+            println!(
+                "key `{}` token (shown once): {}",
+                init::STARTER_KEY_ID,
+                report.token
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("quiver-gateway init: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn create_key(id: &str, tenant: Option<&str>, endpoints: &[String]) -> ExitCode {
+    match keys::create(id, tenant, endpoints) {
+        Ok((token, entry)) => {
+            println!("token (shown once): {token}");
+            println!("add to the keys file under `keys:`:\n{entry}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("quiver-gateway keys create: {error}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -31,13 +31,20 @@ pub fn load_keys_against(
     endpoints: Option<&[Endpoint]>,
 ) -> Result<Vec<Key>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
-    let keys = load_keys_into(path, endpoints, &mut diagnostics);
+    let none_failed = BTreeSet::new();
+    let keys = load_keys_into(
+        path,
+        endpoints.map(|endpoints| (endpoints, &none_failed)),
+        &mut diagnostics,
+    );
     diagnostics.into_result(keys)
 }
 
+/// `endpoints`: the project's endpoints, and the names of those that failed their own checks
+/// (a key granting one of those is not reported again).
 pub(super) fn load_keys_into(
     path: &Path,
-    endpoints: Option<&[Endpoint]>,
+    endpoints: Option<(&[Endpoint], &BTreeSet<String>)>,
     diagnostics: &mut Diagnostics,
 ) -> Vec<Key> {
     let Some(root) = parse_file(path, diagnostics) else {
@@ -94,7 +101,11 @@ fn is_key_id(text: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
 }
 
-fn read_key(reader: &mut Reader<'_>, node: &Node, endpoints: Option<&[Endpoint]>) -> Option<Key> {
+fn read_key(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    endpoints: Option<(&[Endpoint], &BTreeSet<String>)>,
+) -> Option<Key> {
     let fields = reader.mapping(
         node,
         "a key",
@@ -164,8 +175,9 @@ fn read_key(reader: &mut Reader<'_>, node: &Node, endpoints: Option<&[Endpoint]>
                     complete = false;
                     continue;
                 };
-                if let Some(endpoints) = endpoints {
+                if let Some((endpoints, failed)) = endpoints {
                     match endpoints.iter().find(|endpoint| endpoint.name == name) {
+                        None if failed.contains(&name) => complete = false,
                         None => {
                             reader.error(
                                 item.line,

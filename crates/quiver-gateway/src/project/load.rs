@@ -91,6 +91,8 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
     }
 
     let mut endpoints = Vec::new();
+    // Names of endpoint files that failed their checks: keys granting them are not also reported.
+    let mut failed_endpoints = BTreeSet::new();
     let mut endpoint_lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
     for file in yaml_files(
         &layout.endpoints_dir,
@@ -107,6 +109,15 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
         };
         let Some(endpoint) = read_endpoint(&mut reader, &node, &datasets, layout.settings.auth)
         else {
+            if let Value::Map(entries) = &node.value {
+                if let Some(Value::Str(name)) = entries
+                    .iter()
+                    .find(|e| e.key == "name")
+                    .map(|e| &e.value.value)
+                {
+                    failed_endpoints.insert(name.clone());
+                }
+            }
             continue;
         };
         if let Some((first_file, first_line)) = endpoint_lines.get(&endpoint.name) {
@@ -146,7 +157,11 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
     }
 
     let keys = match &layout.keys_file {
-        Some(path) => load_keys_into(path, Some(&endpoints), &mut diagnostics),
+        Some(path) => load_keys_into(
+            path,
+            Some((&endpoints, &failed_endpoints)),
+            &mut diagnostics,
+        ),
         None => {
             if layout.settings.auth == AuthMode::Required {
                 diagnostics.push(

@@ -2,9 +2,11 @@
 //!
 //! - [`load()`]: the whole project, every problem reported at once (`path:line: message`).
 //! - [`keys`]: the keys file alone (serving reloads it), and minting a key.
+//! - [`init`]: a starter project written from a directory of parquet files.
 
 pub mod diagnostics;
 pub mod endpoint;
+pub mod init;
 pub mod keys;
 pub mod load;
 pub mod model;
