@@ -269,3 +269,35 @@ def test_forbidden_endpoint_and_revoked_key(lab):
     revoked = lab.call("customer_usage_summary", REVOKED, **MAY)
     assert revoked.status == 401 and revoked.json()["error"]["family"] == "unauthorized"
     others_keep_serving(lab)
+
+
+def test_a_request_over_its_timeout_is_504_and_the_gateway_keeps_serving(tmp_path):
+    project = copy_example(tmp_path)
+    settings = (project / "offloader.yml").read_text()
+    (project / "offloader.yml").write_text(settings.replace("request_timeout_ms: 30000", "request_timeout_ms: 1"))
+    bulk = add_dataset(
+        project, "bulk", SLOW_SCHEMA, manifest("bulk", "b1", SLOW_SCHEMA, [("bulk.csv", "csv")]), extra=""
+    )
+    with duckdb.connect() as db:
+        db.execute("SET enable_progress_bar = false")
+        db.execute(
+            "COPY (SELECT range AS id, hash(range) % 1000003 / 7.0 AS score, 'l' || (range % 1000) AS label "
+            f"FROM range(300000)) TO '{bulk / 'bulk.csv'}' (HEADER)"
+        )
+    # Every request re-reads and sorts the CSV: far over a millisecond.
+    endpoint = endpoint_yaml("bulk_scan", "bulk", ["id", "score"], "score").replace(
+        "serving_mode: local_table", "serving_mode: remote_scan"
+    )
+    (project / "endpoints" / "bulk_scan.yml").write_text(endpoint.replace("policy: snapshot", "policy: none"))
+    keys = project / "keys" / "keys.yml"
+    keys.write_text(keys.read_text().replace("endpoints: [product_catalog]", "endpoints: [product_catalog, bulk_scan]"))
+    with Gateway.start(project) as gateway:
+        for _ in range(3):
+            reply = gateway.call("bulk_scan", CATALOG)
+            assert reply.status == 504, reply.body
+            assert reply.json()["error"]["family"] == "timeout"
+        status = gateway.status()
+        assert status["ready"] is True and gateway.dataset("bulk")["state"] == "ready"
+        assert Path(f"/proc/{status['server']['pid']}").exists(), "the server outlives cancelled statements"
+        metrics = gateway.admin("GET", "/metrics").body.decode()
+        assert 'quiver_gateway_requests_total{endpoint="bulk_scan",status_class="5xx"} 3' in metrics
