@@ -413,3 +413,17 @@ def test_a_non_loopback_admin_port_needs_a_token(tmp_path, monkeypatch):
         assert guarded.admin("GET", "/status").status == 401
         reply = request(guarded.admin_url, "GET", "/status", {"Authorization": "Bearer admin-secret"})
         assert reply.status == 200 and reply.json()["ready"] is True
+
+
+def test_a_restart_warm_starts_from_the_state_directory(tmp_path):
+    project = copy_example(tmp_path)
+    with Gateway.start(project) as first:
+        cold = first.dataset("customer_usage")
+        assert cold["materialized_this_run"] == 1
+        etag = first.call("customer_usage_summary", ACME, **MAY).header("etag")
+    with Gateway.start(project) as second:
+        warm = second.dataset("customer_usage")
+        assert warm["state"] == "ready" and warm["materialized_this_run"] == 0, warm
+        assert warm["snapshot_id"] == cold["snapshot_id"]
+        again = second.call("customer_usage_summary", ACME, **MAY)
+        assert again.status == 200 and again.header("etag") == etag

@@ -100,6 +100,13 @@ async fn serve(
         watch_stdin(stop_sender);
     }
     announce(&public, &admin_port)?;
+    tracing::info!(
+        http = %public.local_addr().map_err(|error| error.to_string())?,
+        admin = %admin_port.local_addr().map_err(|error| error.to_string())?,
+        datasets = gateway.project.datasets.len(),
+        endpoints = gateway.project.endpoints.len(),
+        "listening"
+    );
 
     let public_router = http::app::router(gateway.clone());
     let admin_router = admin::router(gateway.clone(), admin_token);
