@@ -108,6 +108,9 @@ def test_forbidden_endpoint_reads_exactly_like_a_missing_one(gateway):
     assert without_request_id(catalog_key.body) == without_request_id(missing.body)
     other_path = gateway.get("/v2/elsewhere", ACME)
     assert other_path.status == 404
+    posted = request(gateway.http_url, "POST", "/v1/endpoints/product_catalog", {"Authorization": f"Bearer {CATALOG}"})
+    assert posted.status == 405 and posted.json()["error"]["family"] == "method_not_allowed"
+    assert posted.header("allow") == "GET, HEAD"
 
 
 def test_tenant_is_bound_server_side(gateway):

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
+use axum::http::{header, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
@@ -16,7 +16,7 @@ use crate::gateway::Gateway;
 use crate::metrics::UNKNOWN_ENDPOINT;
 
 use super::endpoint::{self, KeyId};
-use super::errors::ApiError;
+use super::errors::{ApiError, Family};
 use super::limits;
 use super::request_id::{self, RequestId};
 
@@ -25,7 +25,10 @@ pub const ENDPOINTS_PREFIX: &str = "/v1/endpoints/";
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route("/v1/endpoints/{name}", get(endpoint::handle))
+        .route(
+            "/v1/endpoints/{name}",
+            get(endpoint::handle).fallback(method_not_allowed),
+        )
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(gateway.clone(), around))
         .with_state(gateway)
@@ -37,6 +40,23 @@ async fn not_found(request: Request) -> Response {
         .get::<RequestId>()
         .map_or_else(request_id::new_id, |id| id.0.clone());
     ApiError::not_found().response(&request_id)
+}
+
+/// Endpoints are read-only: anything but GET and HEAD is refused, in the envelope.
+async fn method_not_allowed(request: Request) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or_else(request_id::new_id, |id| id.0.clone());
+    let mut response = ApiError::new(
+        Family::MethodNotAllowed,
+        "endpoints answer GET and HEAD only",
+    )
+    .response(&request_id);
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    response
 }
 
 async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next: Next) -> Response {

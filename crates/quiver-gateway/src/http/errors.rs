@@ -13,6 +13,7 @@ pub enum Family {
     InvalidParam,
     Unauthorized,
     NotFound,
+    MethodNotAllowed,
     NotAcceptable,
     /// The admin port's: a rollback with nothing to roll back to, a dataset busy refreshing.
     Conflict,
@@ -31,6 +32,7 @@ impl Family {
             Family::InvalidParam => "invalid_param",
             Family::Unauthorized => "unauthorized",
             Family::NotFound => "not_found",
+            Family::MethodNotAllowed => "method_not_allowed",
             Family::NotAcceptable => "not_acceptable",
             Family::Conflict => "conflict",
             Family::RateLimited => "rate_limited",
@@ -48,6 +50,7 @@ impl Family {
             Family::InvalidParam => StatusCode::UNPROCESSABLE_ENTITY,
             Family::Unauthorized => StatusCode::UNAUTHORIZED,
             Family::NotFound => StatusCode::NOT_FOUND,
+            Family::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Family::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             Family::Conflict => StatusCode::CONFLICT,
             Family::RateLimited => StatusCode::TOO_MANY_REQUESTS,
