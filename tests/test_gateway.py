@@ -430,3 +430,21 @@ def test_a_restart_warm_starts_from_the_state_directory(tmp_path):
         assert warm["snapshot_id"] == cold["snapshot_id"]
         again = second.call("customer_usage_summary", ACME, **MAY)
         assert again.status == 200 and again.header("etag") == etag
+
+
+def test_a_gateway_uses_a_server_reached_by_address_and_leaves_it_running(tmp_path, monkeypatch):
+    from server_support import ServerProcess
+
+    server = ServerProcess("--listen", "tcp://127.0.0.1:0")
+    try:
+        assert server.port and server.token
+        monkeypatch.setenv("QGW_TEST_SERVER_TOKEN", server.token)
+        project = copy_example(tmp_path)
+        address = f"tcp://127.0.0.1:{server.port}"
+        with Gateway.start(project, "--server", address, "--server-token-env", "QGW_TEST_SERVER_TOKEN") as gateway:
+            assert gateway.status()["server"] == {"spawned": False, "pid": None}
+            reply = gateway.call("customer_usage_summary", ACME, **MAY)
+            assert reply.status == 200 and len(reply.json()["data"]) == 3
+        assert server.process.poll() is None, "a server the gateway did not spawn outlives it"
+    finally:
+        assert server.stop() == 0
