@@ -267,7 +267,7 @@ struct Shared<E>(Arc<E>);
 
 /// `identity` in `encoding`, compressed on a blocking thread; the identity body itself when it
 /// is too small to gain, or its format is compressed already.
-async fn compressed_copy(identity: Arc<CachedBody>, encoding: Encoding) -> Arc<CachedBody> {
+pub async fn compressed_copy(identity: Arc<CachedBody>, encoding: Encoding) -> Arc<CachedBody> {
     if identity.bytes.len() < COMPRESS_BYTES_MIN || !identity.format.compressible() {
         return identity;
     }

@@ -1,5 +1,22 @@
 //! The project: its files (offloader's layout), loaded and checked into [`model`]'s types.
+//!
+//! - [`load()`]: the whole project, every problem reported at once (`path:line: message`).
+//! - [`keys`]: the keys file alone (serving reloads it), and minting a key.
+//! - [`init`]: a starter project written from a directory of parquet files.
 
+pub mod diagnostics;
+pub mod endpoint;
+pub mod init;
+pub mod keys;
+pub mod load;
 pub mod model;
+pub mod params;
+pub mod query;
+pub mod yaml;
 
+pub use diagnostics::{Diagnostic, Diagnostics};
+pub use load::load;
 pub use model::*;
+
+#[cfg(test)]
+pub(crate) mod load_tests;

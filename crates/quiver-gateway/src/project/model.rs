@@ -295,3 +295,19 @@ pub struct Key {
     /// quiver: requests per second this key may make (a burst of as many), `None`: unlimited.
     pub rate_limit_per_second: Option<u32>,
 }
+
+impl SelectItem {
+    /// The type of this output column: what the compiled statement yields (sums of integers are
+    /// cast back to BIGINT so responses never carry DuckDB's 128-bit HUGEINT).
+    pub fn output_type(&self, dataset: &Dataset) -> ColumnType {
+        let column_type = dataset
+            .column(&self.column)
+            .map_or(ColumnType::Varchar, |column| column.column_type);
+        match self.aggregate {
+            None | Some(Aggregate::Min | Aggregate::Max) => column_type,
+            Some(Aggregate::Sum) if column_type == ColumnType::Double => ColumnType::Double,
+            Some(Aggregate::Sum | Aggregate::Count) => ColumnType::Bigint,
+            Some(Aggregate::Avg) => ColumnType::Double,
+        }
+    }
+}

@@ -4,6 +4,19 @@
 
 use std::time::SystemTime;
 
+pub mod fetch;
+pub mod manifest;
+pub mod materialize;
+pub mod registry;
+pub mod sidecar;
+mod slot;
+pub mod status;
+pub mod types;
+mod warm;
+
+pub use registry::{RefreshOutcome, RollbackOutcome, SnapshotError, Snapshots};
+pub use status::{DatasetMetrics, DatasetState, SnapshotMetrics};
+
 /// One materialized snapshot of a dataset, as the serving side sees it. Immutable: a new snapshot
 /// is a new value, swapped in whole.
 #[derive(Clone, Debug)]

@@ -1,0 +1,568 @@
+//! `compile` over the fixture project of `../project/load_tests.rs`: the statement's text, its bound
+//! values, the canonical text, and every 422 a caller can earn.
+
+use quiver_client::Param as Value;
+
+use super::*;
+use crate::project::load_tests::good_project;
+use crate::project::{load, ParamType, Project};
+
+fn project() -> Project {
+    let dir = good_project();
+    load(&dir.dir).unwrap_or_else(|diagnostics| panic!("{diagnostics}"))
+}
+
+fn key() -> CursorKey {
+    CursorKey::from_bytes([1; 32])
+}
+
+fn run(project: &Project, endpoint: &str, query: &[(&str, &str)]) -> Result<Compiled, ParamError> {
+    let endpoint = project.endpoint(endpoint).unwrap();
+    let dataset = project.dataset(&endpoint.dataset).unwrap();
+    let query: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    compile(
+        endpoint,
+        dataset,
+        "\"snap__usage__1\"",
+        "s1",
+        &query,
+        Some("tenant_acme"),
+        &key(),
+    )
+}
+
+fn error(project: &Project, endpoint: &str, query: &[(&str, &str)]) -> String {
+    run(project, endpoint, query).expect_err("a 422").message
+}
+
+#[test]
+fn an_aggregate_endpoint_compiles_to_one_parameterized_statement() {
+    let project = project();
+    let compiled = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("region", "europe"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        compiled.sql,
+        "SELECT \"account_id\", \"api_calls_total\", \"storage_gb_avg\" FROM (SELECT \"account_id\" AS \"account_id\", \
+         CAST(sum(\"api_calls\") AS BIGINT) AS \"api_calls_total\", CAST(avg(\"storage_gb\") AS DOUBLE) AS \"storage_gb_avg\" \
+         FROM \"snap__usage__1\" WHERE \"tenant_id\" = $1 AND \"usage_date\" >= CAST($2 AS DATE) AND \"usage_date\" <= CAST($3 AS DATE) \
+         AND \"region\" = $4 GROUP BY \"account_id\") AS \"q\" ORDER BY \"api_calls_total\" DESC NULLS LAST, \
+         \"account_id\" ASC NULLS LAST, \"storage_gb_avg\" ASC NULLS LAST LIMIT $5 OFFSET $6"
+    );
+    assert_eq!(
+        compiled.values,
+        vec![
+            Value::Str("tenant_acme".into()),
+            Value::Str("2026-01-01".into()),
+            Value::Str("2026-01-31".into()),
+            Value::Str("eu".into()),
+            Value::I64(51),
+            Value::I64(0),
+        ]
+    );
+    assert_eq!(compiled.limit, 50);
+    assert_eq!(
+        compiled.columns,
+        ["account_id", "api_calls_total", "storage_gb_avg"]
+    );
+    assert_eq!(compiled.selected, compiled.columns);
+}
+
+#[test]
+fn the_canonical_text_is_the_same_for_equivalent_requests() {
+    let project = project();
+    let a = run(
+        &project,
+        "usage_summary",
+        &[
+            ("to", "2026-01-31"),
+            ("from", "2026-01-01"),
+            ("regions", "us,eu"),
+        ],
+    )
+    .unwrap();
+    let b = run(
+        &project,
+        "usage_summary",
+        &[
+            ("regions", "eu,us"),
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("limit", "50"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(a.canonical, b.canonical);
+    let c = run(
+        &project,
+        "usage_summary",
+        &[
+            ("regions", "eu"),
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+        ],
+    )
+    .unwrap();
+    assert_ne!(a.canonical, c.canonical);
+    let twice = run(
+        &project,
+        "usage_summary",
+        &[
+            ("regions", "eu,eu"),
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(twice.canonical, c.canonical, "an `in` list is a set");
+    let d = run(
+        &project,
+        "usage_summary",
+        &[
+            ("region", "europe"),
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+        ],
+    )
+    .unwrap();
+    let e = run(
+        &project,
+        "usage_summary",
+        &[
+            ("region", "eu"),
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        d.canonical, e.canonical,
+        "aliases apply before the canonical text"
+    );
+    let endpoint = project.endpoint("usage_summary").unwrap();
+    let dataset = project.dataset("usage").unwrap();
+    let query = vec![
+        ("from".to_string(), "2026-01-01".to_string()),
+        ("to".to_string(), "2026-01-31".to_string()),
+    ];
+    let other_tenant = compile(
+        endpoint,
+        dataset,
+        "t",
+        "s1",
+        &query,
+        Some("tenant_other"),
+        &key(),
+    )
+    .unwrap();
+    let same_tenant = compile(
+        endpoint,
+        dataset,
+        "t",
+        "s1",
+        &query,
+        Some("tenant_acme"),
+        &key(),
+    )
+    .unwrap();
+    assert_ne!(other_tenant.canonical, same_tenant.canonical);
+}
+
+#[test]
+fn filters_of_every_op_bind_their_values() {
+    let project = project();
+    let compiled = run(
+        &project,
+        "usage_daily",
+        &[
+            ("account_prefix", "acc_"),
+            ("no_region", "true"),
+            ("days", "2026-01-01,2026-01-07"),
+            ("columns", "account_id,api_calls"),
+        ],
+    )
+    .unwrap();
+    assert!(
+        compiled.sql.contains("\"api_calls\" >= $2"),
+        "{}",
+        compiled.sql
+    );
+    assert!(
+        compiled.sql.contains("starts_with(\"account_id\", $3)"),
+        "{}",
+        compiled.sql
+    );
+    assert!(
+        compiled.sql.contains("\"region\" IS NULL"),
+        "{}",
+        compiled.sql
+    );
+    assert!(
+        compiled
+            .sql
+            .contains("\"usage_date\" BETWEEN CAST($4 AS DATE) AND CAST($5 AS DATE)"),
+        "{}",
+        compiled.sql
+    );
+    assert_eq!(compiled.values[1], Value::I64(0), "the default applies");
+    assert_eq!(compiled.columns, ["account_id", "api_calls"]);
+    assert_eq!(
+        compiled.selected,
+        ["account_id", "api_calls", "usage_date", "region"],
+        "order keys ride along hidden; JSON never orders"
+    );
+    let compiled = run(&project, "usage_daily", &[("no_region", "false")]).unwrap();
+    assert!(
+        compiled.sql.contains("\"region\" IS NOT NULL"),
+        "{}",
+        compiled.sql
+    );
+    let compiled = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("regions", "eu,us"),
+        ],
+    )
+    .unwrap();
+    assert!(
+        compiled.sql.contains("\"region\" IN ($4, $5)"),
+        "{}",
+        compiled.sql
+    );
+}
+
+#[test]
+fn sort_replaces_order_by_within_the_allowlist() {
+    let project = project();
+    let compiled = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("sort", "-account_id"),
+        ],
+    )
+    .unwrap();
+    assert!(
+        compiled.sql.contains("ORDER BY \"account_id\" DESC NULLS LAST, \"api_calls_total\" ASC NULLS LAST, \"storage_gb_avg\" ASC NULLS LAST"),
+        "{}",
+        compiled.sql
+    );
+    let message = error(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("sort", "storage_gb_avg"),
+        ],
+    );
+    assert!(message.contains("param `sort`"), "{message}");
+    assert!(error(&project, "usage_daily", &[("sort", "usage_date")]).contains("not allowed"));
+}
+
+#[test]
+fn every_bad_request_is_a_422_naming_the_param_without_its_value() {
+    let project = project();
+    let dates = [("from", "2026-01-01"), ("to", "2026-01-31")];
+    let with = |extra: &[(&'static str, &'static str)]| -> Vec<(&'static str, &'static str)> {
+        dates.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    let secret = "SECRET<script>";
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (with(&[("nope", secret)]), "unknown param `nope`"),
+        (
+            with(&[("<bad>", "1")]),
+            "unknown param `(not a valid name)`",
+        ),
+        (
+            vec![("from", "2026-01-01")],
+            "this combination of params is not allowed",
+        ),
+        (
+            vec![("account_id", "a")],
+            "this combination of params is not allowed",
+        ),
+        (
+            vec![("from", secret), ("to", "2026-01-31")],
+            "param `from` must be a date YYYY-MM-DD",
+        ),
+        (
+            vec![("from", "2026-02-30"), ("to", "2026-01-31")],
+            "param `from` must be a date",
+        ),
+        (
+            with(&[("region", secret)]),
+            "param `region` must be one of eu, us",
+        ),
+        (
+            with(&[("regions", "eu,us,ap")]),
+            "param `regions` lists more than 2 values",
+        ),
+        (
+            with(&[("limit", "101")]),
+            "param `limit` must be an integer within 1..=100",
+        ),
+        (
+            with(&[("limit", "0")]),
+            "param `limit` must be an integer within 1..=100",
+        ),
+        (
+            with(&[("offset", "1000001")]),
+            "param `offset` must be an integer within 0..=1000000",
+        ),
+        (
+            with(&[("columns", secret)]),
+            "param `columns` names a column that is not allowed",
+        ),
+        (
+            with(&[("columns", "account_id,account_id")]),
+            "param `columns` lists a column twice",
+        ),
+        (
+            with(&[("cursor", secret)]),
+            "param `cursor`: cursor is invalid",
+        ),
+        (
+            with(&[("cursor", "x"), ("offset", "1")]),
+            "params `cursor` and `offset` cannot be used together",
+        ),
+        (
+            vec![("from", "2026-01-01"), ("from", "2026-01-02"), ("to", "x")],
+            "param `from` is given more than once",
+        ),
+    ];
+    for (query, expected) in cases {
+        let message = error(&project, "usage_summary", &query);
+        assert!(
+            message.starts_with(expected),
+            "{query:?}: `{message}` should start with `{expected}`"
+        );
+        assert!(!message.contains("SECRET"), "{message}");
+    }
+    assert!(error(&project, "usage_daily", &[("min_calls", "-1")])
+        .starts_with("param `min_calls` must be at least 0"));
+    assert!(error(&project, "usage_daily", &[("min_calls", "1.5")])
+        .starts_with("param `min_calls` must be an integer"));
+    assert!(error(&project, "usage_daily", &[("no_region", "yes")])
+        .starts_with("param `no_region` must be true or false"));
+    assert!(error(&project, "usage_daily", &[("days", "2026-01-01")])
+        .starts_with("param `days` must be two values"));
+    let long = "x".repeat(MAX_VALUE_BYTES + 1);
+    assert!(error(&project, "usage_daily", &[("account_prefix", &long)])
+        .contains("longer than 4096 bytes"));
+    let many: Vec<(String, String)> = (0..=MAX_QUERY_PAIRS)
+        .map(|i| (format!("p{i}"), String::new()))
+        .collect();
+    let endpoint = project.endpoint("usage_daily").unwrap();
+    let too_many = compile(
+        endpoint,
+        project.dataset("usage").unwrap(),
+        "t",
+        "s1",
+        &many,
+        Some("t"),
+        &key(),
+    );
+    assert!(too_many
+        .unwrap_err()
+        .message
+        .contains("more than 64 query params"));
+}
+
+#[test]
+fn a_required_param_and_a_missing_tenant_are_refused() {
+    let project = project();
+    let endpoint = project.endpoint("usage_summary").unwrap();
+    let dataset = project.dataset("usage").unwrap();
+    let query = vec![
+        ("from".to_string(), "2026-01-01".to_string()),
+        ("to".to_string(), "2026-01-31".to_string()),
+    ];
+    let error = compile(endpoint, dataset, "t", "s1", &query, None, &key()).unwrap_err();
+    assert!(error.message.contains("tenant"), "{error}");
+    let mut no_combinations = endpoint.clone();
+    no_combinations.combinations = None;
+    let error = compile(
+        &no_combinations,
+        dataset,
+        "t",
+        "s1",
+        &query[..1],
+        Some("t"),
+        &key(),
+    )
+    .unwrap_err();
+    assert_eq!(error.message, "param `to` is required");
+}
+
+#[test]
+fn timestamps_are_normalized_to_utc() {
+    let mut param = project()
+        .endpoint("usage_daily")
+        .unwrap()
+        .param("account_prefix")
+        .unwrap()
+        .clone();
+    param.param_type = ParamType::Timestamp;
+    let parsed = parse_value(&param, "2026-01-31T12:00:00+02:00").unwrap();
+    assert_eq!(parsed.value, Value::Str("2026-01-31 10:00:00".into()));
+    assert_eq!(parsed.cast, Some("TIMESTAMP"));
+    assert!(parse_value(&param, "2026-01-31").is_err());
+    param.param_type = ParamType::Number;
+    assert_eq!(parse_value(&param, "1e3").unwrap().canonical, "1000");
+    assert!(parse_value(&param, "NaN").is_err());
+    assert!(parse_value(&param, "inf").is_err());
+}
+
+#[test]
+fn a_cursor_is_bound_to_its_request_and_snapshot() {
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use std::sync::Arc;
+    let project = project();
+    let dates = [("from", "2026-01-01"), ("to", "2026-01-31")];
+    let compiled = run(&project, "usage_summary", &dates).unwrap();
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "account_id",
+            Arc::new(StringArray::from(vec![Some("a"), None])) as ArrayRef,
+        ),
+        (
+            "api_calls_total",
+            Arc::new(Int64Array::from(vec![10, 5])) as ArrayRef,
+        ),
+        (
+            "storage_gb_avg",
+            Arc::new(arrow_array::Float64Array::from(vec![0.5, 1.5])) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    let text = compiled.next_cursor(&batch, 1).unwrap().unwrap();
+    let next = run(
+        &project,
+        "usage_summary",
+        &[dates[0], dates[1], ("cursor", &text)],
+    )
+    .unwrap();
+    assert!(
+        next.sql.contains(
+            "WHERE (((\"api_calls_total\" < $4 OR \"api_calls_total\" IS NULL)) OR \
+             (\"api_calls_total\" = $4 AND \"account_id\" IS NULL AND (\"storage_gb_avg\" > $5 OR \"storage_gb_avg\" IS NULL))) ORDER BY"
+        ),
+        "{}",
+        next.sql
+    );
+    assert_eq!(next.values[3], Value::I64(5));
+    assert_eq!(next.values[4], Value::F64(1.5));
+    assert_ne!(next.canonical, compiled.canonical);
+    // Another request's params, another endpoint, another snapshot.
+    let other = error(
+        &project,
+        "usage_summary",
+        &[dates[0], ("to", "2026-02-28"), ("cursor", &text)],
+    );
+    assert_eq!(other, "param `cursor`: cursor is invalid");
+    let endpoint = project.endpoint("usage_summary").unwrap();
+    let query: Vec<(String, String)> = [dates[0], dates[1], ("cursor", text.as_str())]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let expired = compile(
+        endpoint,
+        project.dataset("usage").unwrap(),
+        "t",
+        "s2",
+        &query,
+        Some("tenant_acme"),
+        &key(),
+    );
+    assert!(expired.unwrap_err().message.contains("cursor expired"));
+    let forged = compile(
+        endpoint,
+        project.dataset("usage").unwrap(),
+        "t",
+        "s1",
+        &query,
+        Some("tenant_acme"),
+        &CursorKey::from_bytes([2; 32]),
+    );
+    assert_eq!(
+        forged.unwrap_err().message,
+        "param `cursor`: cursor is invalid"
+    );
+}
+
+#[test]
+fn finish_cuts_the_page_and_hides_order_keys() {
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use std::sync::Arc;
+    let project = project();
+    let compiled = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("limit", "2"),
+            ("columns", "account_id"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        compiled.selected,
+        ["account_id", "api_calls_total", "storage_gb_avg"]
+    );
+    let batch = |ids: Vec<&str>, totals: Vec<i64>| {
+        let gb = vec![1.0; ids.len()];
+        RecordBatch::try_from_iter(vec![
+            ("account_id", Arc::new(StringArray::from(ids)) as ArrayRef),
+            (
+                "api_calls_total",
+                Arc::new(Int64Array::from(totals)) as ArrayRef,
+            ),
+            (
+                "storage_gb_avg",
+                Arc::new(arrow_array::Float64Array::from(gb)) as ArrayRef,
+            ),
+        ])
+        .unwrap()
+    };
+    let page = compiled
+        .finish(vec![
+            batch(vec!["a"], vec![9]),
+            batch(vec!["b", "c"], vec![8, 7]),
+        ])
+        .unwrap();
+    assert_eq!(page.row_count, 2);
+    assert_eq!(
+        page.batches
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum::<usize>(),
+        2
+    );
+    assert!(page.batches.iter().all(|b| b.num_columns() == 1));
+    assert!(page.next_cursor.is_some());
+    let last = compiled
+        .finish(vec![batch(vec!["a", "b"], vec![9, 8])])
+        .unwrap();
+    assert_eq!(last.row_count, 2);
+    assert!(
+        last.next_cursor.is_none(),
+        "no row beyond the page: no next page"
+    );
+}

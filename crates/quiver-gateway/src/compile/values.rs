@@ -1,0 +1,92 @@
+//! A param's value as sent (or defaulted): checked against its type, normalized, and made ready to
+//! bind. Shared by `compile` (callers' values) and the project load (defaults).
+
+use quiver_client::Param as Value;
+
+use crate::project::{Param, ParamType};
+
+/// A caller's (or a default's) value once checked: what is bound, how the SQL casts it, and its
+/// canonical text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed {
+    pub value: Value,
+    /// `Some("DATE")`: the placeholder is `CAST($n AS DATE)` (dates and timestamps travel as text).
+    pub cast: Option<&'static str>,
+    pub canonical: String,
+}
+
+/// Checks one value of `param` (after its aliases); the error says what was expected, never the
+/// value itself.
+pub fn parse_value(param: &Param, raw: &str) -> Result<Parsed, String> {
+    let raw = param.aliases.get(raw).map_or(raw, String::as_str);
+    let text = |value: Value, canonical: String, cast| Parsed {
+        value,
+        cast,
+        canonical,
+    };
+    match param.param_type {
+        ParamType::String => Ok(text(Value::Str(raw.to_string()), raw.to_string(), None)),
+        ParamType::Enum => {
+            if param.allowed.iter().any(|allowed| allowed == raw) {
+                Ok(text(Value::Str(raw.to_string()), raw.to_string(), None))
+            } else {
+                let mut shown: Vec<&str> =
+                    param.allowed.iter().take(20).map(String::as_str).collect();
+                if param.allowed.len() > shown.len() {
+                    shown.push("…");
+                }
+                Err(format!("must be one of {}", shown.join(", ")))
+            }
+        }
+        ParamType::Integer => {
+            let value: i64 = raw.parse().map_err(|_| "must be an integer".to_string())?;
+            if let Some(min) = param.min {
+                if value < min {
+                    return Err(format!("must be at least {min}"));
+                }
+            }
+            if let Some(max) = param.max {
+                if value > max {
+                    return Err(format!("must be at most {max}"));
+                }
+            }
+            Ok(text(Value::I64(value), value.to_string(), None))
+        }
+        ParamType::Number => match raw.parse::<f64>() {
+            Ok(value) if value.is_finite() && !raw.trim().is_empty() => {
+                Ok(text(Value::F64(value), value.to_string(), None))
+            }
+            _ => Err("must be a finite number".into()),
+        },
+        ParamType::Boolean => match raw {
+            "true" => Ok(text(Value::Bool(true), "true".into(), None)),
+            "false" => Ok(text(Value::Bool(false), "false".into(), None)),
+            _ => Err("must be true or false".into()),
+        },
+        ParamType::Date => {
+            let valid = raw.len() == 10
+                && chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+                    .is_ok_and(|date| date.format("%Y-%m-%d").to_string() == raw);
+            if valid {
+                Ok(text(
+                    Value::Str(raw.to_string()),
+                    raw.to_string(),
+                    Some("DATE"),
+                ))
+            } else {
+                Err("must be a date YYYY-MM-DD".into())
+            }
+        }
+        ParamType::Timestamp => match chrono::DateTime::parse_from_rfc3339(raw) {
+            Ok(time) => {
+                // TIMESTAMP columns hold UTC wall time: the caller's offset is applied here.
+                let utc = time
+                    .with_timezone(&chrono::Utc)
+                    .format("%Y-%m-%d %H:%M:%S%.f")
+                    .to_string();
+                Ok(text(Value::Str(utc.clone()), utc, Some("TIMESTAMP")))
+            }
+            Err(_) => Err("must be an RFC 3339 timestamp (e.g. 2026-01-31T12:00:00Z)".into()),
+        },
+    }
+}

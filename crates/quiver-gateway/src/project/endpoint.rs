@@ -1,0 +1,294 @@
+//! One `endpoints/*.yml` read and checked against its dataset: its name, version, tenant,
+//! freshness, pagination and cache here; its params in `params.rs`, its query in `query.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::model::{AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, ServingMode};
+use super::params::{read_combinations, read_params};
+use super::query::{read_filters, read_group_by, read_order_by, read_output_list, read_select};
+use super::yaml::{printable, Fields, Node, Reader};
+
+/// Bounds on an endpoint's pieces.
+pub const MAX_PARAMS: usize = 64;
+pub const MAX_SELECT: usize = 1000;
+pub const MAX_FILTERS: usize = 256;
+pub const MAX_COMBINATIONS: usize = 256;
+pub const MAX_ALIASES: usize = 1000;
+pub const MAX_ENUM_VALUES: usize = 10_000;
+/// Pagination: offloader's defaults, and a hard cap on any page.
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const DEFAULT_MAX_LIMIT: u64 = 1000;
+pub const HARD_MAX_LIMIT: u64 = 100_000;
+/// An `in` param's default count of values, and the most a project may allow.
+pub const DEFAULT_MAX_VALUES: usize = 100;
+pub const HARD_MAX_VALUES: usize = 1000;
+
+/// An endpoint name is part of a URL and a metrics label: `[a-z][a-z0-9_-]*`.
+pub fn is_endpoint_name(text: &str) -> bool {
+    let mut bytes = text.bytes();
+    text.len() <= 128
+        && matches!(bytes.next(), Some(b'a'..=b'z'))
+        && bytes.all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
+}
+
+pub fn read_endpoint(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    datasets: &[Dataset],
+    auth: AuthMode,
+) -> Option<Endpoint> {
+    let fields = reader.mapping(
+        node,
+        "an endpoint",
+        &[
+            "name",
+            "version",
+            "dataset",
+            "description",
+            "serving_mode",
+            "tenant",
+            "freshness",
+            "params",
+            "combinations",
+            "query",
+            "columns",
+            "sort",
+            "pagination",
+            "cache",
+        ],
+        &["owner"],
+    )?;
+    let name = fields
+        .required(reader, "name", "an endpoint")
+        .and_then(|node| {
+            let name = reader.string(node, "an endpoint name")?;
+            if is_endpoint_name(&name) {
+                Some(name)
+            } else {
+                reader.error(
+                    node.line,
+                    format!(
+                        "endpoint name `{}` must match [a-z][a-z0-9_-]*",
+                        printable(&name)
+                    ),
+                );
+                None
+            }
+        });
+    let version = fields
+        .required(reader, "version", "an endpoint")
+        .and_then(|node| reader.integer(node, "`version`", 1, i64::from(u32::MAX)))
+        .map(|version| version as u32);
+    let description = fields
+        .get("description")
+        .and_then(|node| reader.string(node, "`description`"));
+    let dataset = fields
+        .required(reader, "dataset", "an endpoint")
+        .and_then(|node| {
+            let id = reader.string(node, "`dataset`")?;
+            let found = datasets.iter().find(|dataset| dataset.id == id);
+            if found.is_none() {
+                reader.error(
+                    node.line,
+                    format!("dataset `{}` is not defined", printable(&id)),
+                );
+            }
+            found
+        });
+    let serving_mode = match fields.get("serving_mode") {
+        None => Some(ServingMode::LocalTable),
+        Some(node) => match reader.string(node, "`serving_mode`").as_deref() {
+            Some("local_table") => Some(ServingMode::LocalTable),
+            Some("remote_scan") => Some(ServingMode::RemoteScan),
+            Some(other) => {
+                reader.error(
+                    node.line,
+                    format!(
+                        "`serving_mode` must be `local_table` or `remote_scan`, not `{}`",
+                        printable(other)
+                    ),
+                );
+                None
+            }
+            None => None,
+        },
+    };
+    let tenant_column = read_tenant(reader, &fields, dataset, auth);
+    let max_staleness = fields
+        .get("freshness")
+        .and_then(|node| reader.mapping(node, "`freshness`", &["max_staleness_minutes"], &[]))
+        .and_then(|freshness| freshness.get("max_staleness_minutes"))
+        .and_then(|node| reader.integer(node, "`max_staleness_minutes`", 0, 525_600))
+        .map(|minutes| Duration::from_secs(minutes as u64 * 60));
+
+    // Params that failed their own checks still count as declared, so that combinations and
+    // filters naming them are checked too (and not reported as undeclared).
+    let (parsed_params, declared, params_complete) = read_params(reader, &fields);
+    let combinations = read_combinations(reader, &fields, &declared);
+
+    let query = fields
+        .required(reader, "query", "an endpoint")
+        .and_then(|node| {
+            reader.mapping(
+                node,
+                "`query`",
+                &["select", "filters", "group_by", "order_by"],
+                &[],
+            )
+        });
+    // Without the dataset nothing below can be checked; every problem above is already recorded.
+    let (dataset, query) = (dataset?, query?);
+    let group_by = read_group_by(reader, &query, dataset);
+    let select = read_select(reader, &query, dataset, group_by.as_deref());
+    let filters = read_filters(reader, &query, dataset, &parsed_params, &declared);
+    let params = params_complete.then_some(parsed_params);
+    let outputs: Option<BTreeMap<String, ColumnType>> = select.as_ref().map(|select| {
+        select
+            .iter()
+            .map(|item| (item.output.clone(), item.output_type(dataset)))
+            .collect()
+    });
+    let order_by = outputs
+        .as_ref()
+        .and_then(|outputs| read_order_by(reader, &query, outputs));
+    let sort_allowlist = match (fields.get("sort"), &outputs) {
+        (None, _) => Some(Vec::new()),
+        (Some(node), Some(outputs)) => read_output_list(reader, node, "`sort`", outputs, true),
+        (Some(_), None) => None,
+    };
+    let columns = match (fields.required(reader, "columns", "an endpoint"), &outputs) {
+        (Some(node), Some(outputs)) => {
+            let columns = read_output_list(reader, node, "`columns`", outputs, false);
+            if columns.as_ref().is_some_and(Vec::is_empty) {
+                reader.error(node.line, "`columns` lists no column");
+            }
+            columns
+        }
+        _ => None,
+    };
+    let (default_limit, max_limit) = read_pagination(reader, &fields)?;
+    let cache = match fields
+        .get("cache")
+        .and_then(|node| reader.mapping(node, "`cache`", &["policy"], &[]))
+    {
+        None => Some(CachePolicy::None),
+        Some(cache) => match cache.get("policy") {
+            None => Some(CachePolicy::None),
+            Some(node) => match reader.string(node, "`policy`").as_deref() {
+                Some("none") => Some(CachePolicy::None),
+                Some("snapshot") => Some(CachePolicy::Snapshot),
+                Some(other) => {
+                    reader.error(
+                        node.line,
+                        format!(
+                            "cache `policy` must be `none` or `snapshot`, not `{}`",
+                            printable(other)
+                        ),
+                    );
+                    None
+                }
+                None => None,
+            },
+        },
+    };
+    Some(Endpoint {
+        name: name?,
+        version: version?,
+        dataset: dataset.id.clone(),
+        description,
+        serving_mode: serving_mode?,
+        tenant_column: tenant_column?,
+        max_staleness,
+        params: params?,
+        combinations: combinations?,
+        select: select?,
+        filters: filters?,
+        group_by: group_by?,
+        order_by: order_by?,
+        sort_allowlist: sort_allowlist?,
+        columns: columns?,
+        default_limit,
+        max_limit,
+        cache: cache?,
+    })
+}
+
+/// The tenant column: the dataset's `tenant_column` (every endpoint over it is tenant-scoped);
+/// an endpoint's own `tenant: {column}` must name that same column. `Some(None)`: no tenant.
+fn read_tenant(
+    reader: &mut Reader<'_>,
+    fields: &Fields<'_>,
+    dataset: Option<&Dataset>,
+    auth: AuthMode,
+) -> Option<Option<String>> {
+    let declared = fields
+        .get("tenant")
+        .and_then(|node| reader.mapping(node, "`tenant`", &["column"], &[]))
+        .and_then(|tenant| tenant.required(reader, "column", "`tenant`"))
+        .and_then(|node| {
+            reader
+                .identifier(node, "the tenant column")
+                .map(|c| (c, node.line))
+        });
+    let dataset = dataset?;
+    let line = fields.key_line("tenant").unwrap_or(fields.line);
+    let column = match (&declared, &dataset.tenant_column) {
+        (Some((column, line)), Some(tenant_column)) if column != tenant_column => {
+            reader.error(
+                *line,
+                format!(
+                    "tenant column `{column}` must be dataset `{}`'s `tenant_column` `{tenant_column}`",
+                    dataset.id
+                ),
+            );
+            return None;
+        }
+        (Some((column, line)), None) => {
+            reader.error(
+                *line,
+                format!(
+                    "tenant column `{column}`: dataset `{}` has no `tenant_column`",
+                    dataset.id
+                ),
+            );
+            return None;
+        }
+        (_, tenant_column) => tenant_column.clone(),
+    };
+    if column.is_some() && auth == AuthMode::None {
+        reader.error(
+            line,
+            format!(
+                "a tenant-scoped endpoint (dataset `{}` has `tenant_column`) needs `auth: required`",
+                dataset.id
+            ),
+        );
+        return None;
+    }
+    Some(column)
+}
+
+fn read_pagination(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<(u64, u64)> {
+    let Some(node) = fields.get("pagination") else {
+        return Some((DEFAULT_LIMIT, DEFAULT_MAX_LIMIT));
+    };
+    let pagination = reader.mapping(node, "`pagination`", &["default_limit", "max_limit"], &[])?;
+    let hard = HARD_MAX_LIMIT as i64;
+    let max_limit = match pagination.get("max_limit") {
+        Some(node) => reader.integer(node, "`max_limit`", 1, hard)? as u64,
+        None => DEFAULT_MAX_LIMIT,
+    };
+    let default_limit = match pagination.get("default_limit") {
+        Some(node) => reader.integer(node, "`default_limit`", 1, hard)? as u64,
+        None => DEFAULT_LIMIT.min(max_limit),
+    };
+    if default_limit > max_limit {
+        reader.error(
+            node.line,
+            format!("`default_limit` {default_limit} is above `max_limit` {max_limit}"),
+        );
+        return None;
+    }
+    Some((default_limit, max_limit))
+}

@@ -1,0 +1,373 @@
+//! The keys file (`keys/keys.yml`): API keys as SHA-256 hashes of their tokens. Loadable alone,
+//! since serving reloads it without a restart, and minted by `keys create`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::diagnostics::Diagnostics;
+use super::model::{Endpoint, Key};
+use super::yaml::{parse_file, printable, Node, Reader};
+
+/// A keys file may list at most this many keys.
+pub const MAX_KEYS: usize = 100_000;
+/// A tenant value is at most this long (it is bound as a parameter, never spliced).
+pub const MAX_TENANT_BYTES: usize = 256;
+/// The most requests per second a key's rate limit may allow.
+pub const MAX_RATE_LIMIT_PER_SECOND: i64 = 1_000_000;
+
+/// Reads and checks a keys file on its own (endpoint names are not checked: see
+/// [`load_keys_against`]).
+pub fn load_keys(path: &Path) -> Result<Vec<Key>, Diagnostics> {
+    load_keys_against(path, None)
+}
+
+/// Reads and checks a keys file; with `endpoints`, each key's endpoints must exist, and a key
+/// granted a tenant-scoped endpoint must carry a tenant. Serving's reload passes the project's
+/// endpoints so a new file is held to the same rules as at start.
+pub fn load_keys_against(
+    path: &Path,
+    endpoints: Option<&[Endpoint]>,
+) -> Result<Vec<Key>, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let none_failed = BTreeSet::new();
+    let keys = load_keys_into(
+        path,
+        endpoints.map(|endpoints| (endpoints, &none_failed)),
+        &mut diagnostics,
+    );
+    diagnostics.into_result(keys)
+}
+
+/// `endpoints`: the project's endpoints, and the names of those that failed their own checks
+/// (a key granting one of those is not reported again).
+pub(super) fn load_keys_into(
+    path: &Path,
+    endpoints: Option<(&[Endpoint], &BTreeSet<String>)>,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Key> {
+    let Some(root) = parse_file(path, diagnostics) else {
+        return Vec::new();
+    };
+    let mut reader = Reader {
+        file: path.to_path_buf(),
+        diagnostics,
+    };
+    let Some(fields) = reader.mapping(&root, "the keys file", &["keys"], &[]) else {
+        return Vec::new();
+    };
+    let Some(items) = fields
+        .required(&mut reader, "keys", "the keys file")
+        .and_then(|node| match node.value {
+            super::yaml::Value::Null => Some(&[][..]),
+            _ => reader.sequence(node, "`keys`"),
+        })
+    else {
+        return Vec::new();
+    };
+    if items.len() > MAX_KEYS {
+        reader.error(root.line, format!("more than {MAX_KEYS} keys"));
+        return Vec::new();
+    }
+    let mut keys: Vec<Key> = Vec::with_capacity(items.len());
+    let mut ids = BTreeSet::new();
+    let mut hashes = BTreeSet::new();
+    for item in items {
+        let Some(key) = read_key(&mut reader, item, endpoints) else {
+            continue;
+        };
+        if !ids.insert(key.id.clone()) {
+            reader.error(item.line, format!("key id `{}` is listed twice", key.id));
+            continue;
+        }
+        if !hashes.insert(key.token_sha256) {
+            reader.error(
+                item.line,
+                format!("key `{}` has the same hash as another key", key.id),
+            );
+            continue;
+        }
+        keys.push(key);
+    }
+    keys
+}
+
+fn is_key_id(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 128
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
+}
+
+fn read_key(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    endpoints: Option<(&[Endpoint], &BTreeSet<String>)>,
+) -> Option<Key> {
+    let fields = reader.mapping(
+        node,
+        "a key",
+        &[
+            "id",
+            "hash",
+            "tenant",
+            "endpoints",
+            "status",
+            "expires_at",
+            "rate_limit_per_second",
+        ],
+        &["description", "owner", "created_at"],
+    )?;
+    let id = fields.required(reader, "id", "a key").and_then(|node| {
+        let id = reader.scalar_text(node, "a key id")?;
+        if is_key_id(&id) {
+            Some(id)
+        } else {
+            reader.error(
+                node.line,
+                format!(
+                    "key id `{}` must be 1..=128 of [A-Za-z0-9_.-]",
+                    printable(&id)
+                ),
+            );
+            None
+        }
+    });
+    let token_sha256 = fields.required(reader, "hash", "a key").and_then(|node| {
+        let text = reader.string(node, "a key hash")?;
+        let parsed = parse_sha256_hex(&text);
+        if parsed.is_none() {
+            reader.error(
+                node.line,
+                "a key `hash` must be 64 hex digits (the token's SHA-256)",
+            );
+        }
+        parsed
+    });
+    let tenant = match fields.get("tenant") {
+        None => Some(None),
+        Some(Node {
+            value: super::yaml::Value::Null,
+            ..
+        }) => Some(None),
+        Some(node) => reader.scalar_text(node, "`tenant`").and_then(|tenant| {
+            if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
+                reader.error(
+                    node.line,
+                    format!("`tenant` must be 1..={MAX_TENANT_BYTES} bytes"),
+                );
+                None
+            } else {
+                Some(Some(tenant))
+            }
+        }),
+    };
+    let granted = fields
+        .required(reader, "endpoints", "a key")
+        .and_then(|node| {
+            let items = reader.sequence(node, "`endpoints`")?;
+            let mut granted = BTreeSet::new();
+            let mut complete = true;
+            for item in items {
+                let Some(name) = reader.string(item, "an endpoint name") else {
+                    complete = false;
+                    continue;
+                };
+                if let Some((endpoints, failed)) = endpoints {
+                    match endpoints.iter().find(|endpoint| endpoint.name == name) {
+                        None if failed.contains(&name) => complete = false,
+                        None => {
+                            reader.error(
+                                item.line,
+                                format!("key grants endpoint `{}`, which is not defined", printable(&name)),
+                            );
+                            complete = false;
+                        }
+                        Some(endpoint) if endpoint.tenant_column.is_some() => {
+                            let no_tenant = match fields.get("tenant") {
+                                None => true,
+                                Some(node) => node.value == super::yaml::Value::Null,
+                            };
+                            if no_tenant {
+                                reader.error(
+                                    item.line,
+                                    format!(
+                                        "key grants tenant-scoped endpoint `{name}` but has no `tenant`"
+                                    ),
+                                );
+                                complete = false;
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+                granted.insert(name);
+            }
+            complete.then_some(granted)
+        });
+    let active = match fields.get("status") {
+        None => Some(true),
+        Some(node) => match reader.string(node, "`status`").as_deref() {
+            Some("active") => Some(true),
+            Some("revoked") => Some(false),
+            Some(other) => {
+                reader.error(
+                    node.line,
+                    format!(
+                        "`status` must be `active` or `revoked`, not `{}`",
+                        printable(other)
+                    ),
+                );
+                None
+            }
+            None => None,
+        },
+    };
+    let expires_at = match fields.get("expires_at") {
+        None => Some(None),
+        Some(node) => reader.string(node, "`expires_at`").and_then(|text| {
+            match chrono::DateTime::parse_from_rfc3339(&text) {
+                Ok(time) if time.timestamp() >= 0 => Some(Some(time.timestamp() as u64)),
+                _ => {
+                    reader.error(
+                        node.line,
+                        "`expires_at` must be an RFC 3339 time after 1970 (e.g. 2027-01-31T00:00:00Z)",
+                    );
+                    None
+                }
+            }
+        }),
+    };
+    let rate_limit_per_second = match fields.get("rate_limit_per_second") {
+        None => Some(None),
+        Some(node) => reader
+            .integer(
+                node,
+                "`rate_limit_per_second`",
+                1,
+                MAX_RATE_LIMIT_PER_SECOND,
+            )
+            .map(|rate| Some(rate as u32)),
+    };
+    Some(Key {
+        id: id?,
+        token_sha256: token_sha256?,
+        tenant: tenant?,
+        endpoints: granted?,
+        active: active?,
+        expires_at: expires_at?,
+        rate_limit_per_second: rate_limit_per_second?,
+    })
+}
+
+/// 64 hex digits (either case) as 32 bytes.
+pub fn parse_sha256_hex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (index, pair) in text.as_bytes().chunks(2).enumerate() {
+        let high = (pair[0] as char).to_digit(16)?;
+        let low = (pair[1] as char).to_digit(16)?;
+        out[index] = (high * 16 + low) as u8;
+    }
+    Some(out)
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The SHA-256 of a bearer token: what a keys file stores and what serving compares.
+pub fn token_sha256(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// A new key: its token (32 random bytes, hex; shown once, never stored) and the keys file entry
+/// holding only its hash.
+pub fn create(
+    id: &str,
+    tenant: Option<&str>,
+    endpoints: &[String],
+) -> std::io::Result<(String, String)> {
+    if !is_key_id(id) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a key id must be 1..=128 of [A-Za-z0-9_.-]",
+        ));
+    }
+    let token = hex(&crate::random::bytes::<32>()?);
+    let hash = hex(&token_sha256(&token));
+    let tenant = match tenant {
+        Some(tenant) => yaml_string(tenant),
+        None => "null".to_string(),
+    };
+    let endpoints: Vec<String> = endpoints.iter().map(|name| yaml_string(name)).collect();
+    let entry = format!(
+        "  - id: {}\n    hash: \"{hash}\"\n    tenant: {tenant}\n    endpoints: [{}]\n    status: active\n",
+        yaml_string(id),
+        endpoints.join(", ")
+    );
+    Ok((token, entry))
+}
+
+/// A double-quoted YAML string (JSON's escaping is valid YAML).
+fn yaml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_created_entry_loads_back_and_its_hash_matches_the_token() {
+        let (token, entry) =
+            create("acme_prod", Some("tenant_acme"), &["a".into(), "b".into()]).unwrap();
+        assert_eq!(token.len(), 64);
+        let dir = std::env::temp_dir().join(format!("quiver-gateway-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys.yml");
+        std::fs::write(&path, format!("keys:\n{entry}")).unwrap();
+        let keys = load_keys(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].token_sha256, token_sha256(&token));
+        assert_eq!(keys[0].tenant.as_deref(), Some("tenant_acme"));
+        assert!(keys[0].active);
+        assert_eq!(keys[0].endpoints.len(), 2);
+        let (other, _) = create("x", None, &[]).unwrap();
+        assert_ne!(token, other, "tokens are random");
+    }
+
+    #[test]
+    fn every_bad_key_is_reported_with_its_line() {
+        let dir =
+            std::env::temp_dir().join(format!("quiver-gateway-badkeys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys.yml");
+        let good = "a".repeat(64);
+        std::fs::write(
+            &path,
+            format!(
+                "keys:\n  - id: k1\n    hash: nothex\n    endpoints: []\n  - id: k2\n    hash: \"{good}\"\n    endpoints: []\n    status: paused\n    expires_at: tomorrow\n  - id: k1\n    hash: \"{}\"\n    endpoints: []\n    colour: red\n",
+                "b".repeat(64)
+            ),
+        )
+        .unwrap();
+        let diagnostics = load_keys(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let lines: Vec<usize> = diagnostics.items.iter().map(|d| d.line).collect();
+        assert_eq!(lines, vec![3, 8, 9, 13], "{diagnostics}");
+    }
+
+    #[test]
+    fn sha256_hex_round_trips() {
+        let digest = token_sha256("token");
+        assert_eq!(parse_sha256_hex(&hex(&digest)), Some(digest));
+        assert_eq!(parse_sha256_hex(&hex(&digest).to_uppercase()), Some(digest));
+        assert_eq!(parse_sha256_hex("zz"), None);
+    }
+}

@@ -1,0 +1,475 @@
+//! An endpoint's `query` (group_by, select, filters, order_by) and its output-column lists
+//! (`columns`, `sort`), checked against the dataset's columns and the declared params.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::endpoint::{MAX_FILTERS, MAX_SELECT};
+use super::model::{
+    Aggregate, ColumnType, Dataset, Filter, FilterOp, OrderBy, Param, ParamType, SelectItem,
+};
+use super::params::param_type_name;
+use super::yaml::{printable, Fields, Node, Reader};
+
+pub(super) fn read_group_by(
+    reader: &mut Reader<'_>,
+    query: &Fields<'_>,
+    dataset: &Dataset,
+) -> Option<Vec<String>> {
+    let Some(node) = query.get("group_by") else {
+        return Some(Vec::new());
+    };
+    let names = reader.identifiers(node, "a `group_by` column")?;
+    let mut group_by = Vec::with_capacity(names.len());
+    let mut complete = true;
+    for (name, line) in names {
+        match dataset.column(&name) {
+            None => {
+                reader.error(
+                    line,
+                    format!(
+                        "`group_by` column `{name}` is not in dataset `{}`",
+                        dataset.id
+                    ),
+                );
+                complete = false;
+            }
+            Some(column) if column.column_type == ColumnType::Json => {
+                reader.error(
+                    line,
+                    format!("`group_by` column `{name}` is JSON (not groupable)"),
+                );
+                complete = false;
+            }
+            Some(_) if group_by.contains(&name) => {
+                reader.error(line, format!("`group_by` lists `{name}` twice"));
+                complete = false;
+            }
+            Some(_) => group_by.push(name),
+        }
+    }
+    complete.then_some(group_by)
+}
+
+pub(super) fn read_select(
+    reader: &mut Reader<'_>,
+    query: &Fields<'_>,
+    dataset: &Dataset,
+    group_by: Option<&[String]>,
+) -> Option<Vec<SelectItem>> {
+    let node = query.required(reader, "select", "`query`")?;
+    let items = reader.sequence(node, "`select`")?;
+    if items.is_empty() || items.len() > MAX_SELECT {
+        reader.error(
+            node.line,
+            format!("`select` must list 1..={MAX_SELECT} columns"),
+        );
+        return None;
+    }
+    let mut select: Vec<SelectItem> = Vec::with_capacity(items.len());
+    let mut complete = true;
+    for item in items {
+        let Some(fields) = reader.mapping(item, "a `select` entry", &["as", "column", "agg"], &[])
+        else {
+            complete = false;
+            continue;
+        };
+        let column = fields
+            .required(reader, "column", "a `select` entry")
+            .and_then(|node| reader.identifier(node, "a `select` column"));
+        let output = match fields.get("as") {
+            Some(node) => reader.identifier(node, "a `select` output (`as`)"),
+            None => column.clone(),
+        };
+        let aggregate = match fields.get("agg") {
+            None => Some(None),
+            Some(node) => match reader.string(node, "`agg`").as_deref() {
+                Some("sum") => Some(Some(Aggregate::Sum)),
+                Some("avg") => Some(Some(Aggregate::Avg)),
+                Some("min") => Some(Some(Aggregate::Min)),
+                Some("max") => Some(Some(Aggregate::Max)),
+                Some("count") => Some(Some(Aggregate::Count)),
+                Some(other) => {
+                    reader.error(
+                        node.line,
+                        format!(
+                            "`agg` must be sum, avg, min, max or count, not `{}`",
+                            printable(other)
+                        ),
+                    );
+                    None
+                }
+                None => None,
+            },
+        };
+        let (Some(column), Some(output), Some(aggregate)) = (column, output, aggregate) else {
+            complete = false;
+            continue;
+        };
+        let Some(column_type) = dataset.column(&column).map(|c| c.column_type) else {
+            reader.error(
+                item.line,
+                format!(
+                    "`select` column `{column}` is not in dataset `{}`",
+                    dataset.id
+                ),
+            );
+            complete = false;
+            continue;
+        };
+        let numeric = matches!(
+            column_type,
+            ColumnType::Integer | ColumnType::Bigint | ColumnType::Double
+        );
+        match aggregate {
+            Some(Aggregate::Sum | Aggregate::Avg) if !numeric => {
+                reader.error(
+                    item.line,
+                    format!("`agg` of `{column}` needs a numeric column"),
+                );
+                complete = false;
+            }
+            Some(Aggregate::Min | Aggregate::Max) if column_type == ColumnType::Json => {
+                reader.error(
+                    item.line,
+                    format!("`agg` of JSON column `{column}` is not supported"),
+                );
+                complete = false;
+            }
+            _ => {}
+        }
+        if select.iter().any(|other| other.output == output) {
+            reader.error(
+                item.line,
+                format!("`select` output `{output}` is listed twice"),
+            );
+            complete = false;
+            continue;
+        }
+        select.push(SelectItem {
+            output,
+            column,
+            aggregate,
+        });
+    }
+    let group_by = group_by?;
+    let aggregated = select.iter().any(|item| item.aggregate.is_some());
+    if aggregated && group_by.is_empty() {
+        let line = query.key_line("select").unwrap_or(node.line);
+        reader.error(line, "`select` uses `agg`, so `query` needs `group_by`");
+        complete = false;
+    }
+    if aggregated || !group_by.is_empty() {
+        for (item, line) in select.iter().zip(items.iter().map(|item| item.line)) {
+            if item.aggregate.is_none() && !group_by.contains(&item.column) {
+                reader.error(
+                    line,
+                    format!(
+                        "`select` column `{}` is neither aggregated nor in `group_by`",
+                        item.column
+                    ),
+                );
+                complete = false;
+            }
+        }
+    }
+    complete.then_some(select)
+}
+
+pub(super) fn read_filters(
+    reader: &mut Reader<'_>,
+    query: &Fields<'_>,
+    dataset: &Dataset,
+    params: &[Param],
+    declared: &BTreeSet<String>,
+) -> Option<Vec<Filter>> {
+    let Some(node) = query.get("filters") else {
+        return Some(Vec::new());
+    };
+    let items = reader.sequence(node, "`filters`")?;
+    if items.len() > MAX_FILTERS {
+        reader.error(node.line, format!("more than {MAX_FILTERS} filters"));
+        return None;
+    }
+    let mut filters: Vec<Filter> = Vec::with_capacity(items.len());
+    let mut complete = true;
+    for item in items {
+        let Some(fields) = reader.mapping(item, "a filter", &["column", "op", "param"], &[]) else {
+            complete = false;
+            continue;
+        };
+        let column = fields
+            .required(reader, "column", "a filter")
+            .and_then(|node| reader.identifier(node, "a filter column"));
+        let op = fields.required(reader, "op", "a filter").and_then(|node| {
+            let text = reader.string(node, "`op`")?;
+            let op = parse_filter_op(&text);
+            if op.is_none() {
+                reader.error(
+                    node.line,
+                    format!(
+                        "unknown filter `op` `{}` (eq, ne, lt, lte, gt, gte, in, between, prefix, is_null)",
+                        printable(&text)
+                    ),
+                );
+            }
+            op
+        });
+        let param = fields
+            .required(reader, "param", "a filter")
+            .and_then(|node| reader.identifier(node, "a filter param"));
+        let (Some(column), Some(op), Some(param_name)) = (column, op, param) else {
+            complete = false;
+            continue;
+        };
+        let Some(column_type) = dataset.column(&column).map(|c| c.column_type) else {
+            reader.error(
+                item.line,
+                format!(
+                    "filter column `{column}` is not in dataset `{}`",
+                    dataset.id
+                ),
+            );
+            complete = false;
+            continue;
+        };
+        let Some(param) = params.iter().find(|param| param.name == param_name) else {
+            if !declared.contains(&param_name) {
+                reader.error(
+                    item.line,
+                    format!("filter param `{param_name}` is not declared in `params`"),
+                );
+            }
+            complete = false;
+            continue;
+        };
+        if dataset.tenant_column.as_deref() == Some(column.as_str()) {
+            reader.error(
+                item.line,
+                format!("column `{column}` is the tenant column: it is bound from the key, never filtered by a param"),
+            );
+            complete = false;
+            continue;
+        }
+        if let Err(message) = filter_fits(op, column_type, param) {
+            reader.error(
+                item.line,
+                format!("filter on `{column}` with param `{param_name}`: {message}"),
+            );
+            complete = false;
+            continue;
+        }
+        let multi = matches!(op, FilterOp::In | FilterOp::Between);
+        let shared = filters.iter().find(|other| other.param == param_name);
+        if let Some(other) = shared {
+            let other_multi = matches!(other.op, FilterOp::In | FilterOp::Between);
+            if multi || other_multi {
+                reader.error(
+                    item.line,
+                    format!("param `{param_name}` of an `in`/`between` filter may serve one filter only"),
+                );
+                complete = false;
+                continue;
+            }
+        }
+        if let Some(default) = &param.default {
+            if let Err(message) = check_default_arity(op, param, default) {
+                reader.error(
+                    item.line,
+                    format!("`default` of param `{param_name}`: {message}"),
+                );
+                complete = false;
+            }
+        }
+        filters.push(Filter {
+            column,
+            op,
+            param: param_name,
+        });
+    }
+    complete.then_some(filters)
+}
+
+pub fn parse_filter_op(text: &str) -> Option<FilterOp> {
+    Some(match text {
+        "eq" => FilterOp::Eq,
+        "ne" => FilterOp::Ne,
+        "lt" => FilterOp::Lt,
+        "lte" => FilterOp::Lte,
+        "gt" => FilterOp::Gt,
+        "gte" => FilterOp::Gte,
+        "in" => FilterOp::In,
+        "between" => FilterOp::Between,
+        "prefix" => FilterOp::Prefix,
+        "is_null" => FilterOp::IsNull,
+        _ => return None,
+    })
+}
+
+/// Whether a param of its type may be compared with a column of its type by `op`.
+fn filter_fits(op: FilterOp, column: ColumnType, param: &Param) -> Result<(), String> {
+    use ParamType as P;
+    let kind = param.param_type;
+    match op {
+        FilterOp::IsNull => {
+            return if kind == P::Boolean {
+                Ok(())
+            } else {
+                Err("`is_null` needs a boolean param".into())
+            };
+        }
+        FilterOp::Prefix => {
+            return if column == ColumnType::Varchar && matches!(kind, P::String | P::Enum) {
+                Ok(())
+            } else {
+                Err("`prefix` needs a VARCHAR column and a string or enum param".into())
+            };
+        }
+        _ => {}
+    }
+    let comparable = match column {
+        ColumnType::Varchar => matches!(kind, P::String | P::Enum),
+        ColumnType::Integer | ColumnType::Bigint | ColumnType::Double => {
+            matches!(kind, P::Integer | P::Number)
+        }
+        ColumnType::Date => kind == P::Date,
+        ColumnType::Timestamp => matches!(kind, P::Timestamp | P::Date),
+        ColumnType::Boolean => kind == P::Boolean,
+        ColumnType::Json => false,
+    };
+    if !comparable {
+        return Err(format!(
+            "a {} column cannot be compared with a {} param",
+            column.sql(),
+            param_type_name(kind)
+        ));
+    }
+    let ordered = !matches!(op, FilterOp::Eq | FilterOp::Ne | FilterOp::In);
+    if ordered && column == ColumnType::Boolean {
+        return Err("a BOOLEAN column has no order: use eq, ne or in".into());
+    }
+    if op == FilterOp::In && kind == P::Boolean {
+        return Err("`in` over booleans: use eq".into());
+    }
+    Ok(())
+}
+
+/// A default of an `in` filter lists values; of a `between`, exactly two; else one value.
+fn check_default_arity(op: FilterOp, param: &Param, default: &str) -> Result<(), String> {
+    let pieces: Vec<&str> = default.split(',').collect();
+    match op {
+        FilterOp::In if pieces.len() > param.max_values => {
+            Err(format!("lists more than {} values", param.max_values))
+        }
+        FilterOp::In => Ok(()),
+        FilterOp::Between if pieces.len() != 2 => {
+            Err("`between` needs two values `low,high`".into())
+        }
+        FilterOp::Between => Ok(()),
+        _ if pieces.len() > 1 && param.param_type != ParamType::String => {
+            Err("lists several values but the filter takes one".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `order_by`: output columns, each once, none JSON.
+pub(super) fn read_order_by(
+    reader: &mut Reader<'_>,
+    query: &Fields<'_>,
+    outputs: &BTreeMap<String, ColumnType>,
+) -> Option<Vec<OrderBy>> {
+    let Some(node) = query.get("order_by") else {
+        return Some(Vec::new());
+    };
+    let items = reader.sequence(node, "`order_by`")?;
+    let mut order_by: Vec<OrderBy> = Vec::with_capacity(items.len());
+    let mut complete = true;
+    for item in items {
+        let Some(fields) = reader.mapping(item, "an `order_by` entry", &["column", "dir"], &[])
+        else {
+            complete = false;
+            continue;
+        };
+        let column = fields
+            .required(reader, "column", "an `order_by` entry")
+            .and_then(|node| reader.identifier(node, "an `order_by` column"));
+        let descending = match fields.get("dir") {
+            None => Some(false),
+            Some(node) => match reader.string(node, "`dir`").as_deref() {
+                Some("asc") => Some(false),
+                Some("desc") => Some(true),
+                Some(other) => {
+                    reader.error(
+                        node.line,
+                        format!("`dir` must be asc or desc, not `{}`", printable(other)),
+                    );
+                    None
+                }
+                None => None,
+            },
+        };
+        let (Some(column), Some(descending)) = (column, descending) else {
+            complete = false;
+            continue;
+        };
+        match outputs.get(&column) {
+            None => {
+                reader.error(
+                    item.line,
+                    format!("`order_by` column `{column}` is not a `select` output"),
+                );
+                complete = false;
+            }
+            Some(ColumnType::Json) => {
+                reader.error(
+                    item.line,
+                    format!("`order_by` column `{column}` is JSON (not orderable)"),
+                );
+                complete = false;
+            }
+            Some(_) if order_by.iter().any(|other| other.column == column) => {
+                reader.error(item.line, format!("`order_by` lists `{column}` twice"));
+                complete = false;
+            }
+            Some(_) => order_by.push(OrderBy { column, descending }),
+        }
+    }
+    complete.then_some(order_by)
+}
+
+/// A list of output columns (`columns`, `sort`), each once; `orderable`: none JSON.
+pub(super) fn read_output_list(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    what: &str,
+    outputs: &BTreeMap<String, ColumnType>,
+    orderable: bool,
+) -> Option<Vec<String>> {
+    let names = reader.identifiers(node, what)?;
+    let mut list: Vec<String> = Vec::with_capacity(names.len());
+    let mut complete = true;
+    for (name, line) in names {
+        match outputs.get(&name) {
+            None => {
+                reader.error(
+                    line,
+                    format!("{what} column `{name}` is not a `select` output"),
+                );
+                complete = false;
+            }
+            Some(ColumnType::Json) if orderable => {
+                reader.error(
+                    line,
+                    format!("{what} column `{name}` is JSON (not orderable)"),
+                );
+                complete = false;
+            }
+            Some(_) if list.contains(&name) => {
+                reader.error(line, format!("{what} lists `{name}` twice"));
+                complete = false;
+            }
+            Some(_) => list.push(name),
+        }
+    }
+    complete.then_some(list)
+}

@@ -1,0 +1,638 @@
+//! Every dataset's snapshots: which one serves (`current`), the one kept for rollback
+//! (`previous`), refreshes (at start, on an interval, on demand) that materialize a new manifest
+//! and swap it in, rollbacks, warm starts from the sidecar, and readiness.
+//!
+//! Locks: a dataset's `work` (one refresh or rollback of it at a time; the only lock held across
+//! calls to the server), then its `serving` (what readers clone an `Arc<Snapshot>` from) or its
+//! `record` (status), each held for a few statements and never both. `sidecar` is taken with
+//! neither held, and takes each dataset's `serving` in turn.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, TryLockError, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::fetch::{self, ManifestLocation};
+use super::manifest::Manifest;
+use super::materialize::{materialize, quote_identifier};
+use super::sidecar::{Sidecar, SidecarDataset, SIDECAR_VERSION};
+use super::slot::{lock, Kept, Permits, Slot, Stop};
+use super::status::{self, DatasetMetrics, SnapshotMetrics};
+use super::warm::{
+    generation_of, path_component, restore, snapshot_tables, to_sidecar, TABLE_PREFIX,
+};
+use super::Snapshot;
+use crate::backend::Backend;
+use crate::project::{Project, ReadyPolicy};
+
+/// Most datasets one gateway serves (each refresh of all of them runs a thread per dataset).
+pub const DATASETS_MAX: usize = 4096;
+/// Snapshots swapped out while a reader still held them, kept until released; past this many the
+/// oldest are dropped anyway.
+const RETIRED_MAX: usize = 4;
+/// Without `refresh_interval_seconds`, how often datasets that have nothing to serve are retried.
+pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
+/// Why a call on [`Snapshots`] was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SnapshotError {
+    #[error("no dataset '{0}'")]
+    UnknownDataset(String),
+    #[error("dataset '{0}' has no previous snapshot to roll back to")]
+    NoPrevious(String),
+    #[error("dataset '{0}' is being refreshed; try again when it is done")]
+    Busy(String),
+}
+
+/// What a refresh did to one dataset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RefreshOutcome {
+    /// The manifest names the snapshot already serving.
+    Unchanged { snapshot_id: String },
+    /// The manifest names the snapshot a rollback moved away from: it stays rolled back.
+    Pinned { snapshot_id: String },
+    /// A new snapshot was materialized and serves now.
+    Swapped {
+        snapshot_id: String,
+        previous_snapshot_id: Option<String>,
+    },
+    /// Nothing changed; the dataset keeps serving what it served (if anything).
+    Failed { error: String },
+}
+
+/// What a rollback did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RollbackOutcome {
+    pub dataset: String,
+    pub snapshot_id: String,
+    pub previous_snapshot_id: String,
+}
+
+/// The snapshots of every dataset of a project.
+pub struct Snapshots {
+    project: Arc<Project>,
+    backend: Arc<Backend>,
+    state_dir: PathBuf,
+    slots: Vec<Slot>,
+    permits: Permits,
+    sidecar: Mutex<()>,
+    stop: Arc<Stop>,
+}
+
+impl Snapshots {
+    /// Restores what the sidecar names and the server still has (those datasets serve when this
+    /// returns), then refreshes every dataset in the background: manifests whose checksum matches
+    /// the restored snapshot need nothing, the others materialize.
+    pub fn start(
+        project: Arc<Project>,
+        backend: Arc<Backend>,
+        state_dir: PathBuf,
+    ) -> Arc<Snapshots> {
+        assert!(project.datasets.len() <= DATASETS_MAX, "too many datasets");
+        if let Err(error) = std::fs::create_dir_all(&state_dir) {
+            tracing::warn!(state_dir = %state_dir.display(), %error, "cannot create the state directory");
+        }
+        let (sidecar, why) = Sidecar::read(&state_dir);
+        if let Some(why) = why {
+            tracing::warn!(%why, "the sidecar is ignored: every dataset materializes");
+        }
+        let listed = snapshot_tables(&backend);
+        if let Err(error) = &listed {
+            tracing::warn!(%error, "cannot list the server's tables: nothing is restored");
+        }
+        let tables = listed.as_ref().cloned().unwrap_or_default();
+        let slots = project
+            .datasets
+            .iter()
+            .map(|dataset| restore(&project, dataset, &sidecar, &tables))
+            .collect();
+        let parallelism = project.settings.materialize_parallelism.max(1);
+        let snapshots = Arc::new(Snapshots {
+            project,
+            backend,
+            state_dir,
+            slots,
+            permits: Permits {
+                free: Mutex::new(parallelism),
+                returned: Condvar::new(),
+            },
+            sidecar: Mutex::new(()),
+            stop: Arc::new(Stop::default()),
+        });
+        // Without the server's tables, the sidecar is left as it is for the next start.
+        if listed.is_ok() {
+            snapshots.remove_orphans(&tables);
+            snapshots.write_sidecar();
+        }
+        let weak = Arc::downgrade(&snapshots);
+        let stop = snapshots.stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("quiver-gateway-snapshots".into())
+            .spawn(move || background(weak, stop));
+        if let Err(error) = spawned {
+            tracing::error!(%error, "cannot start the snapshot thread: nothing refreshes");
+        }
+        snapshots
+    }
+
+    /// The snapshot `dataset` serves now.
+    pub fn current(&self, dataset: &str) -> Option<Arc<Snapshot>> {
+        let slot = self.slot(dataset)?;
+        let serving = lock(&slot.serving);
+        serving.current.as_ref().map(|kept| kept.snapshot.clone())
+    }
+
+    /// The current or the previous snapshot of `dataset`, if its id is `snapshot_id` (a cursor
+    /// pins the snapshot its first page read).
+    pub fn get(&self, dataset: &str, snapshot_id: &str) -> Option<Arc<Snapshot>> {
+        let slot = self.slot(dataset)?;
+        let serving = lock(&slot.serving);
+        let found = [serving.current.as_ref(), serving.previous.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|kept| kept.snapshot.snapshot_id == snapshot_id)
+            .map(|kept| kept.snapshot.clone());
+        found
+    }
+
+    /// Whether the project's `ready:` policy holds: all datasets serve, any does, or the listed
+    /// ones do.
+    pub fn is_ready(&self) -> bool {
+        let serves = |slot: &Slot| lock(&slot.serving).current.is_some();
+        match &self.project.settings.ready {
+            ReadyPolicy::All => self.slots.iter().all(serves),
+            ReadyPolicy::Any => self.slots.iter().any(serves),
+            ReadyPolicy::Required(names) => {
+                names.iter().all(|name| self.slot(name).is_some_and(serves))
+            }
+        }
+    }
+
+    /// `{"ready": bool, "datasets": {<id>: {state, snapshot_id, ...}}}`.
+    pub fn status(&self) -> serde_json::Value {
+        let now = SystemTime::now();
+        let mut datasets = serde_json::Map::new();
+        for slot in &self.slots {
+            let (current, previous, rolled_back_from) = {
+                let serving = lock(&slot.serving);
+                (
+                    serving.current.as_ref().map(|kept| kept.snapshot.clone()),
+                    serving.previous.as_ref().map(|kept| kept.snapshot.clone()),
+                    serving.rolled_back_from.clone(),
+                )
+            };
+            let record = lock(&slot.record).clone();
+            datasets.insert(
+                slot.dataset.id.clone(),
+                status::dataset_json(
+                    &record,
+                    current.as_deref(),
+                    previous.as_deref(),
+                    rolled_back_from.as_deref(),
+                    slot.max_staleness,
+                    now,
+                ),
+            );
+        }
+        serde_json::json!({ "ready": self.is_ready(), "datasets": datasets })
+    }
+
+    /// The numbers `/metrics` renders.
+    pub fn metrics(&self) -> SnapshotMetrics {
+        let now = SystemTime::now();
+        let datasets = self
+            .slots
+            .iter()
+            .map(|slot| {
+                let current = lock(&slot.serving)
+                    .current
+                    .as_ref()
+                    .map(|kept| kept.snapshot.clone());
+                let record = lock(&slot.record).clone();
+                let age_seconds = current.as_deref().map(|s| status::age_seconds(s, now));
+                DatasetMetrics {
+                    dataset: slot.dataset.id.clone(),
+                    ready: current.is_some(),
+                    age_seconds,
+                    stale: age_seconds
+                        .zip(slot.max_staleness)
+                        .map(|(age, max)| age > max.as_secs_f64()),
+                    last_materialize_seconds: record.last_materialize.map(|d| d.as_secs_f64()),
+                    refresh_ok_total: record.refresh_ok,
+                    refresh_failed_total: record.refresh_failed,
+                    last_refresh_ok: record.last_refresh_ok,
+                    row_count: current.map(|s| s.row_count),
+                }
+            })
+            .collect();
+        SnapshotMetrics {
+            ready: self.is_ready(),
+            datasets,
+        }
+    }
+
+    /// Re-reads the manifests of `dataset` (or of every dataset), materializes and swaps in the
+    /// new snapshots, and returns what happened to each, once all are done.
+    pub fn refresh(
+        &self,
+        dataset: Option<&str>,
+    ) -> Result<BTreeMap<String, RefreshOutcome>, SnapshotError> {
+        let indices: Vec<usize> = match dataset {
+            None => (0..self.slots.len()).collect(),
+            Some(name) => vec![self
+                .slots
+                .iter()
+                .position(|slot| slot.dataset.id == name)
+                .ok_or_else(|| SnapshotError::UnknownDataset(name.into()))?],
+        };
+        Ok(self.refresh_many(&indices))
+    }
+
+    /// Serves the previous snapshot of `dataset` again; the one it replaces becomes the previous,
+    /// and refreshes leave the dataset rolled back until its manifest names a newer snapshot.
+    pub fn rollback(&self, dataset: &str) -> Result<RollbackOutcome, SnapshotError> {
+        let slot = self
+            .slot(dataset)
+            .ok_or_else(|| SnapshotError::UnknownDataset(dataset.into()))?;
+        let _work = match slot.work.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(SnapshotError::Busy(dataset.into())),
+        };
+        let outcome = {
+            let mut serving = lock(&slot.serving);
+            let previous = serving
+                .previous
+                .take()
+                .ok_or_else(|| SnapshotError::NoPrevious(dataset.into()))?;
+            let current = serving
+                .current
+                .take()
+                .expect("a dataset with a previous snapshot has a current one");
+            let outcome = RollbackOutcome {
+                dataset: dataset.into(),
+                snapshot_id: previous.snapshot.snapshot_id.clone(),
+                previous_snapshot_id: current.snapshot.snapshot_id.clone(),
+            };
+            serving.rolled_back_from = Some(current.snapshot.snapshot_id.clone());
+            serving.current = Some(previous);
+            serving.previous = Some(current);
+            outcome
+        };
+        tracing::info!(dataset, snapshot_id = %outcome.snapshot_id, from = %outcome.previous_snapshot_id, "rolled back");
+        self.write_sidecar();
+        Ok(outcome)
+    }
+
+    /// Ends the background refreshes (a refresh already running finishes).
+    pub fn stop(&self) {
+        self.stop.stop();
+    }
+
+    fn slot(&self, dataset: &str) -> Option<&Slot> {
+        self.slots.iter().find(|slot| slot.dataset.id == dataset)
+    }
+
+    /// Refreshes the datasets at `indices`, each on a thread of its own (materializes are bounded
+    /// by the permits); a panic in one is that dataset's failure, never the others'.
+    fn refresh_many(&self, indices: &[usize]) -> BTreeMap<String, RefreshOutcome> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = indices
+                .iter()
+                .map(|&index| {
+                    let name = self.slots[index].dataset.id.clone();
+                    let handle = std::thread::Builder::new()
+                        .name(format!("quiver-gateway-refresh-{index}"))
+                        .spawn_scoped(scope, move || self.refresh_slot(&self.slots[index]));
+                    (name, index, handle)
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(name, index, handle)| {
+                    let outcome = match handle {
+                        Ok(handle) => handle.join().unwrap_or_else(|_| RefreshOutcome::Failed {
+                            error: "internal error: the refresh panicked".into(),
+                        }),
+                        // No thread to spare: refresh here, in turn.
+                        Err(_) => self.refresh_slot(&self.slots[index]),
+                    };
+                    (name, outcome)
+                })
+                .collect()
+        })
+    }
+
+    fn refresh_slot(&self, slot: &Slot) -> RefreshOutcome {
+        let _work = lock(&slot.work);
+        lock(&slot.record).refreshing = true;
+        let result = self.try_refresh(slot);
+        let mut record = lock(&slot.record);
+        record.refreshing = false;
+        match result {
+            Ok(outcome) => {
+                record.refresh_ok += 1;
+                record.last_error = None;
+                record.last_refresh_ok = Some(true);
+                tracing::info!(dataset = %slot.dataset.id, outcome = ?outcome, "refreshed");
+                outcome
+            }
+            Err(error) => {
+                record.refresh_failed += 1;
+                record.last_error = Some(error.clone());
+                record.last_refresh_ok = Some(false);
+                tracing::warn!(dataset = %slot.dataset.id, %error, "refresh failed");
+                RefreshOutcome::Failed { error }
+            }
+        }
+    }
+
+    fn try_refresh(&self, slot: &Slot) -> Result<RefreshOutcome, String> {
+        let dataset = &slot.dataset;
+        let location = fetch::locate(&dataset.source, &self.project.root)?;
+        let bytes = fetch::read_manifest(&location)?;
+        let manifest = Manifest::parse(&bytes)
+            .map_err(|problems| format!("{location}: {}", problems.join("; ")))?;
+        let problems = manifest.check_against(dataset);
+        if !problems.is_empty() {
+            return Err(format!("{location}: {}", problems.join("; ")));
+        }
+        if let Some(outcome) = self.nothing_to_do(slot, &manifest)? {
+            return Ok(outcome);
+        }
+        let budget = dataset
+            .materialize_budget
+            .unwrap_or(self.project.settings.materialize_budget);
+        let permit = self.permits.acquire();
+        let started = Instant::now();
+        lock(&slot.record).attempts += 1;
+        let result = self.build(slot, &location, &manifest, started + budget);
+        drop(permit);
+        lock(&slot.record).last_materialize = Some(started.elapsed());
+        let kept = result?;
+        lock(&slot.record).materialized_this_run += 1;
+        let previous_snapshot_id = {
+            let mut serving = lock(&slot.serving);
+            if let Some(older) = serving.previous.take() {
+                serving.retired.push(older);
+            }
+            serving.previous = serving.current.take();
+            serving.current = Some(kept);
+            serving.rolled_back_from = None;
+            serving
+                .previous
+                .as_ref()
+                .map(|kept| kept.snapshot.snapshot_id.clone())
+        };
+        // The sidecar stops naming the retired tables before they are dropped.
+        self.write_sidecar();
+        self.drop_retired(slot);
+        Ok(RefreshOutcome::Swapped {
+            snapshot_id: manifest.snapshot_id,
+            previous_snapshot_id,
+        })
+    }
+
+    /// `Some` when the manifest needs no new table.
+    fn nothing_to_do(
+        &self,
+        slot: &Slot,
+        manifest: &Manifest,
+    ) -> Result<Option<RefreshOutcome>, String> {
+        let serving = lock(&slot.serving);
+        if let Some(current) = &serving.current {
+            if current.snapshot.snapshot_id == manifest.snapshot_id {
+                if current.manifest_sha256 == manifest.sha256 {
+                    return Ok(Some(RefreshOutcome::Unchanged {
+                        snapshot_id: manifest.snapshot_id.clone(),
+                    }));
+                }
+                // Responses are cached and ETagged by snapshot id: new data needs a new id.
+                return Err(format!(
+                    "the manifest changed but its snapshot_id '{}' did not; a new snapshot \
+                     needs a new snapshot_id",
+                    manifest.snapshot_id
+                ));
+            }
+        }
+        if serving.rolled_back_from.as_deref() == Some(manifest.snapshot_id.as_str()) {
+            return Ok(Some(RefreshOutcome::Pinned {
+                snapshot_id: manifest.snapshot_id.clone(),
+            }));
+        }
+        Ok(None)
+    }
+
+    fn build(
+        &self,
+        slot: &Slot,
+        location: &ManifestLocation,
+        manifest: &Manifest,
+        deadline: Instant,
+    ) -> Result<Kept, String> {
+        let dataset = &slot.dataset;
+        let parts_dir = match location {
+            ManifestLocation::File(_) => None,
+            ManifestLocation::ObjectStore { .. } => Some(
+                self.parts_root()
+                    .join(path_component(&dataset.id))
+                    .join(path_component(&manifest.snapshot_id)),
+            ),
+        };
+        let scratch = parts_dir.clone().unwrap_or_default();
+        let parts = fetch::local_parts(location, manifest, &scratch, deadline);
+        let built = parts.and_then(|parts| {
+            let generation = slot.next_generation.fetch_add(1, Ordering::Relaxed);
+            let table_name = format!("{TABLE_PREFIX}{}__{generation}", dataset.id);
+            let table = quote_identifier(&table_name);
+            let mut connection = self
+                .backend
+                .connection()
+                .map_err(|error| format!("cannot reach the server: {error}"))?;
+            let built = materialize(&mut connection, dataset, manifest, &parts, &table, deadline)?;
+            Ok(Kept {
+                snapshot: Arc::new(Snapshot {
+                    dataset: dataset.id.clone(),
+                    snapshot_id: manifest.snapshot_id.clone(),
+                    table,
+                    files_relation: built.files_relation,
+                    watermark: manifest.watermark.clone(),
+                    watermark_unix: manifest.watermark_unix,
+                    materialized_at: SystemTime::now(),
+                    row_count: built.row_count,
+                }),
+                table_name,
+                manifest_sha256: manifest.sha256.clone(),
+                parts_dir: parts_dir.clone(),
+            })
+        });
+        if built.is_err() {
+            if let Some(dir) = &parts_dir {
+                if !self.parts_dir_in_use(slot, dir) {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+        }
+        built
+    }
+
+    fn parts_root(&self) -> PathBuf {
+        self.state_dir.join("parts")
+    }
+
+    fn parts_dir_in_use(&self, slot: &Slot, dir: &Path) -> bool {
+        let serving = lock(&slot.serving);
+        let in_use = [serving.current.as_ref(), serving.previous.as_ref()]
+            .into_iter()
+            .flatten()
+            .chain(serving.retired.iter())
+            .any(|kept| kept.parts_dir.as_deref() == Some(dir));
+        in_use
+    }
+
+    /// Drops the tables (and downloaded parts) of retired snapshots no reader holds any more.
+    fn drop_retired(&self, slot: &Slot) {
+        let released: Vec<Kept> = {
+            let mut serving = lock(&slot.serving);
+            let retired = std::mem::take(&mut serving.retired);
+            let overflow = retired.len().saturating_sub(RETIRED_MAX);
+            let mut released = Vec::new();
+            for (index, kept) in retired.into_iter().enumerate() {
+                if index < overflow || Arc::strong_count(&kept.snapshot) == 1 {
+                    released.push(kept);
+                } else {
+                    serving.retired.push(kept);
+                }
+            }
+            released
+        };
+        if released.is_empty() {
+            return;
+        }
+        let mut connection = match self.backend.connection() {
+            Ok(connection) => connection,
+            Err(error) => {
+                tracing::warn!(%error, "cannot drop retired snapshot tables now");
+                lock(&slot.serving).retired.extend(released);
+                return;
+            }
+        };
+        for kept in released {
+            if let Err(error) =
+                connection.execute(&format!("DROP TABLE IF EXISTS {}", kept.snapshot.table))
+            {
+                tracing::warn!(table = %kept.table_name, %error, "cannot drop a retired snapshot table");
+            }
+            if let Some(dir) = &kept.parts_dir {
+                if !self.parts_dir_in_use(slot, dir) {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+        }
+    }
+
+    fn write_sidecar(&self) {
+        let _sidecar = lock(&self.sidecar);
+        let mut sidecar = Sidecar {
+            version: SIDECAR_VERSION,
+            datasets: BTreeMap::new(),
+        };
+        for slot in &self.slots {
+            let serving = lock(&slot.serving);
+            sidecar.datasets.insert(
+                slot.dataset.id.clone(),
+                SidecarDataset {
+                    schema_sha256: slot.schema_sha256.clone(),
+                    current: serving.current.as_ref().map(to_sidecar),
+                    previous: serving.previous.as_ref().map(to_sidecar),
+                    rolled_back_from: serving.rolled_back_from.clone(),
+                },
+            );
+        }
+        if let Err(error) = sidecar.write(&self.state_dir) {
+            tracing::warn!(%error, "cannot write the sidecar: a restart materializes again");
+        }
+    }
+
+    /// Drops snapshot tables of this project's datasets that nothing serves (a crash between a
+    /// `CREATE` and the sidecar's write leaves one), when the server is this gateway's own, and
+    /// downloaded parts nothing serves.
+    fn remove_orphans(&self, tables: &BTreeSet<String>) {
+        for slot in &self.slots {
+            let kept: Vec<Kept> = {
+                let serving = lock(&slot.serving);
+                [serving.current.clone(), serving.previous.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            };
+            if self.backend.server_pid().is_some() {
+                let orphans: Vec<&String> = tables
+                    .iter()
+                    .filter(|table| generation_of(&slot.dataset.id, table).is_some())
+                    .filter(|table| !kept.iter().any(|kept| kept.table_name == **table))
+                    .collect();
+                if !orphans.is_empty() {
+                    if let Ok(mut connection) = self.backend.connection() {
+                        for table in orphans {
+                            let sql = format!("DROP TABLE IF EXISTS {}", quote_identifier(table));
+                            if let Err(error) = connection.execute(&sql) {
+                                tracing::warn!(%table, %error, "cannot drop an orphan snapshot table");
+                            }
+                        }
+                    }
+                }
+            }
+            let dir = self.parts_root().join(path_component(&slot.dataset.id));
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if !kept
+                    .iter()
+                    .any(|kept| kept.parts_dir.as_deref() == Some(path.as_path()))
+                {
+                    let _ = std::fs::remove_dir_all(&path);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Snapshots {
+    fn drop(&mut self) {
+        self.stop.stop();
+    }
+}
+
+/// Refreshes every dataset once, then on the project's interval; without one, retries the
+/// datasets that have nothing to serve.
+fn background(snapshots: Weak<Snapshots>, stop: Arc<Stop>) {
+    let mut first = true;
+    loop {
+        let Some(this) = snapshots.upgrade() else {
+            return;
+        };
+        let interval = this.project.settings.refresh_interval;
+        let indices: Vec<usize> = (0..this.slots.len())
+            .filter(|&index| {
+                first || interval.is_some() || lock(&this.slots[index].serving).current.is_none()
+            })
+            .collect();
+        first = false;
+        if !indices.is_empty() {
+            this.refresh_many(&indices);
+        }
+        for slot in &this.slots {
+            this.drop_retired(slot);
+        }
+        drop(this);
+        if stop.wait(interval.unwrap_or(RETRY_FAILED_AFTER)) {
+            return;
+        }
+    }
+}
