@@ -55,6 +55,8 @@ def test_status_shows_each_dataset_ready(gateway):
         assert entry["state"] == "ready", entry
         assert entry["snapshot_id"], entry
     assert gateway.admin("GET", "/live").status == 200
+    ready = gateway.admin("GET", "/ready").json()
+    assert ready == {"ready": True, "datasets": {"customer_usage": "ready", "products": "ready", "invoices": "ready"}}
 
 
 def test_json_envelope_and_per_request_headers(gateway):

@@ -174,6 +174,9 @@ def failed(gateway: Gateway, dataset: str) -> dict:
 def test_bad_manifest_fails_its_dataset_only(lab):
     entry = failed(lab, "bad_manifest")
     assert entry["last_error"], entry
+    ready = lab.admin("GET", "/ready")
+    assert ready.status == 200, "the ready policy names only the healthy datasets"
+    assert ready.json()["datasets"]["bad_manifest"] == "failed"
     reply = lab.call("bad_manifest_rows", CATALOG)
     assert reply.status == 503 and reply.json()["error"]["family"] == "not_ready"
     assert int(reply.header("retry-after")) >= 1

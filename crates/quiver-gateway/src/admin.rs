@@ -75,14 +75,26 @@ async fn live() -> Json<Value> {
     Json(json!({"status": "live"}))
 }
 
+/// `200` when the project's `ready:` policy holds, else `503`; each dataset's state either way.
 async fn ready(State(state): State<AdminState>) -> Response {
-    let ready = state.gateway.snapshots.is_ready();
-    let status = if ready {
+    let snapshots = &state.gateway.snapshots;
+    let ready = snapshots.is_ready();
+    let status = snapshots.status();
+    let datasets: serde_json::Map<String, Value> = status["datasets"]
+        .as_object()
+        .map(|datasets| {
+            datasets
+                .iter()
+                .map(|(name, entry)| (name.clone(), entry["state"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let code = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(json!({"ready": ready}))).into_response()
+    (code, Json(json!({"ready": ready, "datasets": datasets}))).into_response()
 }
 
 /// The snapshots' own status (`ready`, `datasets`), with the cache, the pool and the keys.
