@@ -10,10 +10,11 @@ use super::errors::{ApiError, Family};
 pub const URI_BYTES_MAX: usize = 8 * 1024;
 /// Most bytes of all header names and values together.
 pub const HEADER_BYTES_MAX: usize = 16 * 1024;
-/// Most `name=value` pairs in a query string.
-pub const QUERY_PAIRS_MAX: usize = 64;
-/// Longest decoded param value in bytes.
-pub const PARAM_VALUE_BYTES_MAX: usize = 4096;
+/// Most `name=value` pairs in a query string, and the longest decoded value: the compile's own
+/// bounds, checked here before the pairs are decoded at all.
+pub use crate::compile::{
+    MAX_QUERY_PAIRS as QUERY_PAIRS_MAX, MAX_VALUE_BYTES as PARAM_VALUE_BYTES_MAX,
+};
 
 pub fn check_uri(uri_length: usize) -> Result<(), ApiError> {
     if uri_length > URI_BYTES_MAX {
