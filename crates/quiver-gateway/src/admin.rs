@@ -12,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::gateway::Gateway;
+use crate::http::auth;
 use crate::http::errors::{ApiError, Family};
 use crate::http::request_id;
 use crate::metrics::{DatasetScrape, Scrape};
+use crate::project::keys;
 use crate::snapshot::SnapshotError;
 
 #[derive(Clone)]
@@ -30,7 +31,7 @@ struct AdminState {
 pub fn router(gateway: Arc<Gateway>, admin_token: Option<String>) -> Router {
     let state = AdminState {
         gateway,
-        token_sha256: admin_token.map(|token| Sha256::digest(token.as_bytes()).into()),
+        token_sha256: admin_token.map(|token| keys::token_sha256(&token)),
     };
     let guarded = Router::new()
         .route("/status", get(status))
@@ -51,19 +52,14 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
     let Some(expected) = state.token_sha256 else {
         return next.run(request).await;
     };
-    let sent = crate::http::auth::bearer_token(
+    let sent = auth::bearer_token(
         request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok()),
     )
-    .map(|token| -> [u8; 32] { Sha256::digest(token.as_bytes()).into() });
-    let equal = sent.is_some_and(|sent| {
-        sent.iter()
-            .zip(expected.iter())
-            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
-            == 0
-    });
+    .map(keys::token_sha256);
+    let equal = sent.is_some_and(|sent| auth::digests_equal(&sent, &expected));
     if !equal {
         return ApiError::unauthorized("the admin port needs its bearer token")
             .response(&request_id::new_id());

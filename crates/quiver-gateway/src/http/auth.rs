@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
-
-use crate::project::{self, Key};
+use crate::project::{keys, Key};
 
 /// Longest bearer token read; longer ones are refused before hashing.
 pub const TOKEN_BYTES_MAX: usize = 512;
@@ -69,7 +67,7 @@ impl KeyRing {
         if token.is_empty() || token.len() > TOKEN_BYTES_MAX {
             return Err(Refusal::Unknown);
         }
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let digest = keys::token_sha256(token);
         let keys = self.keys();
         // Every digest is compared, whatever matched before: the work done does not depend on
         // which key (if any) the token belongs to.
@@ -99,7 +97,7 @@ impl KeyRing {
         let Some(file) = &self.file else {
             return Ok(self.keys().len());
         };
-        match project::keys::load_keys(file) {
+        match keys::load_keys(file) {
             Ok(keys) => {
                 let count = keys.len();
                 *self
@@ -162,7 +160,7 @@ fn modified(file: &Path) -> Option<(SystemTime, u64)> {
 }
 
 /// Equal digests, in time that does not depend on where they differ.
-fn digests_equal(left: &[u8; 32], right: &[u8; 32]) -> bool {
+pub fn digests_equal(left: &[u8; 32], right: &[u8; 32]) -> bool {
     let mut difference = 0u8;
     for (a, b) in left.iter().zip(right.iter()) {
         difference |= a ^ b;
@@ -189,7 +187,7 @@ mod tests {
     fn key(id: &str, token: &str, active: bool, expires_at: Option<u64>) -> Key {
         Key {
             id: id.into(),
-            token_sha256: Sha256::digest(token.as_bytes()).into(),
+            token_sha256: keys::token_sha256(token),
             tenant: None,
             endpoints: BTreeSet::new(),
             active,
