@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::gateway::{Gateway, GatewayOptions};
+use crate::http::listener::{BoundedListener, ADMIN_CONNECTIONS_MAX, CONNECTIONS_MAX};
 use crate::{admin, http, project};
 
 /// How long in-flight requests may take to finish once a stop is asked.
@@ -112,15 +113,18 @@ async fn serve(
     let admin_router = admin::router(gateway.clone(), admin_token);
     let public_stop = stopped(stop.clone());
     let public_task = tokio::spawn(async move {
-        axum::serve(public, public_router)
+        axum::serve(BoundedListener::new(public, CONNECTIONS_MAX), public_router)
             .with_graceful_shutdown(public_stop)
             .await
     });
     let admin_stop = stopped(stop.clone());
     let admin_task = tokio::spawn(async move {
-        axum::serve(admin_port, admin_router)
-            .with_graceful_shutdown(admin_stop)
-            .await
+        axum::serve(
+            BoundedListener::new(admin_port, ADMIN_CONNECTIONS_MAX),
+            admin_router,
+        )
+        .with_graceful_shutdown(admin_stop)
+        .await
     });
     stopped(stop).await;
     tracing::info!("stopping: finishing in-flight requests");

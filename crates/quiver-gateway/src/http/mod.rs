@@ -8,6 +8,7 @@ pub mod endpoint;
 pub mod errors;
 pub mod etag;
 pub mod limits;
+pub mod listener;
 pub mod query;
 pub mod rate_limit;
 pub mod request_id;
