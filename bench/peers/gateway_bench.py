@@ -116,9 +116,9 @@ def run_gateway(work: Path, paths: dict[str, Path], args, out: dict, records: li
         auth = {"Authorization": f"Bearer {data.TOKEN}"}
         path = scenarios.gateway_path(data.ENDPOINT, str(scenarios.FIXED_CUSTOMER))
         status, headers, body = services.get(service.base_url + path, auth)
-        if status != 200 or "ETag" not in headers:
+        if status != 200 or "etag" not in headers:
             raise RuntimeError(f"the cached endpoint answered {status} {body[:200]!r}")
-        plan = scenarios.gateway(headers["ETag"])
+        plan = scenarios.gateway(headers["etag"])
         bodies = {"cache_hit.json": body}
         status, _, bodies["local_table.json"] = fetch(service, plan["local_table"], scenarios.FIXED_CUSTOMER)
         status, _, bodies["arrow_format.arrows"] = fetch(service, plan["arrow_format"], scenarios.FIXED_CUSTOMER)
@@ -173,7 +173,7 @@ def run_nginx(work: Path, bodies: dict[str, bytes], args, out: dict, records: li
     service = services.start_nginx(work / "nginx", bodies, args.nginx_workers)
     try:
         _, headers, _ = services.get(service.base_url + "/cache_hit.json")
-        plan = scenarios.nginx(headers.get("ETag", ""))
+        plan = scenarios.nginx(headers.get("etag", ""))
         for name in args.scenarios:
             records += measure(service, "nginx", plan[name], args)
         peer["loads"] = {"cold_load_ms": service.load_ms, "rss_mb": service.rss_mb()}

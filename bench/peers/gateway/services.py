@@ -83,12 +83,18 @@ def rss_kb(pid: int) -> int:
 
 
 def get(url: str, headers: dict[str, str] | None = None, timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
+    """GET `url`: (status, headers with lower-case names, body)."""
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, dict(response.headers.items()), response.read()
+            return response.status, lower_keys(response.headers.items()), response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers.items()), error.read()
+        return error.code, lower_keys(error.headers.items()), error.read()
+
+
+def lower_keys(items) -> dict[str, str]:
+    """Header names in lower case (HTTP/1.1 servers differ in how they write them)."""
+    return {name.lower(): value for name, value in items}
 
 
 def wait_ready(

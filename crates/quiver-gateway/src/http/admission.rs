@@ -46,13 +46,14 @@ impl Admission {
         if let Ok(permit) = self.permits.clone().try_acquire_owned() {
             return Ok((permit, started.elapsed()));
         }
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.waiting_max {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        // Counted out by the guard's drop, also when the request is dropped while it waits (its
+        // caller went away): a count left behind would shed every later request.
+        let waiting = Waiting::enter(&self.waiting);
+        if waiting.count_before >= self.waiting_max {
             return Err(Refused::Shed);
         }
         let acquired =
             tokio::time::timeout(self.wait_max, self.permits.clone().acquire_owned()).await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
         match acquired {
             Ok(Ok(permit)) => Ok((permit, started.elapsed())),
             Ok(Err(_)) | Err(_) => Err(Refused::TimedOut),
@@ -73,9 +74,51 @@ impl Admission {
     }
 }
 
+/// One request in the waiting room, for as long as the value lives.
+struct Waiting<'a> {
+    waiting: &'a AtomicUsize,
+    count_before: usize,
+}
+
+impl<'a> Waiting<'a> {
+    fn enter(waiting: &'a AtomicUsize) -> Waiting<'a> {
+        let count_before = waiting.fetch_add(1, Ordering::AcqRel);
+        Waiting {
+            waiting,
+            count_before,
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_waiter_dropped_while_waiting_leaves_the_room() {
+        let admission = Arc::new(Admission::new(1, Duration::from_secs(60)));
+        let (held, _) = admission.enter().await.unwrap();
+        for _ in 0..3 * WAITERS_PER_CONNECTION_MAX {
+            let waiter = {
+                let admission = admission.clone();
+                tokio::spawn(async move { admission.enter().await.map(|_| ()) })
+            };
+            tokio::task::yield_now().await;
+            assert_eq!(admission.waiting.load(Ordering::Acquire), 1, "it waits");
+            // The caller went away (a client that disconnected mid-request).
+            waiter.abort();
+            assert!(waiter.await.unwrap_err().is_cancelled());
+        }
+        assert_eq!(admission.waiting.load(Ordering::Acquire), 0);
+        drop(held);
+        assert!(admission.enter().await.is_ok(), "nobody is shed");
+    }
 
     #[tokio::test]
     async fn waits_then_times_out_then_sheds() {
