@@ -5,6 +5,8 @@
 #   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (VGI's benchmark: the allinone worker under DuckDB)
 #   ./tools/bench.sh server [--rows N] [--workers N] [--warmup W] [--measured R] [--quick] [--peers a,b]
 #                           [--quiver-cmd CMD]                     (seed 002's suite: quiver's server vs its peers)
+#   ./tools/bench.sh gateway [--rows N] [--duration S] [--passes P] [--quick] [--peers a,b] [--scenarios a,b]
+#                                                                  (seed 004's suite: the gateway vs nginx, ROAPI, Datasette)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -58,5 +60,17 @@ case "$suite" in
         export QUIVER_BENCH_SERVER_CMD="${QUIVER_BENCH_SERVER_CMD:-$ROOT/target/release/examples/server_bench}"
         exec "$py" bench/peers/server_bench.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python|vgi|server" >&2; exit 2 ;;
+    gateway)
+        shift
+        # wrk, nginx (Debian) and the ROAPI and Datasette venvs are made only here.
+        tools/setup_bench_peers.sh
+        py="$ROOT/.venv/bin/python"
+        if [[ ! -x "$py" ]]; then
+            echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
+            exit 1
+        fi
+        cargo build --release --locked --quiet -p quiver-gateway
+        exec "$py" bench/peers/gateway_bench.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway" >&2; exit 2 ;;
 esac

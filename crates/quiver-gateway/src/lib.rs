@@ -7,11 +7,24 @@
 //! - [`cursor`]: signed keyset cursors.
 //! - [`openapi`]: the project's OpenAPI document.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness.
+//! - [`representation`]: a response's format (`Accept`), body and content coding.
+//! - [`cache`]: finished bodies, bounded by bytes, one load per key at a time.
+//! - [`http`]: the public port: auth, limits, the request flow, errors, ETags.
+//! - [`admin`]: the admin port: liveness, readiness, status, OpenAPI, metrics, refresh.
+//! - [`metrics`]: the Prometheus exposition.
+//! - [`gateway`]: the parts wired together; [`serve`]: the process around them.
 
+pub mod admin;
 pub mod backend;
+pub mod cache;
 pub mod compile;
 pub mod cursor;
+pub mod gateway;
+pub mod http;
+pub mod metrics;
 pub mod openapi;
 pub mod project;
 pub mod random;
+pub mod representation;
+pub mod serve;
 pub mod snapshot;

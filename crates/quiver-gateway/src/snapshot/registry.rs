@@ -223,6 +223,7 @@ impl Snapshots {
                     last_materialize_seconds: record.last_materialize.map(|d| d.as_secs_f64()),
                     refresh_ok_total: record.refresh_ok,
                     refresh_failed_total: record.refresh_failed,
+                    last_refresh_ok: record.last_refresh_ok,
                     row_count: current.map(|s| s.row_count),
                 }
             })

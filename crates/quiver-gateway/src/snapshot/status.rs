@@ -110,6 +110,8 @@ pub struct DatasetMetrics {
     pub last_materialize_seconds: Option<f64>,
     pub refresh_ok_total: u64,
     pub refresh_failed_total: u64,
+    /// Whether the last refresh ended well (`None` before the first).
+    pub last_refresh_ok: Option<bool>,
     pub row_count: Option<u64>,
 }
 

@@ -1,0 +1,114 @@
+//! The public port's router: `GET|HEAD /v1/endpoints/{name}`, everything else a `404` envelope.
+//! One middleware wraps every request: its id, the URI and header limits, and once answered, one
+//! JSON log line and the request metrics.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+
+use crate::gateway::Gateway;
+use crate::metrics::UNKNOWN_ENDPOINT;
+
+use super::endpoint::{self, KeyId};
+use super::errors::{ApiError, Family};
+use super::limits;
+use super::request_id::{self, RequestId};
+
+/// The path prefix of endpoints.
+pub const ENDPOINTS_PREFIX: &str = "/v1/endpoints/";
+
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route(
+            "/v1/endpoints/{name}",
+            get(endpoint::handle).fallback(method_not_allowed),
+        )
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(gateway.clone(), around))
+        .with_state(gateway)
+}
+
+async fn not_found(request: Request) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or_else(request_id::new_id, |id| id.0.clone());
+    ApiError::not_found().response(&request_id)
+}
+
+/// Endpoints are read-only: anything but GET and HEAD is refused, in the envelope.
+async fn method_not_allowed(request: Request) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or_else(request_id::new_id, |id| id.0.clone());
+    let mut response = ApiError::new(
+        Family::MethodNotAllowed,
+        "endpoints answer GET and HEAD only",
+    )
+    .response(&request_id);
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    response
+}
+
+async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let request_id = request_id::for_request(request.headers());
+    let path = request.uri().path().to_owned();
+    let method = request.method().clone();
+    let endpoint = path
+        .strip_prefix(ENDPOINTS_PREFIX)
+        .and_then(|name| gateway.project.endpoint(name))
+        .map_or(UNKNOWN_ENDPOINT, |endpoint| endpoint.name.as_str());
+    let uri_length = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |target| target.as_str().len());
+    let checked =
+        limits::check_uri(uri_length).and_then(|()| limits::check_headers(request.headers()));
+    let mut response = match checked {
+        Err(error) => error.response(&request_id),
+        Ok(()) => {
+            request
+                .extensions_mut()
+                .insert(RequestId(request_id.clone()));
+            next.run(request).await
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    gateway
+        .metrics
+        .record_request(endpoint, status, elapsed.as_secs_f64());
+    let cache = response
+        .headers()
+        .get("x-cache")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("-");
+    let key = response
+        .extensions()
+        .get::<KeyId>()
+        .map_or("-", |key| key.0.as_str());
+    tracing::info!(
+        request_id,
+        method = %method,
+        endpoint,
+        status,
+        cache,
+        key,
+        ms = elapsed.as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}

@@ -1,0 +1,324 @@
+//! `GET|HEAD /v1/endpoints/{name}`: one request's flow, in the order design.md fixes: auth →
+//! endpoint granted (else a 404 identical to a missing endpoint's) → rate limit → snapshot →
+//! compile → ETag (`304` before the cache and the server) → cache with single-flight → a
+//! connection (bounded wait, shedding) → query → encode → compress → respond.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+
+use crate::cache::{BodyKey, KeyParts};
+use crate::compile;
+use crate::cursor;
+use crate::gateway::Gateway;
+use crate::project::{AuthMode, CachePolicy, Endpoint, Key, ServingMode};
+use crate::representation::{self, BodyMeta, Freshness};
+use crate::snapshot::Snapshot;
+
+use super::auth::{bearer_token, Refusal};
+use super::errors::{ApiError, Family};
+use super::etag;
+use super::limits;
+use super::query;
+use super::request_id::RequestId;
+use super::timing::Timings;
+
+/// Seconds a caller is asked to wait before retrying a dataset that is not ready.
+const NOT_READY_RETRY_SECONDS: u64 = 5;
+
+pub async fn handle(
+    State(gateway): State<Arc<Gateway>>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Path(name): Path<String>,
+    RawQuery(raw_query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let timeout = gateway.project.settings.request_timeout;
+    let mut key_id = None;
+    let flow = respond(
+        &gateway,
+        &name,
+        raw_query.as_deref(),
+        &headers,
+        &request_id,
+        &mut key_id,
+    );
+    let outcome = match tokio::time::timeout(timeout, flow).await {
+        Ok(outcome) => outcome,
+        Err(_elapsed) => Err(ApiError::new(
+            Family::Timeout,
+            format!("the request took over {} ms", timeout.as_millis()),
+        )),
+    };
+    let mut response = match outcome {
+        Ok(response) => response,
+        Err(error) => error.response(&request_id),
+    };
+    if let Some(key_id) = key_id {
+        response.extensions_mut().insert(KeyId(key_id));
+    }
+    response
+}
+
+/// The id of the key a request authenticated with, for its log line (never the token).
+#[derive(Clone, Debug)]
+pub struct KeyId(pub String);
+
+async fn respond(
+    gateway: &Gateway,
+    name: &str,
+    raw_query: Option<&str>,
+    headers: &HeaderMap,
+    request_id: &str,
+    key_id: &mut Option<String>,
+) -> Result<Response, ApiError> {
+    let mut timings = Timings::start();
+    let key = authenticate(gateway, headers)?;
+    *key_id = key.as_ref().map(|key| key.id.clone());
+    let endpoint = granted(gateway, key.as_ref(), name)?;
+    if let Some(key) = &key {
+        if let Some(rate) = key.rate_limit_per_second {
+            gateway
+                .rate_limiter
+                .admit(&key.id, rate, Instant::now())
+                .map_err(|seconds| {
+                    ApiError::new(
+                        Family::RateLimited,
+                        format!("this key may make {rate} requests a second"),
+                    )
+                    .retry_after(seconds)
+                })?;
+        }
+    }
+    timings.mark("auth");
+
+    let pairs = limits::query_pairs(raw_query)?;
+    let format_param = pairs
+        .iter()
+        .find(|(name, _)| name == "format")
+        .map(|(_, value)| value.as_str());
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
+    let format = representation::negotiate(accept, format_param)
+        .map_err(|refusal| ApiError::new(Family::NotAcceptable, refusal.to_string()))?;
+    let encoding = representation::negotiate_encoding(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|value| value.to_str().ok()),
+    );
+
+    let snapshot = snapshot_for(gateway, endpoint, &pairs)?;
+    let tenant = match (&endpoint.tenant_column, &key) {
+        (Some(_), Some(key)) => key.tenant.as_deref(),
+        _ => None,
+    };
+    let dataset = gateway
+        .project
+        .dataset(&endpoint.dataset)
+        .expect("an endpoint's dataset exists (checked at load)");
+    let relation = match endpoint.serving_mode {
+        ServingMode::LocalTable => snapshot.table.as_str(),
+        ServingMode::RemoteScan => snapshot.files_relation.as_str(),
+    };
+    let compiled = compile::compile(
+        endpoint,
+        dataset,
+        relation,
+        &snapshot.snapshot_id,
+        &pairs,
+        tenant,
+        &gateway.cursor_key,
+    )
+    .map_err(|error| ApiError::new(Family::InvalidParam, error.to_string()))?;
+    timings.mark("compile");
+
+    let body_key = BodyKey::new(&KeyParts {
+        dataset: &dataset.id,
+        endpoint: &endpoint.name,
+        version: endpoint.version,
+        tenant,
+        canonical: &compiled.canonical,
+        snapshot_id: &snapshot.snapshot_id,
+        format,
+    });
+    let etag = body_key.etag();
+    let facts = Facts::new(gateway, endpoint, &snapshot, &etag);
+    let if_none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok());
+    if if_none_match.is_some_and(|tags| etag::none_match_hits(tags, &etag)) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        facts.write(response.headers_mut(), "revalidated", &timings);
+        return Ok(response);
+    }
+
+    let meta = body_meta(endpoint, &snapshot);
+    let (body, cache_state) = match endpoint.cache {
+        CachePolicy::Snapshot => {
+            let load = query::answer(gateway, endpoint, compiled, format, meta, request_id);
+            let (body, hit) = gateway
+                .cache
+                .get_or_load(body_key, encoding, load)
+                .await
+                .map_err(|error: Arc<ApiError>| (*error).clone())?;
+            gateway.metrics.record_cache(hit);
+            (body, if hit { "hit" } else { "miss" })
+        }
+        CachePolicy::None => {
+            let identity =
+                query::answer(gateway, endpoint, compiled, format, meta, request_id).await?;
+            (query::compressed(identity, encoding).await, "off")
+        }
+    };
+    timings.mark("body");
+
+    let mut response = (StatusCode::OK, body.bytes.clone()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(body.content_type),
+    );
+    if let Some(coding) = body.encoding.header_value() {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+    }
+    if let Some(next) = body.next_cursor.as_deref() {
+        if let Ok(value) = HeaderValue::from_str(next) {
+            headers.insert("x-next-cursor", value);
+        }
+    }
+    facts.write(headers, cache_state, &timings);
+    Ok(response)
+}
+
+fn authenticate(gateway: &Gateway, headers: &HeaderMap) -> Result<Option<Key>, ApiError> {
+    if gateway.project.settings.auth == AuthMode::None {
+        return Ok(None);
+    }
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
+    let token = bearer_token(authorization)
+        .ok_or_else(|| ApiError::unauthorized(Refusal::Missing.message()))?;
+    gateway
+        .keys
+        .authenticate(token, SystemTime::now())
+        .map(Some)
+        .map_err(|refusal| ApiError::unauthorized(refusal.message()))
+}
+
+/// The endpoint, if it exists and the key may call it; a key that may not reads exactly as if
+/// the endpoint did not exist. A tenant-scoped endpoint needs a key bound to a tenant.
+fn granted<'p>(
+    gateway: &'p Gateway,
+    key: Option<&Key>,
+    name: &str,
+) -> Result<&'p Endpoint, ApiError> {
+    let endpoint = gateway
+        .project
+        .endpoint(name)
+        .ok_or_else(ApiError::not_found)?;
+    let allowed = match key {
+        None => endpoint.tenant_column.is_none(),
+        Some(key) => {
+            key.endpoints.contains(&endpoint.name)
+                && (endpoint.tenant_column.is_none() || key.tenant.is_some())
+        }
+    };
+    if !allowed {
+        return Err(ApiError::not_found());
+    }
+    Ok(endpoint)
+}
+
+/// The snapshot to read: a cursor's own, while it is kept; else the dataset's current one.
+fn snapshot_for(
+    gateway: &Gateway,
+    endpoint: &Endpoint,
+    pairs: &[(String, String)],
+) -> Result<Arc<Snapshot>, ApiError> {
+    let pinned = cursor::pinned_snapshot(&gateway.cursor_key, pairs)
+        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id));
+    pinned
+        .or_else(|| gateway.snapshots.current(&endpoint.dataset))
+        .ok_or_else(|| {
+            ApiError::new(
+                Family::NotReady,
+                format!("dataset '{}' has no snapshot yet", endpoint.dataset),
+            )
+            .retry_after(NOT_READY_RETRY_SECONDS)
+        })
+}
+
+fn body_meta(endpoint: &Endpoint, snapshot: &Snapshot) -> BodyMeta {
+    BodyMeta {
+        endpoint: endpoint.name.clone(),
+        version: endpoint.version,
+        snapshot_id: snapshot.snapshot_id.clone(),
+        serving_mode: endpoint.serving_mode,
+        freshness: Freshness {
+            watermark: snapshot.watermark.clone(),
+            max_staleness_minutes: endpoint
+                .max_staleness
+                .map(|staleness| staleness.as_secs() / 60),
+        },
+        next_cursor: None,
+    }
+}
+
+/// The per-request facts a response carries in headers (never in the body, which is cached).
+struct Facts {
+    etag: String,
+    cache_control: &'static str,
+    snapshot_id: String,
+    freshness_age_seconds: Option<u64>,
+    stale: bool,
+}
+
+impl Facts {
+    fn new(gateway: &Gateway, endpoint: &Endpoint, snapshot: &Snapshot, etag: &str) -> Facts {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs() as i64);
+        let age = snapshot
+            .watermark_unix
+            .map(|watermark| (now - watermark).max(0) as u64);
+        let stale = match (age, endpoint.max_staleness) {
+            (Some(age), Some(max)) => age > max.as_secs(),
+            _ => false,
+        };
+        let cache_control = match gateway.project.settings.auth {
+            AuthMode::Required => "private, no-cache",
+            AuthMode::None => "public, max-age=0, must-revalidate",
+        };
+        Facts {
+            etag: etag.to_owned(),
+            cache_control,
+            snapshot_id: snapshot.snapshot_id.clone(),
+            freshness_age_seconds: age,
+            stale,
+        }
+    }
+
+    fn write(&self, headers: &mut HeaderMap, cache_state: &str, timings: &Timings) {
+        let mut put = |name: &'static str, value: &str| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                headers.insert(name, value);
+            }
+        };
+        put("etag", &self.etag);
+        put("cache-control", self.cache_control);
+        put("vary", "Accept, Accept-Encoding, Authorization");
+        put("x-cache", cache_state);
+        put("x-snapshot-id", &self.snapshot_id);
+        if let Some(age) = self.freshness_age_seconds {
+            put("x-freshness-age", &age.to_string());
+        }
+        put("x-stale", if self.stale { "true" } else { "false" });
+        put("server-timing", &timings.header());
+    }
+}

@@ -1,0 +1,15 @@
+//! The public HTTP port: endpoints served as JSON, NDJSON, CSV, Arrow or Parquet, with keys,
+//! rate limits, ETags and the error envelope.
+
+pub mod admission;
+pub mod app;
+pub mod auth;
+pub mod endpoint;
+pub mod errors;
+pub mod etag;
+pub mod limits;
+pub mod listener;
+pub mod query;
+pub mod rate_limit;
+pub mod request_id;
+pub mod timing;

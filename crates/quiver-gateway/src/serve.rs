@@ -1,0 +1,207 @@
+//! `quiver-gateway serve`: load the project, start the gateway (its server, its snapshots), open
+//! the public and admin ports, announce them on stdout, and serve until SIGTERM, SIGINT or (with
+//! `--watch-stdin`) the end of stdin; then stop accepting, let in-flight requests finish within a
+//! bounded grace, stop the spawned server and exit.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::gateway::{Gateway, GatewayOptions};
+use crate::http::listener::{BoundedListener, ADMIN_CONNECTIONS_MAX, CONNECTIONS_MAX};
+use crate::{admin, http, project};
+
+/// How long in-flight requests may take to finish once a stop is asked.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub project_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    /// A server's address (`unix:///…`, `tcp://…`); `None`: spawn one.
+    pub server: Option<String>,
+    /// The variable holding the server's token.
+    pub server_token_env: Option<String>,
+    /// The variable holding the admin port's bearer token.
+    pub admin_token_env: Option<String>,
+    pub state_dir: Option<PathBuf>,
+    pub watch_stdin: bool,
+}
+
+/// Serves until asked to stop. `Err`: why it could not start.
+pub fn run(options: ServeOptions) -> Result<(), String> {
+    let admin_token = match &options.admin_token_env {
+        Some(variable) => Some(
+            std::env::var(variable)
+                .map_err(|_| format!("--admin-token-env names {variable}, which is not set"))?,
+        ),
+        None => None,
+    };
+    if !options.admin_listen.ip().is_loopback() && admin_token.is_none() {
+        return Err(
+            "a non-loopback --admin-listen needs --admin-token-env (the admin port can refresh and roll back)"
+                .into(),
+        );
+    }
+    let server = match &options.server {
+        Some(address) => {
+            let token = match &options.server_token_env {
+                Some(variable) => Some(std::env::var(variable).map_err(|_| {
+                    format!("--server-token-env names {variable}, which is not set")
+                })?),
+                None => None,
+            };
+            Some((address.clone(), token))
+        }
+        None => None,
+    };
+    let project = project::load(&options.project_dir).map_err(|diagnostics| {
+        format!(
+            "the project at {} does not load:\n{diagnostics}",
+            options.project_dir.display()
+        )
+    })?;
+    let state_dir = options
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| options.project_dir.join(".quiver-gateway"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("gateway")
+        .build()
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    runtime.block_on(serve(
+        project,
+        GatewayOptions { server, state_dir },
+        options,
+        admin_token,
+    ))
+}
+
+async fn serve(
+    project: project::Project,
+    gateway_options: GatewayOptions,
+    options: ServeOptions,
+    admin_token: Option<String>,
+) -> Result<(), String> {
+    let public = bind(options.listen).await?;
+    let admin_port = bind(options.admin_listen).await?;
+    let gateway = tokio::task::spawn_blocking(move || Gateway::start(project, gateway_options))
+        .await
+        .map_err(|error| format!("the gateway's start failed: {error}"))??;
+
+    let (stop_sender, stop) = watch::channel(false);
+    watch_signals(stop_sender.clone());
+    if options.watch_stdin {
+        watch_stdin(stop_sender);
+    }
+    announce(&public, &admin_port)?;
+    tracing::info!(
+        http = %public.local_addr().map_err(|error| error.to_string())?,
+        admin = %admin_port.local_addr().map_err(|error| error.to_string())?,
+        datasets = gateway.project.datasets.len(),
+        endpoints = gateway.project.endpoints.len(),
+        "listening"
+    );
+
+    let public_router = http::app::router(gateway.clone());
+    let admin_router = admin::router(gateway.clone(), admin_token);
+    let public_stop = stopped(stop.clone());
+    let public_task = tokio::spawn(async move {
+        axum::serve(BoundedListener::new(public, CONNECTIONS_MAX), public_router)
+            .with_graceful_shutdown(public_stop)
+            .await
+    });
+    let admin_stop = stopped(stop.clone());
+    let admin_task = tokio::spawn(async move {
+        axum::serve(
+            BoundedListener::new(admin_port, ADMIN_CONNECTIONS_MAX),
+            admin_router,
+        )
+        .with_graceful_shutdown(admin_stop)
+        .await
+    });
+    stopped(stop).await;
+    tracing::info!("stopping: finishing in-flight requests");
+    let finished = tokio::time::timeout(STOP_GRACE, async {
+        let _ = public_task.await;
+        let _ = admin_task.await;
+    })
+    .await;
+    if finished.is_err() {
+        tracing::warn!(
+            grace_s = STOP_GRACE.as_secs(),
+            "in-flight requests outlived the grace"
+        );
+    }
+    stop_backend(gateway).await;
+    Ok(())
+}
+
+/// Stops the spawned server (its own grace), off the async threads.
+async fn stop_backend(gateway: Arc<Gateway>) {
+    gateway.snapshots.stop();
+    let backend = gateway.backend.clone();
+    drop(gateway);
+    let _ = tokio::task::spawn_blocking(move || backend.stop()).await;
+}
+
+async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("cannot listen on {address}: {error}"))
+}
+
+fn announce(
+    public: &tokio::net::TcpListener,
+    admin_port: &tokio::net::TcpListener,
+) -> Result<(), String> {
+    let public = public.local_addr().map_err(|error| error.to_string())?;
+    let admin_port = admin_port.local_addr().map_err(|error| error.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "HTTP:http://{public}")
+        .and_then(|()| writeln!(stdout, "ADMIN:http://{admin_port}"))
+        .and_then(|()| writeln!(stdout, "LISTENING"))
+        .and_then(|()| stdout.flush())
+        .map_err(|error| format!("cannot announce the ports: {error}"))
+}
+
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}
+
+fn watch_signals(stop: watch::Sender<bool>) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut terminate), Ok(mut interrupt)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!("cannot watch SIGTERM/SIGINT");
+            return;
+        };
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        let _ = stop.send(true);
+    });
+}
+
+/// Stops when stdin ends: the parent that holds its other end has gone.
+fn watch_stdin(stop: watch::Sender<bool>) {
+    std::thread::Builder::new()
+        .name("gateway-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buffer = [0u8; 256];
+            while matches!(stdin.read(&mut buffer), Ok(read) if read > 0) {}
+            let _ = stop.send(true);
+        })
+        .expect("a thread to watch stdin");
+}
