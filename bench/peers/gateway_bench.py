@@ -104,6 +104,8 @@ def run_gateway(work: Path, paths: dict[str, Path], args, out: dict, records: li
         peer["status"] = f"not run: no {GATEWAY_BIN.relative_to(ROOT)} (cargo build --release -p quiver-gateway)"
         return {}
     logs = work / "logs"
+    peer["versions"] = {"quiver-gateway": crate_version(), "duckdb": duckdb_version()}
+    peer["notes"].append("pool of 4 server connections (shared memory over a Unix socket), cache 256 MiB, an API key")
     peer["loads"] = load_times(paths["project"], work / "state", logs)
     if EXAMPLE_PROJECT.exists():
         example = work / "example"
@@ -132,6 +134,19 @@ def run_gateway(work: Path, paths: dict[str, Path], args, out: dict, records: li
     finally:
         service.stop()
     return bodies
+
+
+def crate_version() -> str:
+    for line in (ROOT / "Cargo.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split('"')[1]
+    return "unknown"
+
+
+def duckdb_version() -> str:
+    import duckdb
+
+    return duckdb.__version__
 
 
 def cache_line(metrics: str) -> str:
@@ -255,11 +270,14 @@ def machine_info(started: float, args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": CONCURRENCY,
         "wrk": wrk.version() if wrk.available() else "absent",
         "quick": args.quick,
+        # Other work on the machine skews every figure alike; the load average says how much there was.
+        "load_average_at_start": args.load_average,
     }
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    args.load_average = os.getloadavg()[0]
     if args.quick:
         args.rows, args.duration = min(args.rows, QUICK_ROWS), min(args.duration, QUICK_DURATION_S)
     if args.passes < 2:

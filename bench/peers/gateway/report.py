@@ -38,7 +38,10 @@ def machine_block(saved: dict[str, Any]) -> list[str]:
         "",
         f"**run:** {info['rows']:,} rows; wrk {info['wrk']} with keep-alive connections at concurrency "
         f"{'/'.join(str(c) for c in info['concurrency'])}, {info['duration_s']} s per run, the median of "
-        f"{info['passes']} passes; the load generator shares the machine with the service measured.",
+        f"{info['passes']} passes; the load generator shares the machine with the service measured "
+        f"(load average {info.get('load_average_at_start', 0):.1f} at the start).",
+        "",
+        ceiling_line(saved["records"]),
         "",
         "| peer | versions | status |",
         "|---|---|---|",
@@ -48,6 +51,18 @@ def machine_block(saved: dict[str, Any]) -> list[str]:
         versions = ", ".join(f"{k} {v}" for k, v in peer.get("versions", {}).items()) or "—"
         lines.append(f"| {name} | {versions} | {peer['status']} |")
     return lines
+
+
+def ceiling_line(records: list[dict[str, Any]]) -> str:
+    """What wrk itself can drive here: nginx's best req/s over every scenario and concurrency."""
+    nginx = [r for r in records if r["peer"] == "nginx"]
+    if not nginx:
+        return "**load generator's ceiling:** not measured (nginx did not run)."
+    best = max(nginx, key=lambda r: r["req_per_s"])
+    return (
+        f"**load generator's ceiling:** wrk drove nginx to {best['req_per_s']:,.0f} req/s "
+        f"({best['scenario']}, c={best['connections']}) on this machine: a service below that is measured, not wrk."
+    )
 
 
 def targets_block(targets: list[dict[str, Any]]) -> list[str]:
