@@ -117,6 +117,11 @@ pub fn usage_schema() -> Vec<Column> {
     .collect()
 }
 
+/// A dataset read from a manifest file at `path` (relative to the project).
+pub fn source(path: &str) -> SnapshotSource {
+    SnapshotSource::Manifest(path.into())
+}
+
 pub fn dataset(id: &str, source: SnapshotSource) -> Dataset {
     Dataset {
         id: id.into(),
