@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::options::{ConnectOptions, IntoAddress};
 use crate::query::QueryStream;
 use crate::request::{request, Value};
+use crate::statement_cache::StatementCache;
 
 /// A session on a quiver server.
 pub struct Connection {
@@ -22,6 +23,8 @@ pub struct Connection {
     session: SessionInfo,
     address: Address,
     options: ConnectOptions,
+    /// Statements kept prepared for `query_cached`.
+    pub(crate) statements: StatementCache,
 }
 
 impl Connection {
@@ -58,6 +61,7 @@ impl Connection {
             session,
             address,
             options: options.clone(),
+            statements: StatementCache::default(),
         })
     }
 

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! - [`Connection`]: sync; `execute`, `query` (an iterator pulling one batch at a time),
-//!   `query_arrow`, `prepare`, transactions, the catalog, a [`CancelHandle`].
+//!   `query_arrow`, `prepare`, `query_cached` (prepared once per connection, by SQL text),
+//!   transactions, the catalog, a [`CancelHandle`].
 //! - [`params::row`]: one row of typed statement parameters.
 //! - [`ArrowInserter`] and [`RowInserter`]: all-or-nothing inserts of batches or of rows;
 //!   [`parallel`]: chunk senders on one connection, and work on N connections.
@@ -39,6 +40,7 @@ pub mod process;
 mod query;
 mod request;
 mod row_inserter;
+mod statement_cache;
 
 pub use async_connection::{
     AsyncArrowInserter, AsyncConnection, AsyncQueryStream, INSERT_CHANNEL_BATCHES,
@@ -56,3 +58,4 @@ pub use process::{ServerOptions, ServerProcess};
 pub use query::QueryStream;
 pub use quiver_server_protocol::{Address, InsertMode, SessionInfo};
 pub use row_inserter::{RowInserter, ROW_BATCH_ROWS_DEFAULT};
+pub use statement_cache::STATEMENT_CACHE_MAX;

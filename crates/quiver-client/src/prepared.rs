@@ -23,10 +23,7 @@ pub struct Prepared<'c> {
 impl Connection {
     /// Prepares one statement (parameters as `?` or `$1`).
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared<'_>> {
-        check_sql(sql)?;
-        let params = request(methods::prepare_params(), &[Value::Text(Some(sql))]);
-        let reply = self.unary(methods::PREPARE, &params)?;
-        let (statement_id, parameter_count, result_schema) = read_prepared(&reply)?;
+        let (statement_id, parameter_count, result_schema) = self.prepare_on_server(sql)?;
         Ok(Prepared {
             connection: self,
             statement_id,
@@ -34,6 +31,45 @@ impl Connection {
             result_schema,
             closed: false,
         })
+    }
+
+    /// Prepares `sql` on the session: its statement id, parameter count and result schema.
+    pub(crate) fn prepare_on_server(
+        &mut self,
+        sql: &str,
+    ) -> Result<(i64, usize, Option<SchemaRef>)> {
+        check_sql(sql)?;
+        let params = request(methods::prepare_params(), &[Value::Text(Some(sql))]);
+        let reply = self.unary(methods::PREPARE, &params)?;
+        read_prepared(&reply)
+    }
+
+    /// Runs prepared statement `statement_id` with `parameters` (checked against its count).
+    pub(crate) fn query_statement(
+        &mut self,
+        statement_id: i64,
+        parameter_count: usize,
+        parameters: Option<&RecordBatch>,
+    ) -> Result<QueryStream<'_>> {
+        let encoded = encode(parameter_count, parameters)?;
+        let params = request(
+            methods::query_prepared_params(),
+            &[
+                Value::Int(Some(statement_id)),
+                Value::Bytes(encoded.as_deref()),
+                Value::Int(self.options().batch_rows),
+            ],
+        );
+        QueryStream::open(self.wire(), methods::QUERY_PREPARED, &params)
+    }
+
+    /// Forgets prepared statement `statement_id` on the server.
+    pub(crate) fn close_statement(&mut self, statement_id: i64) -> Result<()> {
+        let params = request(
+            methods::close_prepared_params(),
+            &[Value::Int(Some(statement_id))],
+        );
+        self.unary_void(methods::CLOSE_PREPARED, &params)
     }
 }
 
@@ -50,7 +86,7 @@ impl Prepared<'_> {
 
     /// Executes once per row of `parameters` (`None` when it takes none); rows changed in all.
     pub fn execute(&mut self, parameters: Option<&RecordBatch>) -> Result<u64> {
-        let encoded = self.encode(parameters)?;
+        let encoded = encode(self.parameter_count, parameters)?;
         let params = request(
             methods::execute_prepared_params(),
             &[
@@ -64,17 +100,8 @@ impl Prepared<'_> {
 
     /// Runs it with one row of parameters and streams the result.
     pub fn query(&mut self, parameters: Option<&RecordBatch>) -> Result<QueryStream<'_>> {
-        let encoded = self.encode(parameters)?;
-        let batch_rows = self.connection.options().batch_rows;
-        let params = request(
-            methods::query_prepared_params(),
-            &[
-                Value::Int(Some(self.statement_id)),
-                Value::Bytes(encoded.as_deref()),
-                Value::Int(batch_rows),
-            ],
-        );
-        QueryStream::open(self.connection.wire(), methods::QUERY_PREPARED, &params)
+        self.connection
+            .query_statement(self.statement_id, self.parameter_count, parameters)
     }
 
     /// Forgets the statement on the server.
@@ -87,34 +114,29 @@ impl Prepared<'_> {
             return Ok(());
         }
         self.closed = true;
-        let params = request(
-            methods::close_prepared_params(),
-            &[Value::Int(Some(self.statement_id))],
-        );
-        self.connection.unary_void(methods::CLOSE_PREPARED, &params)
+        self.connection.close_statement(self.statement_id)
     }
+}
 
-    fn encode(&self, parameters: Option<&RecordBatch>) -> Result<Option<Vec<u8>>> {
-        let Some(batch) = parameters else {
-            if self.parameter_count > 0 {
-                return Err(Error::InvalidInput(format!(
-                    "the statement takes {} parameters, none given",
-                    self.parameter_count
-                )));
-            }
-            return Ok(None);
-        };
-        if batch.num_columns() != self.parameter_count {
+/// One row of parameters encoded for a statement that takes `parameter_count`.
+fn encode(parameter_count: usize, parameters: Option<&RecordBatch>) -> Result<Option<Vec<u8>>> {
+    let Some(batch) = parameters else {
+        if parameter_count > 0 {
             return Err(Error::InvalidInput(format!(
-                "the statement takes {} parameters, {} given",
-                self.parameter_count,
-                batch.num_columns()
+                "the statement takes {parameter_count} parameters, none given"
             )));
         }
-        Ok(Some(parameters::encode_parameters(std::slice::from_ref(
-            batch,
-        ))?))
+        return Ok(None);
+    };
+    if batch.num_columns() != parameter_count {
+        return Err(Error::InvalidInput(format!(
+            "the statement takes {parameter_count} parameters, {} given",
+            batch.num_columns()
+        )));
     }
+    Ok(Some(parameters::encode_parameters(std::slice::from_ref(
+        batch,
+    ))?))
 }
 
 impl Drop for Prepared<'_> {

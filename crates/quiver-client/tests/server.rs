@@ -117,6 +117,71 @@ fn a_query_streams_millions_of_rows_a_batch_at_a_time() {
 }
 
 #[test]
+fn cached_statements_are_reused_bounded_and_rebound_after_the_table_changes() {
+    let mut connection = unix(shared(), Shm::Off);
+    let name = table("cached");
+    connection
+        .execute(&format!(
+            "CREATE TABLE {name} AS SELECT range::INT AS id FROM range(10)"
+        ))
+        .unwrap();
+    let sql = format!("SELECT count(*) FROM {name} WHERE id >= ?");
+    let count = |connection: &mut Connection, threshold: i32| -> i64 {
+        let row = quiver_client::params::row(&[threshold.into()]).unwrap();
+        let batches: Vec<RecordBatch> = connection
+            .query_cached(&sql, Some(&row))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        batches[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0)
+    };
+    assert_eq!(count(&mut connection, 3), 7);
+    assert_eq!(
+        count(&mut connection, 8),
+        2,
+        "the same statement, new parameters"
+    );
+    assert_eq!(connection.cached_statements(), 1);
+    assert!(
+        connection.query_cached(&sql, None).is_err(),
+        "a missing parameter is refused"
+    );
+
+    // The table replaced under the cached plan: DuckDB rebinds it.
+    connection
+        .execute(&format!(
+            "CREATE OR REPLACE TABLE {name} AS SELECT range::INT AS id FROM range(100)"
+        ))
+        .unwrap();
+    assert_eq!(count(&mut connection, 3), 97);
+
+    // Bounded: the least recently used statements are closed on the server.
+    for extra in 0..quiver_client::STATEMENT_CACHE_MAX + 8 {
+        let other = format!("SELECT {extra} AS n");
+        let batches: Vec<RecordBatch> = connection
+            .query_cached(&other, None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(batches[0].num_rows(), 1);
+    }
+    assert_eq!(
+        connection.cached_statements(),
+        quiver_client::STATEMENT_CACHE_MAX
+    );
+    assert_eq!(
+        count(&mut connection, 50),
+        50,
+        "an evicted statement is prepared again"
+    );
+}
+
+#[test]
 fn prepared_statements_take_parameters() {
     let mut connection = unix(shared(), Shm::Off);
     let name = table("prepared");
