@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use quiver_client::{params, CancelHandle};
+use quiver_client::{params, CancelHandle, Pool};
 
 use crate::cache::{self, CachedBody};
 use crate::compile::Compiled;
@@ -22,7 +22,8 @@ use super::errors::{ApiError, Family};
 /// Seconds an overloaded gateway asks a caller to wait.
 const OVERLOADED_RETRY_SECONDS: u64 = 1;
 
-/// The identity body of one request: run, cut to the page, encoded.
+/// The identity body of one request: run, cut to the page, encoded, all on one blocking thread
+/// (a hop between threads costs a wake-up; the query and its encoding need no async thread).
 pub async fn answer(
     gateway: &Gateway,
     endpoint: &Endpoint,
@@ -31,52 +32,6 @@ pub async fn answer(
     mut meta: BodyMeta,
     request_id: &str,
 ) -> Result<CachedBody, ApiError> {
-    let batches = fetch(gateway, &compiled, request_id).await?;
-    let page = compiled.finish(batches).map_err(|error| {
-        tracing::error!(request_id, error = %error, "the result did not fit the compiled shape");
-        ApiError::internal()
-    })?;
-    meta.next_cursor = page.next_cursor.clone();
-    let dataset = gateway
-        .project
-        .dataset(&endpoint.dataset)
-        .expect("an endpoint's dataset exists (checked at load)");
-    let schema = page
-        .batches
-        .first()
-        .map(RecordBatch::schema)
-        .unwrap_or_else(|| schema_without_rows(endpoint, dataset, &compiled.columns));
-    let request_id = request_id.to_owned();
-    let encoded = tokio::task::spawn_blocking(move || {
-        representation::encode(format, &schema, &page.batches, &meta)
-            .map(|bytes| CachedBody::identity(bytes, format, page.row_count, page.next_cursor))
-    })
-    .await;
-    match encoded {
-        Ok(Ok(body)) => Ok(body),
-        Ok(Err(error)) => {
-            tracing::error!(request_id, error = %error, "encoding the response failed");
-            Err(ApiError::internal())
-        }
-        Err(join_error) => {
-            tracing::error!(request_id, error = %join_error, "encoding task failed");
-            Err(ApiError::internal())
-        }
-    }
-}
-
-/// An uncached body in the caller's coding (the cache makes its own copies).
-pub async fn compressed(identity: CachedBody, encoding: Encoding) -> Arc<CachedBody> {
-    cache::compressed_copy(Arc::new(identity), encoding).await
-}
-
-/// Runs the statement on a pooled connection and collects its batches: at most the page's rows
-/// and the one more that says another page follows.
-async fn fetch(
-    gateway: &Gateway,
-    compiled: &Compiled,
-    request_id: &str,
-) -> Result<Vec<RecordBatch>, ApiError> {
     let (permit, waited) = gateway.admission.enter().await.map_err(|refused| {
         let message = match refused {
             Refused::Shed => {
@@ -89,40 +44,43 @@ async fn fetch(
     })?;
     gateway.metrics.record_pool_wait(waited.as_secs_f64());
 
+    let dataset = gateway
+        .project
+        .dataset(&endpoint.dataset)
+        .expect("an endpoint's dataset exists (checked at load)");
+    let schema_if_empty = schema_without_rows(endpoint, dataset, &compiled.columns);
     let pool = gateway.backend.pool().clone();
     let cancel = CancelOnDrop::default();
     let cancel_slot = cancel.slot.clone();
-    let sql = compiled.sql.clone();
-    let values = compiled.values.clone();
-    let rows_max = compiled.limit + 1;
-    let fetched = tokio::task::spawn_blocking(move || {
+    let answered = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        let mut connection = pool.get()?;
-        *lock(&cancel_slot) = Some(connection.cancel_handle());
-        let stream = if values.is_empty() {
-            connection.query(&sql)?
-        } else {
-            connection.query_with(&sql, &params::row(&values)?)?
-        };
-        let mut batches = Vec::new();
-        let mut rows = 0u64;
-        for batch in stream {
-            let batch = batch?;
-            rows += batch.num_rows() as u64;
-            batches.push(batch);
-            if rows >= rows_max {
-                break;
-            }
-        }
-        lock(&cancel_slot).take();
-        Ok::<_, quiver_client::Error>(batches)
+        let batches = fetch(&pool, &compiled, &cancel_slot).map_err(Failure::Query)?;
+        let page = compiled.finish(batches).map_err(Failure::Shape)?;
+        meta.next_cursor = page.next_cursor.clone();
+        let schema = page
+            .batches
+            .first()
+            .map_or(schema_if_empty, RecordBatch::schema);
+        representation::encode(format, &schema, &page.batches, &meta)
+            .map(|bytes| CachedBody::identity(bytes, format, page.row_count, page.next_cursor))
+            .map_err(Failure::Encode)
     })
     .await;
     cancel.disarm();
-    match fetched {
-        Ok(Ok(batches)) => Ok(batches),
-        Ok(Err(error)) => {
-            tracing::error!(request_id, error = %error, "query failed");
+    match answered {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(failure)) => {
+            match failure {
+                Failure::Query(error) => {
+                    tracing::error!(request_id, error = %error, "query failed")
+                }
+                Failure::Shape(error) => tracing::error!(
+                    request_id, error = %error, "the result did not fit the compiled shape"
+                ),
+                Failure::Encode(error) => {
+                    tracing::error!(request_id, error = %error, "encoding the response failed");
+                }
+            }
             Err(ApiError::internal())
         }
         Err(join_error) => {
@@ -130,6 +88,48 @@ async fn fetch(
             Err(ApiError::internal())
         }
     }
+}
+
+/// An uncached body in the caller's coding (the cache makes its own copies).
+pub async fn compressed(identity: CachedBody, encoding: Encoding) -> Arc<CachedBody> {
+    cache::compressed_copy(Arc::new(identity), encoding).await
+}
+
+/// Why a cache miss found no body (each logged, each a 500 to the caller).
+enum Failure {
+    Query(quiver_client::Error),
+    Shape(arrow_schema::ArrowError),
+    Encode(representation::EncodeError),
+}
+
+/// Runs the statement on a pooled connection (prepared once per connection: endpoints ask the
+/// same few shapes) and collects its batches: at most the page's rows and the one more that
+/// says another page follows.
+fn fetch(
+    pool: &Pool,
+    compiled: &Compiled,
+    cancel_slot: &Mutex<Option<CancelHandle>>,
+) -> Result<Vec<RecordBatch>, quiver_client::Error> {
+    let mut connection = pool.get()?;
+    *lock(cancel_slot) = Some(connection.cancel_handle());
+    let values = if compiled.values.is_empty() {
+        None
+    } else {
+        Some(params::row(&compiled.values)?)
+    };
+    let rows_max = compiled.limit + 1;
+    let mut batches = Vec::new();
+    let mut rows = 0u64;
+    for batch in connection.query_cached(&compiled.sql, values.as_ref())? {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        batches.push(batch);
+        if rows >= rows_max {
+            break;
+        }
+    }
+    lock(cancel_slot).take();
+    Ok(batches)
 }
 
 /// The result schema of a response without rows (the server sends no batch to read it from):

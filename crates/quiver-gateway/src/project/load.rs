@@ -68,7 +68,7 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             file: file.clone(),
             diagnostics: &mut diagnostics,
         };
-        let Some(dataset) = read_dataset(&mut reader, &node, dir) else {
+        let Some(dataset) = read_dataset(&mut reader, &node) else {
             continue;
         };
         if let Some((first_file, first_line)) = dataset_lines.get(&dataset.id) {
@@ -405,7 +405,7 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
 }
 
 /// One `datasets/*.yml`.
-fn read_dataset(reader: &mut Reader<'_>, node: &Node, root: &Path) -> Option<Dataset> {
+fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
     let fields = reader.mapping(
         node,
         "a dataset",
@@ -474,7 +474,8 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node, root: &Path) -> Option<Dat
                 reader.error(node.line, "`manifest` is empty");
                 None
             }
-            Some(text) => Some(SnapshotSource::Manifest(root.join(text))),
+            // As written: the snapshot side resolves it against the project root, once.
+            Some(text) => Some(SnapshotSource::Manifest(text.into())),
             None => None,
         },
         None => {

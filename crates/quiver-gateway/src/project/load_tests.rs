@@ -155,7 +155,14 @@ fn a_good_project_loads_into_the_model() {
     assert_eq!(usage.tenant_column.as_deref(), Some("tenant_id"));
     assert_eq!(
         usage.source,
-        SnapshotSource::Manifest(project.dir.join("data/usage/manifest.json"))
+        SnapshotSource::Manifest("data/usage/manifest.json".into())
+    );
+    // Resolved against the root once, whether the project directory was given relative or not.
+    assert_eq!(
+        crate::snapshot::fetch::locate(&usage.source, &loaded.root).unwrap(),
+        crate::snapshot::fetch::ManifestLocation::File(
+            project.dir.join("data/usage/manifest.json")
+        )
     );
     assert_eq!(usage.schema.len(), 8);
     let summary = loaded.endpoint("usage_summary").unwrap();
