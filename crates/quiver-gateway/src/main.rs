@@ -9,6 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use quiver_gateway::project::{self, init, keys};
 use quiver_gateway::serve::{self, ServeOptions};
 
+/// See the dependency's note in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "quiver-gateway",
