@@ -71,23 +71,18 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
         let Some(dataset) = read_dataset(&mut reader, &node) else {
             continue;
         };
-        if let Some((first_file, first_line)) = dataset_lines.get(&dataset.id) {
-            reader.error(
-                node.line,
-                format!(
-                    "dataset `{}` is already defined at {}:{first_line}",
-                    dataset.id,
-                    first_file.display()
-                ),
-            );
-            continue;
+        match define(
+            &mut dataset_lines,
+            &mut reader,
+            "dataset",
+            &dataset.id,
+            node.line,
+            MAX_DATASETS,
+        ) {
+            Defined::First => datasets.push(dataset),
+            Defined::Again => continue,
+            Defined::OverLimit => break,
         }
-        if datasets.len() == MAX_DATASETS {
-            reader.error(0, format!("more than {MAX_DATASETS} datasets"));
-            break;
-        }
-        dataset_lines.insert(dataset.id.clone(), (file.clone(), node.line));
-        datasets.push(dataset);
     }
 
     let mut endpoints = Vec::new();
@@ -120,23 +115,18 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             }
             continue;
         };
-        if let Some((first_file, first_line)) = endpoint_lines.get(&endpoint.name) {
-            reader.error(
-                node.line,
-                format!(
-                    "endpoint `{}` is already defined at {}:{first_line}",
-                    endpoint.name,
-                    first_file.display()
-                ),
-            );
-            continue;
+        match define(
+            &mut endpoint_lines,
+            &mut reader,
+            "endpoint",
+            &endpoint.name,
+            node.line,
+            MAX_ENDPOINTS,
+        ) {
+            Defined::First => endpoints.push(endpoint),
+            Defined::Again => continue,
+            Defined::OverLimit => break,
         }
-        if endpoints.len() == MAX_ENDPOINTS {
-            reader.error(0, format!("more than {MAX_ENDPOINTS} endpoints"));
-            break;
-        }
-        endpoint_lines.insert(endpoint.name.clone(), (file.clone(), node.line));
-        endpoints.push(endpoint);
     }
 
     let mut reader = Reader {
@@ -225,6 +215,43 @@ struct Layout {
     keys_file: Option<PathBuf>,
     ready_line: Option<usize>,
     auth_line: Option<usize>,
+}
+
+/// What [`define`] found of a name.
+enum Defined {
+    First,
+    /// Defined before: reported, this one skipped.
+    Again,
+    /// Past the limit of its kind: reported, the rest of its kind skipped.
+    OverLimit,
+}
+
+/// Records where a `kind` (dataset, endpoint) named `name` is defined, at most `max` of them; a
+/// second definition of a name is reported with the first one's place.
+fn define(
+    seen: &mut BTreeMap<String, (PathBuf, usize)>,
+    reader: &mut Reader<'_>,
+    kind: &str,
+    name: &str,
+    line: usize,
+    max: usize,
+) -> Defined {
+    if let Some((first_file, first_line)) = seen.get(name) {
+        reader.error(
+            line,
+            format!(
+                "{kind} `{name}` is already defined at {}:{first_line}",
+                first_file.display()
+            ),
+        );
+        return Defined::Again;
+    }
+    if seen.len() == max {
+        reader.error(0, format!("more than {max} {kind}s"));
+        return Defined::OverLimit;
+    }
+    seen.insert(name.to_owned(), (reader.file.clone(), line));
+    Defined::First
 }
 
 fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout {
