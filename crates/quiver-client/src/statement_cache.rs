@@ -11,6 +11,7 @@ use arrow_array::RecordBatch;
 
 use crate::connection::Connection;
 use crate::error::Result;
+use crate::prepared::PreparedHandle;
 use crate::query::QueryStream;
 
 /// Statements one connection keeps prepared for [`Connection::query_cached`].
@@ -25,8 +26,7 @@ pub(crate) struct StatementCache {
 #[derive(Debug)]
 struct CachedStatement {
     sql: String,
-    statement_id: i64,
-    parameter_count: usize,
+    handle: PreparedHandle,
 }
 
 impl StatementCache {
@@ -53,24 +53,23 @@ impl Connection {
         sql: &str,
         parameters: Option<&RecordBatch>,
     ) -> Result<QueryStream<'_>> {
-        let (statement_id, parameter_count) = match self.statements.touch(sql) {
-            Some(entry) => (entry.statement_id, entry.parameter_count),
+        let handle = match self.statements.touch(sql) {
+            Some(entry) => entry.handle.clone(),
             None => {
                 if self.statements.len() >= STATEMENT_CACHE_MAX {
                     if let Some(oldest) = self.statements.entries.pop_back() {
-                        self.close_statement(oldest.statement_id)?;
+                        self.close_prepared(&oldest.handle)?;
                     }
                 }
-                let (statement_id, parameter_count, _) = self.prepare_on_server(sql)?;
+                let handle = self.prepare_handle(sql)?;
                 self.statements.entries.push_front(CachedStatement {
                     sql: sql.to_owned(),
-                    statement_id,
-                    parameter_count,
+                    handle: handle.clone(),
                 });
-                (statement_id, parameter_count)
+                handle
             }
         };
-        self.query_statement(statement_id, parameter_count, parameters)
+        self.query_prepared(&handle, parameters)
     }
 
     /// How many statements the cache holds now.
