@@ -394,9 +394,12 @@ def test_public_project_revalidates_without_keys(tmp_path):
 
 def test_sigterm_stops_the_gateway_and_its_server(tmp_path):
     project = copy_example(tmp_path)
-    running = Gateway.start(project)
+    running = Gateway.start(project, "--server-threads", "1", "--server-memory-limit", "1GB")
     server = running.status()["server"]
     assert server["spawned"] is True and server["pid"] > 0
+    argv = Path(f"/proc/{server['pid']}/cmdline").read_bytes().split(b"\0")
+    assert argv[argv.index(b"--threads") + 1] == b"1", argv
+    assert argv[argv.index(b"--memory-limit") + 1] == b"1GB", argv
     os.kill(running.process.pid, signal.SIGTERM)
     assert running.process.wait(WAIT_SECONDS) == 0
     poll(lambda: not Path(f"/proc/{server['pid']}").exists(), "the spawned server to exit")
@@ -412,6 +415,15 @@ def test_a_non_loopback_admin_port_needs_a_token(tmp_path, monkeypatch):
         stdin=subprocess.DEVNULL,
     )
     assert refused.returncode != 0 and "--admin-token-env" in refused.stderr
+    # A server reached by address is not this gateway's to size.
+    conflicting = subprocess.run(
+        [str(gateway_binary()), "serve", str(project), "--server", "unix:///nowhere", "--server-threads", "1"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        stdin=subprocess.DEVNULL,
+    )
+    assert conflicting.returncode == 2 and "--server-threads" in conflicting.stderr
     monkeypatch.setenv("QGW_TEST_ADMIN_TOKEN", "admin-secret")
     with Gateway.start(project, "--admin-token-env", "QGW_TEST_ADMIN_TOKEN") as guarded:
         assert guarded.admin("GET", "/live").status == 200

@@ -34,6 +34,9 @@ pub struct GatewayOptions {
     /// `None`: spawn a server; else its address and token.
     pub server: Option<(String, Option<String>)>,
     pub state_dir: PathBuf,
+    /// A spawned server's DuckDB `threads` and `memory_limit` (DuckDB's defaults when `None`).
+    pub server_threads: Option<usize>,
+    pub server_memory_limit: Option<String>,
 }
 
 impl Gateway {
@@ -65,8 +68,8 @@ impl Gateway {
             state_dir: options.state_dir.clone(),
             pool_size: settings.pool_size,
             pool_wait: settings.pool_wait,
-            threads: None,
-            memory_limit: None,
+            threads: options.server_threads,
+            memory_limit: options.server_memory_limit.clone(),
         })
         .map_err(|error| format!("the quiver server did not start: {error}"))?;
         let backend = Arc::new(backend);

@@ -61,6 +61,12 @@ struct ServeArgs {
     /// The variable holding that server's token.
     #[arg(long, requires = "server")]
     server_token_env: Option<String>,
+    /// The spawned server's DuckDB `threads` (default: DuckDB's, one per core).
+    #[arg(long, conflicts_with = "server")]
+    server_threads: Option<usize>,
+    /// The spawned server's DuckDB `memory_limit`, e.g. `4GB` (default: DuckDB's).
+    #[arg(long, conflicts_with = "server")]
+    server_memory_limit: Option<String>,
     /// Where the server's database, the snapshot sidecar and downloaded parts live (default:
     /// PROJECT_DIR/.quiver-gateway).
     #[arg(long)]
@@ -108,6 +114,8 @@ fn run_serve(args: ServeArgs) -> ExitCode {
         admin_listen: args.admin_listen,
         server: args.server,
         server_token_env: args.server_token_env,
+        server_threads: args.server_threads,
+        server_memory_limit: args.server_memory_limit,
         admin_token_env: args.admin_token_env,
         state_dir: args.state_dir,
         watch_stdin: args.watch_stdin,

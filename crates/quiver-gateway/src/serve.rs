@@ -27,6 +27,9 @@ pub struct ServeOptions {
     pub server: Option<String>,
     /// The variable holding the server's token.
     pub server_token_env: Option<String>,
+    /// A spawned server's DuckDB `threads` and `memory_limit` (DuckDB's defaults when `None`).
+    pub server_threads: Option<usize>,
+    pub server_memory_limit: Option<String>,
     /// The variable holding the admin port's bearer token.
     pub admin_token_env: Option<String>,
     pub state_dir: Option<PathBuf>,
@@ -77,7 +80,12 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         .map_err(|error| format!("cannot start the async runtime: {error}"))?;
     runtime.block_on(serve(
         project,
-        GatewayOptions { server, state_dir },
+        GatewayOptions {
+            server,
+            state_dir,
+            server_threads: options.server_threads,
+            server_memory_limit: options.server_memory_limit.clone(),
+        },
         options,
         admin_token,
     ))
