@@ -51,7 +51,7 @@ pub use insert::ArrowInserter;
 pub use options::{ConnectOptions, IntoAddress, Shm, SHM_BYTES_DEFAULT};
 pub use params::Param;
 pub use pool::{Pool, PooledConnection, POOL_SIZE_MAX};
-pub use prepared::Prepared;
+pub use prepared::{Prepared, PreparedHandle};
 pub use process::{ServerOptions, ServerProcess};
 pub use query::QueryStream;
 pub use quiver_server_protocol::{Address, InsertMode, SessionInfo};
