@@ -46,6 +46,12 @@ create_exception!(
 );
 create_exception!(
     quiver_native,
+    RpcError,
+    QuiverError,
+    "The RPC server answered with an error (its `error_type` names the remote exception)."
+);
+create_exception!(
+    quiver_native,
     SpawnError,
     QuiverError,
     "Starting a server process failed."
@@ -78,6 +84,23 @@ pub(crate) fn to_py(error: Error) -> PyErr {
     err
 }
 
+/// The Python exception for an RPC client's error: the server's report as [`RpcError`] (the
+/// connection lives on), anything else as [`ConnectionLostError`].
+pub(crate) fn rpc_to_py(error: quiver_rpc::ClientError) -> PyErr {
+    match error {
+        quiver_rpc::ClientError::Remote(report) => {
+            let err = RpcError::new_err(format!("{}: {}", report.error_type, report.message));
+            Python::attach(|py| {
+                let _ = err
+                    .value(py)
+                    .setattr("error_type", report.error_type.clone());
+            });
+            err
+        }
+        other => ConnectionLostError::new_err(other.to_string()),
+    }
+}
+
 /// A `Result` of the client as a `PyResult`.
 pub(crate) trait IntoPy<T> {
     fn into_py_result(self) -> PyResult<T>;
@@ -102,5 +125,6 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ConnectionLostError", py.get_type::<ConnectionLostError>())?;
     module.add("InvalidInputError", py.get_type::<InvalidInputError>())?;
     module.add("SpawnError", py.get_type::<SpawnError>())?;
+    module.add("RpcError", py.get_type::<RpcError>())?;
     Ok(())
 }

@@ -4,6 +4,10 @@
 //! waits on the server releases the GIL. `import quiver` stays pure Python and names this module
 //! `quiver.native` when it is installed (`python/quiver/native_module.py`).
 //!
+//! The spine's RPC client and server are here too (`rpc.rs`): `RpcClient` calls unary methods of
+//! any vgi-rpc v1 server, `RpcService` serves unary methods whose bodies are Python callables,
+//! both with Rust framing, transports and shared memory.
+//!
 //! ```python
 //! import quiver_native
 //! with quiver_native.ServerProcess() as server, server.connect() as db:
@@ -17,8 +21,10 @@ mod insert;
 mod params;
 mod prepared;
 mod reader;
+mod rpc;
 mod server;
 mod session;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -30,6 +36,8 @@ fn quiver_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<prepared::Prepared>()?;
     module.add_class::<insert::ArrowInserter>()?;
     module.add_class::<server::ServerProcess>()?;
+    module.add_class::<rpc::RpcClient>()?;
+    module.add_class::<rpc::RpcService>()?;
     errors::register(module)?;
     Ok(())
 }
