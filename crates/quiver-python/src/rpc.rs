@@ -36,6 +36,7 @@ pub(crate) struct RpcClient {
     client: Mutex<Option<Client>>,
     /// The worker process, for a client that spawned one.
     child: Mutex<Option<Child>>,
+    worker_pid: Option<u32>,
 }
 
 impl RpcClient {
@@ -59,6 +60,7 @@ impl RpcClient {
         }
         Ok(RpcClient {
             client: Mutex::new(Some(client)),
+            worker_pid: child.as_ref().map(Child::pid),
             child: Mutex::new(child),
         })
     }
@@ -130,6 +132,12 @@ impl RpcClient {
             }
             _ => Ok(py.None()),
         }
+    }
+
+    /// The process id of the worker `spawn` started (`None` for a socket client).
+    #[getter]
+    fn worker_pid(&self) -> Option<u32> {
+        self.worker_pid
     }
 
     /// Closes the connection (a spawned worker sees its stdin close and exits). Closing twice is
