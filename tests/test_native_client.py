@@ -178,8 +178,10 @@ def test_a_new_statement_discards_an_unfinished_result(db: object) -> None:
         reader.read_next_batch()
 
 
-def test_an_empty_result_reads_as_no_batches(db: object) -> None:
-    assert db.query("SELECT 1 AS x WHERE false").read_all().num_rows == 0  # type: ignore[attr-defined]
+def test_an_empty_result_keeps_its_schema(db: object) -> None:
+    table = db.query("SELECT 1::INTEGER AS x, 'a' AS y WHERE false").read_all()  # type: ignore[attr-defined]
+    assert table.num_rows == 0
+    assert table.schema.names == ["x", "y"] and table.schema.field("x").type == pa.int32()
 
 
 def test_cancel_from_another_thread_interrupts_a_running_statement(qn: ModuleType, db: object) -> None:

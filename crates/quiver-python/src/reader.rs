@@ -66,6 +66,12 @@ impl QueryReader {
             }
         };
         let next = stream.next();
+        if next.is_none() {
+            // An empty result's columns arrive with its end.
+            if let Some(schema) = stream.schema() {
+                self.schema = schema;
+            }
+        }
         drop(state);
         match next {
             Some(Ok(batch)) => Ok(Some(batch)),
