@@ -10,9 +10,12 @@ order rotating, so a slow spell of this noisy VM lands on both. Nothing is pinne
     python python_bench.py run [--reps N] [--quick] [--out DIR]   # measure, write python.{md,json,svg}
     python python_bench.py report [DIR]                             # rewrite python.{md,svg} from python.json
     python python_bench.py serve-quiver [--unix PATH | --http]     # the quiver worker (BenchService)
+    python python_bench.py serve-native [--unix PATH]              # the quiver_native worker (add only)
 
 vgi-rpc's worker is ``vgi_rpc_bench.py serve`` (beside this file); the Rust worker is
-``target/release/quiver-bench serve``. All three serve the same ``BenchService`` 1.0.0.
+``target/release/quiver-bench serve``. All three serve the same ``BenchService`` 1.0.0. Where the native
+module ``quiver_native`` (crates/quiver-python) is installed, its unary ``add`` joins the unary rows of the
+subprocess and unix transports: its Rust client calling its Rust server, whose body is the Python ``a + b``.
 """
 
 from __future__ import annotations
@@ -140,6 +143,20 @@ def serve_quiver(argv: list[str]) -> int:
         serve_http(WsgiApp(server))
     else:
         quiver.serve_stdio(server)
+    return 0
+
+
+def serve_native(argv: list[str]) -> int:
+    """The quiver_native worker: BenchService's ``add`` with a Python body on the Rust server."""
+    import quiver_native
+
+    service = quiver_native.RpcService(QBench.protocol_name, QBench.protocol_version)
+    numbers = pa.schema([pa.field("a", pa.float64(), nullable=False), pa.field("b", pa.float64(), nullable=False)])
+    service.unary("add", numbers, pa.float64(), lambda a, b: a + b)
+    if argv[:1] == ["--unix"]:
+        service.serve_unix(argv[1])
+    else:
+        service.serve_stdio()
     return 0
 
 
@@ -622,6 +639,50 @@ def vgi_session(transport: str) -> Iterator[Session]:
 
 SESSIONS = {"quiver": quiver_session, "vgi-rpc": vgi_session}
 
+NATIVE = "quiver native"
+NATIVE_WORKER = [sys.executable, str(Path(__file__).resolve()), "serve-native"]
+# The transports where the native module's unary row is measured (the issue's target names these).
+NATIVE_TRANSPORTS = ("subprocess", "unix")
+
+
+def native_available() -> bool:
+    return importlib.util.find_spec("quiver_native") is not None
+
+
+class NativeBench:
+    """BenchService's ``add`` through quiver_native's RpcClient, spelled as vgi-rpc's proxy is."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def add(self, a: float, b: float) -> float:
+        return self.client.call("add", a=a, b=b)  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def native_session(transport: str) -> Iterator[Session]:
+    import quiver_native
+
+    protocol = (QBench.protocol_name, QBench.protocol_version)
+    if transport == "subprocess":
+        client = quiver_native.RpcClient.spawn(NATIVE_WORKER, protocol=protocol)
+        with client:
+            yield Session(NATIVE, NativeBench(client), _worker_pid_of(client))
+    elif transport == "unix":
+        with (
+            tempfile.TemporaryDirectory(prefix="native-bench-") as tmp,
+            worker([*NATIVE_WORKER, "--unix", os.path.join(tmp, "n.sock")], "UNIX:") as (path, pid),
+            quiver_native.RpcClient.connect_unix(path, protocol=protocol) as client,
+        ):
+            yield Session(NATIVE, NativeBench(client), pid)
+    else:
+        raise ValueError(transport)
+
+
+def _worker_pid_of(client: Any) -> int | None:
+    """The spawned worker's pid, for its CPU time (the client's `worker_pid`, when it has one)."""
+    return getattr(client, "worker_pid", None)
+
 
 # ---------------------------------------------------------------------------
 # Workloads.
@@ -713,6 +774,13 @@ def measure_transport(plan: Plan, transport: str, workloads: tuple[str, ...]) ->
                     figures["exchange"].reps[impl].append(_exchange_runner(plan, session)())
                 if "large" in workloads:
                     figures["large"].reps[impl].append(_stream_runner(plan, session, LARGE_ROWS, True)())
+        if "unary" in workloads and transport in NATIVE_TRANSPORTS and native_available():
+            with native_session(transport) as session:
+                if session.add() != 3.0:
+                    raise RuntimeError(f"{NATIVE} add(1, 2) is wrong")
+                for _ in range(plan.unary_warmup):
+                    session.add()
+                figures["unary"].reps.setdefault(NATIVE, []).append(timed(session, plan.unary_ops, session.add))
     return [figure for name, figure in figures.items() if name in workloads]
 
 
@@ -861,6 +929,8 @@ def write_markdown(path: Path, recs: list[dict[str, Any]], info: dict[str, Any],
     ]
     targets = []
     for r in recs:
+        if r["implementation"] == NATIVE and r["section"] == "unary":
+            targets.append((f"native unary p50 ≥ 5× faster, {r['transport']} (quiver_native client and server)", r))
         if r["implementation"] != "quiver":
             continue
         if r["section"] == "unary":
@@ -917,6 +987,25 @@ def write_markdown(path: Path, recs: list[dict[str, Any]], info: dict[str, Any],
             continue
         q, v = pair("unary", "add", transport)
         lines.append(_unary_row(TRANSPORT_NAMES[transport], q, v))
+    native = [r for r in recs if r["implementation"] == NATIVE and r["section"] == "unary"]
+    if native:
+        lines += [
+            "",
+            "The native module (`quiver_native`, crates/quiver-python): its Rust client calls its Rust server, whose "
+            "`add` body is the Python `a + b` (the same vgi-rpc columns as the table above):",
+            "",
+            "| transport | native p50 | native p99 | native calls/s | vgi-rpc p50 | × (p50) | CPU/call native | "
+            "CPU/call vgi-rpc | × (CPU) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for n in native:
+            v = by[("unary", "add", n["variant"], "vgi-rpc")]
+            lines.append(
+                f"| {n['transport']} | {fmt_range(n['median_s'], n['min_s'], n['max_s'], fmt_time)} | "
+                f"{fmt_time(n['p99_s'])} | {fmt_rate(n['per_s'])} | {fmt_time(v['median_s'])} | "
+                f"{n['ratio_to_vgi_rpc']:.2f}× | {fmt_time(n['cpu_s_per_op'])} | {fmt_time(v['cpu_s_per_op'])} | "
+                f"{n['cpu_ratio_to_vgi_rpc']:.2f}× |"
+            )
     lines += [
         "",
         "## Streams of 1K-row batches (int64, float64, utf8)",
@@ -1102,6 +1191,8 @@ def run(argv: list[str]) -> int:
     if importlib.util.find_spec("falcon") is None or importlib.util.find_spec("httpx2") is None:
         log("vgi-rpc's [http] extra is missing (falcon, waitress, httpx2): the HTTP rows are left out")
         TRANSPORT_PLAN[:] = [entry for entry in TRANSPORT_PLAN if not entry[0].startswith("http")]
+    if not native_available():
+        log("quiver_native is not installed (tools/setup.sh installs it): the native unary rows are left out")
     started = time.monotonic()
     figures: list[Figure] = []
     if only is None or "codec" in only:
@@ -1138,6 +1229,8 @@ def main() -> int:
         return report(sys.argv[2:])
     if len(sys.argv) >= 2 and sys.argv[1] == "serve-quiver":
         return serve_quiver(sys.argv[2:])
+    if len(sys.argv) >= 2 and sys.argv[1] == "serve-native":
+        return serve_native(sys.argv[2:])
     if len(sys.argv) >= 2 and sys.argv[1] == "run":
         return run(sys.argv[2:])
     sys.stderr.write(__doc__ or "")

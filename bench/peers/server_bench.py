@@ -8,6 +8,8 @@ own venv speaking the JSON lines of bench/peers/server/common.py:
     hyper     Hyper through tableauhyperapi and pantab (.venv-bench-hyper)
     quack     DuckDB's own client/server protocol, duckdb 1.5.5 (.venv-bench-quack)
     postgres  PostgreSQL 15 through psycopg 3 and ADBC (.venv-bench-postgres)
+    python_native  quiver's server from Python through the native module quiver_native (quiver's .venv)
+    python    quiver's server from Python through the pure-Python client quiver.client (quiver's .venv)
 
 quiver's own rows come from `--quiver-cmd CMD` (or $QUIVER_BENCH_SERVER_CMD): any program printing
 the same JSON lines, run as `CMD --rows N --workers N --warmup W --measured M`, whose records carry
@@ -16,7 +18,7 @@ those); without it the suite runs and says so.
 
 Usage (with .venv/bin/python; tools/setup_bench_peers.sh creates the peer venvs):
     python bench/peers/server_bench.py run [--rows N] [--workers N] [--warmup W] [--measured M]
-        [--out DIR] [--quick] [--peers flight_sql,duckdb,hyper,quack,postgres] [--quiver-cmd CMD]
+        [--out DIR] [--quick] [--peers flight_sql,duckdb,hyper,quack,postgres,python_native,python] [--quiver-cmd CMD]
     python bench/peers/server_bench.py report [DIR]    # rewrite server.{md,svg} from server.json
 """
 
@@ -49,7 +51,11 @@ PEERS = {
     "hyper": ("hyper", ROOT / ".venv-bench-hyper" / "bin" / "python", SERVER_DIR / "hyper.py"),
     "quack": ("quack", ROOT / ".venv-bench-quack" / "bin" / "python", SERVER_DIR / "quack.py"),
     "postgres": ("postgresql", ROOT / ".venv-bench-postgres" / "bin" / "python", SERVER_DIR / "postgres.py"),
+    "python_native": ("quiver python native", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "quiver_python.py"),
+    "python": ("quiver python", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "quiver_python.py"),
 }
+# Arguments a peer's script takes before the sizes (one script serving two peers).
+PEER_ARGS = {"python_native": ["--implementation", "native"], "python": ["--implementation", "python"]}
 PEER_TIMEOUT_S = 3 * 3600
 QUICK_ROWS = 1_000_000
 QUICK_MEASURED = 3
@@ -166,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             peers[name] = {"status": f"not run: no venv at {python.parent.parent.name} (tools/setup_bench_peers.sh)"}
             log(f"{name}: {peers[name]['status']}")
             continue
-        peers[name] = run_child([str(python), str(script), *sizes], name)
+        peers[name] = run_child([str(python), str(script), *PEER_ARGS.get(short, []), *sizes], name)
     records = [r for p in peers.values() for r in p.pop("records", [])]
     targets.add_baselines(records)
     saved = {

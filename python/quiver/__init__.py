@@ -10,10 +10,14 @@ server, typed protocols). :mod:`quiver.sql` opens DuckDB with quiver's extension
 database path or keywords only, it is :func:`quiver.sql.connect` (DuckDB, workers attached as
 catalogs); with a protocol class first, it is :func:`quiver.rpc.connect` (an RPC client on a
 connection).
+
+``quiver.native`` is the Rust client of the quiver server (the ``quiver_native`` module) when it is
+installed, else ``None``; ``quiver.implementation()`` says which is in use (:mod:`quiver.native_module`).
 """
 
 from typing import TYPE_CHECKING, Any
 
+from .native_module import implementation, native
 from .rpc import (
     AnnotatedBatch,
     ArrowType,
@@ -88,6 +92,8 @@ __all__ = [
     "connect",
     "connect_tcp",
     "connect_unix",
+    "implementation",
+    "native",
     "pipe_pair",
     "serve_stdio",
     "serve_tcp",

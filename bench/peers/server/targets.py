@@ -112,7 +112,29 @@ def compute(records: list[Record]) -> list[dict]:
         )
     )
     targets += flight_sql_targets(records)
+    targets += python_targets(records)
     return targets
+
+
+PYTHON_NATIVE = "quiver python native"
+
+
+def python_targets(records: list[Record]) -> list[dict]:
+    """The native Python module (bench/peers/server/quiver_python.py) against the Rust client it wraps,
+    one connection each over the same transport: what crossing into pyarrow costs.
+    """
+    absent = "the native Python record is absent (peer python_native not run or failed)"
+    return [
+        ratio_target(
+            f"Python native full scan → pyarrow ≥ 0.9× the Rust client over {transport} (1 connection)",
+            0.9,
+            best(records, peer=PYTHON_NATIVE, workload=FULL_SCAN, variant=QUERY_ONE, transport=transport),
+            best(records, peer=QUIVER, workload=FULL_SCAN, variant=QUERY_ONE, transport=transport),
+            f"quiver's Rust record over {transport} is absent",
+            absent,
+        )
+        for transport in ("tcp", "unix+shm")
+    ]
 
 
 def flight_sql_targets(records: list[Record]) -> list[dict]:

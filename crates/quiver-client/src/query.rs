@@ -4,6 +4,7 @@
 //! the connection ready for its next call.
 
 use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use quiver_rpc::StreamCall;
 
 use crate::connection::{note, Wire};
@@ -15,6 +16,8 @@ pub struct QueryStream<'c> {
     call: Option<StreamCall<'c>>,
     broken: &'c mut bool,
     rows: u64,
+    /// The output schema, kept when the stream ends.
+    schema: Option<SchemaRef>,
 }
 
 impl<'c> QueryStream<'c> {
@@ -33,7 +36,14 @@ impl<'c> QueryStream<'c> {
             call: Some(call),
             broken,
             rows: 0,
+            schema: None,
         })
+    }
+
+    /// The result's schema, once the first batch (or the end of an empty result) has been read.
+    pub fn schema(&self) -> Option<SchemaRef> {
+        let open = self.call.as_ref().and_then(|call| call.output_schema());
+        open.or(self.schema.as_ref()).cloned()
     }
 
     /// Rows received so far.
@@ -61,6 +71,7 @@ impl Iterator for QueryStream<'_> {
                 Some(Ok(batch))
             }
             Ok(None) => {
+                self.schema = call.output_schema().cloned();
                 self.call = None;
                 None
             }

@@ -8,6 +8,7 @@
 //! calls of its own (a scan's state between FFI calls) holds one value.
 
 use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use quiver_wire::{empty_schema, keys, BatchMetadata, LogRecord, StreamReader, StreamWriter};
 
 use crate::client::{Client, ClientError};
@@ -67,6 +68,12 @@ impl<C: AsMut<Client>> ClientStream<C> {
     /// The header batch, for methods that send one.
     pub fn header(&self) -> Option<&RecordBatch> {
         self.header.as_ref()
+    }
+
+    /// The output stream's schema, once its first message has been read (it stays known after
+    /// the end, so an empty result still has its columns).
+    pub fn output_schema(&self) -> Option<&SchemaRef> {
+        self.output.as_ref().map(StreamReader::schema)
     }
 
     /// Whether the stream has ended (the server's end, or ours after an error).

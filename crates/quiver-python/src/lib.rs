@@ -1,0 +1,43 @@
+//! `quiver_native`: the Rust client of the quiver server (`crates/quiver-client`) as a Python
+//! extension module. Query results reach Python as `pyarrow.RecordBatchReader`s and inserts leave
+//! it from pyarrow objects through the Arrow C stream interface, without a copy; every call that
+//! waits on the server releases the GIL. `import quiver` stays pure Python and names this module
+//! `quiver.native` when it is installed (`python/quiver/native_module.py`).
+//!
+//! The spine's RPC client and server are here too (`rpc.rs`): `RpcClient` calls unary methods of
+//! any vgi-rpc v1 server, `RpcService` serves unary methods whose bodies are Python callables,
+//! both with Rust framing, transports and shared memory.
+//!
+//! ```python
+//! import quiver_native
+//! with quiver_native.ServerProcess() as server, server.connect() as db:
+//!     db.execute("CREATE TABLE t AS SELECT range AS i FROM range(1000)")
+//!     table = db.query("SELECT i FROM t WHERE i % 2 = 0").read_all()
+//! ```
+
+mod connection;
+mod errors;
+mod insert;
+mod params;
+mod prepared;
+mod reader;
+mod rpc;
+mod server;
+mod session;
+mod values;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn quiver_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_function(wrap_pyfunction!(connection::connect, module)?)?;
+    module.add_class::<connection::Connection>()?;
+    module.add_class::<prepared::Prepared>()?;
+    module.add_class::<insert::ArrowInserter>()?;
+    module.add_class::<server::ServerProcess>()?;
+    module.add_class::<rpc::RpcClient>()?;
+    module.add_class::<rpc::RpcService>()?;
+    errors::register(module)?;
+    Ok(())
+}
