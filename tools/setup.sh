@@ -39,6 +39,8 @@ done
 tools/setup_jdbc.sh || log "no Flight SQL JDBC driver: tests/test_flight_sql_jdbc.py will fail (see above)"
 
 log "building Rust workspace (release)"
-cargo build --release --workspace --locked --quiet
+# quiver-node, the Node package's native module, is built by napi-rs's CLI (tools/setup_node.sh).
+cargo build --release --workspace --exclude quiver-node --locked --quiet
 log "building the DuckDB extension"
 extension/build.sh
+tools/setup_node.sh || log "no Node package: node/ tests will fail (see above)"

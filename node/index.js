@@ -1,0 +1,249 @@
+'use strict'
+// quiver's Node package: the Rust client (crates/quiver-node over crates/quiver-client) with
+// Arrow in and out through apache-arrow. The native module does the waiting off the JS thread;
+// this file turns its IPC bytes into apache-arrow objects and its errors into coded JS errors.
+
+const path = require('node:path')
+const { RecordBatch, Table, tableFromIPC, tableToIPC } = require('apache-arrow')
+
+function loadNative() {
+  const abi = process.platform === 'linux' ? '-gnu' : ''
+  const file = path.join(__dirname, `quiver.${process.platform}-${process.arch}${abi}.node`)
+  try {
+    return require(file)
+  } catch (error) {
+    throw new Error(`quiver's native module ${file} did not load (tools/setup.sh builds it): ${error.message}`)
+  }
+}
+
+const native = loadNative()
+const CODE = /^\[(QUIVER_[A-Z_]+)\] /
+
+/** The native error's sort, in brackets before its message, becomes `error.code`. */
+function coded(error) {
+  const match = error && typeof error.message === 'string' ? CODE.exec(error.message) : null
+  if (match) {
+    error.code = match[1]
+    error.message = error.message.slice(match[0].length)
+  }
+  return error
+}
+
+async function call(promise) {
+  try {
+    return await promise
+  } catch (error) {
+    throw coded(error)
+  }
+}
+
+function callSync(fn) {
+  try {
+    return fn()
+  } catch (error) {
+    throw coded(error)
+  }
+}
+
+/** Arrow IPC stream bytes of a Table, a RecordBatch, or bytes already. */
+function toIpc(data) {
+  if (data instanceof Uint8Array) return data
+  if (data instanceof Table) return tableToIPC(data, 'stream')
+  if (data instanceof RecordBatch) return tableToIPC(new Table(data), 'stream')
+  throw new TypeError('Arrow data is an apache-arrow Table or RecordBatch, or Arrow IPC stream bytes')
+}
+
+function asBuffer(bytes) {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+class ArrowInserter {
+  constructor(inner) {
+    this._inner = inner
+  }
+
+  /** Appends a Table, a RecordBatch or IPC stream bytes; resolves to the rows written so far. */
+  write(data) {
+    return call(this._inner.write(asBuffer(toIpc(data))))
+  }
+
+  /** Commits; resolves to the rows inserted. */
+  finish() {
+    return call(this._inner.finish())
+  }
+
+  /** Rolls back everything written. */
+  abort() {
+    return call(this._inner.abort())
+  }
+}
+
+class RowInserter {
+  constructor(inner) {
+    this._inner = inner
+  }
+
+  /** Adds one row (an array, one value per column); throws at once on a wrong value. */
+  addRow(values) {
+    callSync(() => this._inner.addRow(values))
+  }
+
+  get rows() {
+    return this._inner.rows
+  }
+
+  /** Sends what is left and commits; resolves to the rows inserted. */
+  finish() {
+    return call(this._inner.finish())
+  }
+}
+
+class Connection {
+  constructor(inner) {
+    this._inner = inner
+  }
+
+  get sessionId() {
+    return this._inner.sessionId
+  }
+
+  /** Runs SQL; resolves to the rows changed. */
+  execute(sql) {
+    return call(this._inner.execute(sql))
+  }
+
+  /** The result as plain row objects; more than `maxRows` (default 1,000,000) is an error. */
+  executeQuery(sql, options = {}) {
+    return call(this._inner.queryRows(sql, options.maxRows))
+  }
+
+  /** The result as `{ numRows, columns, nulls }`, numeric columns as typed arrays. */
+  executeQueryColumnar(sql, options = {}) {
+    return call(this._inner.queryColumns(sql, options.maxRows))
+  }
+
+  /** The result as an apache-arrow Table, or with `{ as: 'ipc' }` as Arrow IPC stream bytes. */
+  async executeQueryToArrow(sql, options = {}) {
+    const bytes = await call(this._inner.queryIpc(sql, options.maxBytes))
+    return options.as === 'ipc' ? bytes : tableFromIPC(bytes)
+  }
+
+  /** The result as an async iterator of apache-arrow RecordBatches, one batch in memory. */
+  async *executeQueryStream(sql) {
+    const stream = await call(this._inner.queryStream(sql))
+    try {
+      for (;;) {
+        const bytes = await call(stream.next())
+        if (bytes === null) return
+        yield* tableFromIPC(bytes).batches
+      }
+    } finally {
+      // An early `break` stops the statement on the server.
+      await stream.close()
+    }
+  }
+
+  /** An insert into `table` (`mode`: append, create, create_append, replace); see ArrowInserter. */
+  arrowInserter(table, options = {}) {
+    return new ArrowInserter(callSync(() => this._inner.arrowInserter(table, options.mode)))
+  }
+
+  /** Inserts a Table, a RecordBatch or IPC bytes in one all-or-nothing call; resolves to rows. */
+  async insertArrow(table, data, options = {}) {
+    const inserter = this.arrowInserter(table, options)
+    try {
+      await inserter.write(data)
+    } catch (error) {
+      await inserter.abort()
+      throw error
+    }
+    return inserter.finish()
+  }
+
+  /** A row insert into `table` with `columns` ({ name, type, nullable }); see RowInserter. */
+  async rowInserter(table, columns, options = {}) {
+    return new RowInserter(await call(this._inner.rowInserter(table, columns, options.mode)))
+  }
+
+  begin() {
+    return call(this._inner.begin())
+  }
+
+  commit() {
+    return call(this._inner.commit())
+  }
+
+  rollback() {
+    return call(this._inner.rollback())
+  }
+
+  /** Interrupts the running statement from elsewhere; resolves to whether one was running. */
+  cancel() {
+    return call(this._inner.cancel())
+  }
+
+  close() {
+    callSync(() => this._inner.close())
+  }
+}
+
+/** Connects to `tcp://host:port` or `unix:///path` ({ token, shmBytes, clientName, batchRows }). */
+async function connect(address, options) {
+  return new Connection(await call(native.connect(address, options)))
+}
+
+class ServerProcess {
+  constructor(inner) {
+    this._inner = inner
+  }
+
+  /** Starts `python -m quiver.serve` (or `$QUIVER_SERVER_COMMAND`) and waits for READY. */
+  static async spawn(options) {
+    return new ServerProcess(await call(native.spawnServer(options)))
+  }
+
+  get addresses() {
+    return this._inner.addresses
+  }
+
+  get tcpAddress() {
+    return this.addresses.find((address) => address.startsWith('tcp://')) ?? null
+  }
+
+  get unixAddress() {
+    return this.addresses.find((address) => address.startsWith('unix://')) ?? null
+  }
+
+  get token() {
+    return this._inner.token
+  }
+
+  get pid() {
+    return this._inner.pid
+  }
+
+  /** Connects to the first listener (or `options.address`) with the server's token. */
+  connect(options = {}) {
+    const { address = this.addresses[0], ...rest } = options
+    return connect(address, { token: this.token ?? undefined, ...rest })
+  }
+
+  stderrTail() {
+    return this._inner.stderrTail()
+  }
+
+  stop() {
+    return call(this._inner.stop())
+  }
+}
+
+module.exports = {
+  connect,
+  Connection,
+  ArrowInserter,
+  RowInserter,
+  ServerProcess,
+  /** Rows `executeQuery` returns unless `maxRows` says otherwise, and the most it may say. */
+  ROWS_MAX_DEFAULT: native.ROWS_MAX_DEFAULT,
+  ROWS_MAX: native.ROWS_MAX,
+}
