@@ -4,7 +4,7 @@
 // this file turns its IPC bytes into apache-arrow objects and its errors into coded JS errors.
 
 const path = require('node:path')
-const { RecordBatch, Table, tableFromIPC, tableToIPC } = require('apache-arrow')
+const { makeData, RecordBatch, Struct, Table, tableFromIPC, tableToIPC } = require('apache-arrow')
 
 function loadNative() {
   const abi = process.platform === 'linux' ? '-gnu' : ''
@@ -51,6 +51,30 @@ function toIpc(data) {
   if (data instanceof Table) return tableToIPC(data, 'stream')
   if (data instanceof RecordBatch) return tableToIPC(new Table(data), 'stream')
   throw new TypeError('Arrow data is an apache-arrow Table or RecordBatch, or Arrow IPC stream bytes')
+}
+
+/** A column over the native module's ArrayBuffers (crates/quiver-node/src/batches.rs). */
+function columnData(type, column) {
+  return makeData({
+    type,
+    offset: column.offset,
+    length: column.length,
+    nullCount: column.nullCount,
+    nullBitmap: column.validity ? new Uint8Array(column.validity) : undefined,
+    data: new type.ArrayType(column.values),
+    valueOffsets: column.offsets ? new type.OffsetArrayType(column.offsets) : undefined,
+  })
+}
+
+/** apache-arrow RecordBatches of a native `{ schema, batches }`; no bytes are copied. */
+function recordBatches(result) {
+  const { schema } = tableFromIPC(result.schema)
+  const struct = new Struct(schema.fields)
+  return result.batches.flatMap((batch) => {
+    if (batch.ipc) return tableFromIPC(batch.ipc).batches
+    const children = batch.columns.map((column, index) => columnData(schema.fields[index].type, column))
+    return [new RecordBatch(schema, makeData({ type: struct, length: batch.numRows, nullCount: 0, children }))]
+  })
 }
 
 function asBuffer(bytes) {
@@ -124,8 +148,10 @@ class Connection {
 
   /** The result as an apache-arrow Table, or with `{ as: 'ipc' }` as Arrow IPC stream bytes. */
   async executeQueryToArrow(sql, options = {}) {
-    const bytes = await call(this._inner.queryIpc(sql, options.maxBytes))
-    return options.as === 'ipc' ? bytes : tableFromIPC(bytes)
+    if (options.as === 'ipc') return call(this._inner.queryIpc(sql, options.maxBytes))
+    const result = await call(this._inner.queryArrow(sql, options.maxBytes))
+    const batches = recordBatches(result)
+    return batches.length ? new Table(batches) : new Table(tableFromIPC(result.schema).schema)
   }
 
   /** The result as an async iterator of apache-arrow RecordBatches, one batch in memory. */
@@ -133,9 +159,9 @@ class Connection {
     const stream = await call(this._inner.queryStream(sql))
     try {
       for (;;) {
-        const bytes = await call(stream.next())
-        if (bytes === null) return
-        yield* tableFromIPC(bytes).batches
+        const result = await call(stream.next())
+        if (result === null) return
+        yield* recordBatches(result)
       }
     } finally {
       // An early `break` stops the statement on the server.

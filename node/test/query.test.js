@@ -97,6 +97,28 @@ test('executeQueryToArrow gives a Table, or IPC bytes', async () => {
   })
 })
 
+test('executeQueryToArrow and executeQueryStream keep types, nulls and decimals', async () => {
+  const sql = 'SELECT i, big, x, s, flag, day, i * 1.5 AS dec FROM typed ORDER BY i'
+  const check = (table) => {
+    assert.equal(table.numRows, 3)
+    const column = (name) => [...table.getChild(name)]
+    assert.deepEqual(column('i'), [1, 2, 3])
+    assert.deepEqual(column('big'), [10n, null, 9007199254740993n])
+    assert.deepEqual(column('x'), [0.5, 1.5, null])
+    assert.deepEqual(column('s'), ['one', null, 'three'])
+    assert.deepEqual(column('flag'), [true, false, null])
+    assert.equal(table.getChild('day').get(1), null)
+    assert.equal(new Date(table.getChild('day').get(2)).toISOString().slice(0, 10), '2026-03-04')
+    assert.equal(String(table.getChild('dec').get(2)), '45')
+  }
+  check(await db.executeQueryToArrow(sql))
+  const batches = []
+  for await (const batch of db.executeQueryStream(sql)) batches.push(batch)
+  check(new Table(batches))
+  const empty = await db.executeQueryToArrow('SELECT * FROM typed WHERE i > 10')
+  assert.equal(empty.numRows, 0)
+})
+
 test('executeQueryStream yields batches and an early break stops the query', async () => {
   let rows = 0
   let sum = 0n

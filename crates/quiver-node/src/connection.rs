@@ -11,6 +11,7 @@ use napi_derive::napi;
 use quiver_client::{AsyncConnection, AsyncQueryStream, ConnectOptions as ClientOptions, Shm};
 use quiver_server_protocol::InsertMode;
 
+use crate::batches::Batches;
 use crate::columns::Columns;
 use crate::error::{invalid, to_js};
 use crate::inserters::{ArrowInserter, ColumnSpec, RowInserter};
@@ -118,6 +119,18 @@ async fn collect(
     ))
 }
 
+/// `maxBytes` checked against `1..=IPC_BYTES_MAX`, or its default.
+fn check_bytes(max_bytes: Option<f64>) -> napi::Result<u64> {
+    let bytes_max = max_bytes.unwrap_or(limits::IPC_BYTES_MAX_DEFAULT);
+    if !(1.0..=limits::IPC_BYTES_MAX).contains(&bytes_max) {
+        return Err(invalid(format!(
+            "maxBytes must be in 1..={}, not {bytes_max}",
+            limits::IPC_BYTES_MAX
+        )));
+    }
+    Ok(bytes_max as u64)
+}
+
 #[napi]
 impl Connection {
     fn session(&self) -> napi::Result<AsyncConnection> {
@@ -175,20 +188,21 @@ impl Connection {
     /// The whole result as one Arrow IPC stream of at most `max_bytes` bytes.
     #[napi]
     pub async fn query_ipc(&self, sql: String, max_bytes: Option<f64>) -> napi::Result<Buffer> {
-        let bytes_max = max_bytes.unwrap_or(limits::IPC_BYTES_MAX_DEFAULT);
-        if !(1.0..=limits::IPC_BYTES_MAX).contains(&bytes_max) {
-            return Err(invalid(format!(
-                "maxBytes must be in 1..={}, not {bytes_max}",
-                limits::IPC_BYTES_MAX
-            )));
-        }
+        let bytes_max = check_bytes(max_bytes)?;
         let stream = self.session()?.query(&sql);
         let advice = "use executeQueryStream, or raise maxBytes";
-        let (schema, batches) = collect(stream, u64::MAX, bytes_max as u64, advice).await?;
-        let bytes = tokio::task::spawn_blocking(move || ipc::encode(&schema, &batches))
-            .await
-            .map_err(|error| invalid(error.to_string()))??;
-        Ok(bytes.into())
+        let (schema, batches) = collect(stream, u64::MAX, bytes_max, advice).await?;
+        Ok(ipc::encode(&schema, &batches)?.into())
+    }
+
+    /// The whole result as batches over the client's buffers, at most `max_bytes` bytes.
+    #[napi]
+    pub async fn query_arrow(&self, sql: String, max_bytes: Option<f64>) -> napi::Result<Batches> {
+        let bytes_max = check_bytes(max_bytes)?;
+        let stream = self.session()?.query(&sql);
+        let advice = "use executeQueryStream, or raise maxBytes";
+        let (schema, batches) = collect(stream, u64::MAX, bytes_max, advice).await?;
+        Ok(Batches { schema, batches })
     }
 
     /// The result one batch at a time.

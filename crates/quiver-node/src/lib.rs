@@ -11,6 +11,7 @@
 // check (clippy --all-targets) sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod batches;
 mod columns;
 mod connection;
 mod error;

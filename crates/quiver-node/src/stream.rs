@@ -1,17 +1,17 @@
-//! `QueryStream`: a query's batches, one per `next()`, each as an Arrow IPC stream of one batch.
+//! `QueryStream`: a query's batches, one per `next()`, each handed over without a copy
+//! (`crate::batches`).
 //! The client holds at most `quiver_client::QUERY_CHANNEL_BATCHES` batches ahead of JS, so a
 //! result of any size streams in constant memory; dropping or closing the stream cancels the
 //! statement.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use quiver_client::AsyncQueryStream;
 use tokio::sync::Mutex;
 
-use crate::error::{invalid, to_js};
-use crate::ipc;
+use crate::batches::Batches;
+use crate::error::to_js;
 
 /// The batches of one query.
 #[napi]
@@ -30,9 +30,9 @@ impl QueryStream {
 
 #[napi]
 impl QueryStream {
-    /// The next batch as an IPC stream, or `null` at the end.
+    /// The next batch, or `null` at the end.
     #[napi]
-    pub async fn next(&self) -> napi::Result<Option<Buffer>> {
+    pub async fn next(&self) -> napi::Result<Option<Batches>> {
         let mut guard = self.batches.lock().await;
         let Some(stream) = guard.as_mut() else {
             return Ok(None);
@@ -46,14 +46,10 @@ impl QueryStream {
                 *guard = None;
                 Err(to_js(error))
             }
-            Some(Ok(batch)) => {
-                let bytes = tokio::task::spawn_blocking(move || {
-                    ipc::encode(batch.schema_ref(), std::slice::from_ref(&batch))
-                })
-                .await
-                .map_err(|error| invalid(error.to_string()))??;
-                Ok(Some(bytes.into()))
-            }
+            Some(Ok(batch)) => Ok(Some(Batches {
+                schema: batch.schema(),
+                batches: vec![batch],
+            })),
         }
     }
 
