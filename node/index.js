@@ -81,6 +81,22 @@ function asBuffer(bytes) {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
+function bytesOf(view) {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+}
+
+/** A batch's columns as their buffers' bytes (crates/quiver-node/src/staged.rs). */
+function columnBuffers(batch) {
+  return batch.data.children.map((data) => ({
+    offset: data.offset,
+    length: data.length,
+    nullCount: data.nullCount,
+    validity: data.nullCount > 0 && data.nullBitmap ? bytesOf(data.nullBitmap) : undefined,
+    values: bytesOf(data.values),
+    offsets: data.valueOffsets ? bytesOf(data.valueOffsets) : undefined,
+  }))
+}
+
 class ArrowInserter {
   constructor(inner) {
     this._inner = inner
@@ -88,6 +104,20 @@ class ArrowInserter {
 
   /** Appends a Table, a RecordBatch or IPC stream bytes; resolves to the rows written so far. */
   write(data) {
+    if (data instanceof Table || data instanceof RecordBatch) {
+      // The batches' own buffers, copied once by the native module; IPC bytes only for types
+      // it does not take.
+      const batches = data instanceof Table ? data.batches : [data]
+      // A slice's buffers start at different offsets (its bitmap at the slice, its values
+      // already cut): IPC bytes.
+      const sliced = batches.some((batch) => batch.data.children.some((child) => child.offset !== 0))
+      const schema = asBuffer(tableToIPC(new Table(data.schema), 'stream'))
+      const stage = (batch) => callSync(() => this._inner.stage(schema, batch.numRows, columnBuffers(batch)))
+      if (!sliced && batches.length > 0 && stage(batches[0])) {
+        for (const batch of batches.slice(1)) stage(batch)
+        return call(this._inner.writeStaged())
+      }
+    }
     return call(this._inner.write(asBuffer(toIpc(data))))
   }
 

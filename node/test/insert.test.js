@@ -1,7 +1,7 @@
 'use strict'
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { tableFromArrays, tableToIPC } = require('apache-arrow')
+const { Bool, Float64, Int64, Table, Utf8, tableFromArrays, tableToIPC, vectorFromArray } = require('apache-arrow')
 const { spawnServer, table } = require('./support')
 
 let server
@@ -41,6 +41,28 @@ test('ArrowInserter appends Tables, RecordBatches and IPC bytes, visible at fini
   ])
   other.close()
   await assert.rejects(inserter.finish(), { message: /the insert has ended/ })
+})
+
+test('ArrowInserter carries strings, booleans, nulls, slices and dictionaries', async () => {
+  const name = table('typed')
+  const typed = new Table({
+    s: vectorFromArray(['a', null, 'ccc', 'dd'], new Utf8()),
+    flag: vectorFromArray([true, null, false, true], new Bool()),
+    big: vectorFromArray([1n, 2n, null, -4n], new Int64()),
+    x: vectorFromArray([0.5, null, 2.5, 3.5], new Float64()),
+  })
+  assert.equal(await db.insertArrow(name, typed, { mode: 'create' }), 4)
+  assert.equal(await db.insertArrow(name, typed.slice(1, 3)), 2)
+  // A dictionary column (what tableFromArrays makes of strings) crosses as IPC bytes.
+  assert.equal(await db.insertArrow(table('dictionary'), tableFromArrays({ s: ['x', 'y', 'x'] }), { mode: 'create' }), 3)
+  assert.deepEqual(await db.executeQuery(`SELECT s, flag, big, x FROM ${name}`), [
+    { s: 'a', flag: true, big: 1n, x: 0.5 },
+    { s: null, flag: null, big: 2n, x: null },
+    { s: 'ccc', flag: false, big: null, x: 2.5 },
+    { s: 'dd', flag: true, big: -4n, x: 3.5 },
+    { s: null, flag: null, big: 2n, x: null },
+    { s: 'ccc', flag: false, big: null, x: 2.5 },
+  ])
 })
 
 test('insertArrow inserts a Table in one call; abort rolls everything back', async () => {

@@ -28,7 +28,7 @@ pub struct Batches {
 
 /// Whether apache-arrow lays out `data_type` as arrow-rs does: one values buffer, or offsets
 /// then values, and no children.
-fn shared_layout(data_type: &DataType) -> bool {
+pub fn shared_layout(data_type: &DataType) -> bool {
     use DataType::*;
     matches!(
         data_type,

@@ -7,7 +7,8 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use napi::bindgen_prelude::{BigInt, Buffer, Unknown};
 use napi::ValueType;
 use napi_derive::napi;
@@ -19,6 +20,7 @@ use tokio::task::JoinHandle;
 use crate::error::{invalid, to_js};
 use crate::ipc;
 use crate::limits;
+use crate::staged::{self, ColumnBuffers};
 
 struct ArrowState {
     /// Taken when the insert opens.
@@ -34,6 +36,8 @@ struct ArrowState {
 #[napi]
 pub struct ArrowInserter {
     state: Arc<Mutex<ArrowState>>,
+    /// Batches `stage` made, sent by the next `write_staged`.
+    staged: std::sync::Mutex<Vec<RecordBatch>>,
 }
 
 impl ArrowInserter {
@@ -47,6 +51,7 @@ impl ArrowInserter {
                 rows: 0,
                 ended: false,
             })),
+            staged: std::sync::Mutex::new(Vec::new()),
         }
     }
 }
@@ -57,6 +62,45 @@ impl ArrowInserter {
     #[napi]
     pub async fn write(&self, stream: Buffer) -> napi::Result<f64> {
         let (schema, batches) = ipc::decode(stream.to_vec())?;
+        self.send(schema, batches).await
+    }
+
+    /// Copies one apache-arrow batch's buffers for the next `write_staged`; false (and nothing
+    /// staged) when a column's type is not one `crate::staged` takes.
+    #[napi]
+    pub fn stage(
+        &self,
+        schema: Buffer,
+        num_rows: u32,
+        columns: Vec<ColumnBuffers>,
+    ) -> napi::Result<bool> {
+        let Some(schema) = staged::schema(schema)? else {
+            return Ok(false);
+        };
+        let batch = staged::batch(&schema, num_rows, &columns)?;
+        let mut staged = self.staged.lock().map_err(|_| invalid("a call panicked"))?;
+        if staged.len() == ipc::DECODED_BATCHES_MAX {
+            return Err(invalid("too many batches staged: write them first"));
+        }
+        staged.push(batch);
+        Ok(true)
+    }
+
+    /// Appends the staged batches; returns the rows written so far.
+    #[napi]
+    pub async fn write_staged(&self) -> napi::Result<f64> {
+        let batches =
+            std::mem::take(&mut *self.staged.lock().map_err(|_| invalid("a call panicked"))?);
+        let Some(first) = batches.first() else {
+            return Ok(self.state.lock().await.rows as f64);
+        };
+        let schema = first.schema();
+        self.send(schema, batches).await
+    }
+}
+
+impl ArrowInserter {
+    async fn send(&self, schema: SchemaRef, batches: Vec<RecordBatch>) -> napi::Result<f64> {
         let mut state = self.state.lock().await;
         if state.ended {
             return Err(invalid("the insert has ended"));
@@ -90,7 +134,10 @@ impl ArrowInserter {
         }
         Ok(state.rows as f64)
     }
+}
 
+#[napi]
+impl ArrowInserter {
     /// Commits; returns the rows inserted.
     #[napi]
     pub async fn finish(&self) -> napi::Result<f64> {

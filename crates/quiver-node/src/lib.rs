@@ -20,5 +20,6 @@ mod ipc;
 pub mod limits;
 mod rows;
 mod server;
+mod staged;
 mod stream;
 mod values;
