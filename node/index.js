@@ -67,8 +67,8 @@ function columnData(type, column) {
 }
 
 /** apache-arrow RecordBatches of a native `{ schema, batches }`; no bytes are copied. */
-function recordBatches(result) {
-  const { schema } = tableFromIPC(result.schema)
+function recordBatches(result, known = null) {
+  const schema = known ?? tableFromIPC(result.schema).schema
   const struct = new Struct(schema.fields)
   return result.batches.flatMap((batch) => {
     if (batch.ipc) return tableFromIPC(batch.ipc).batches
@@ -187,11 +187,13 @@ class Connection {
   /** The result as an async iterator of apache-arrow RecordBatches, one batch in memory. */
   async *executeQueryStream(sql) {
     const stream = await call(this._inner.queryStream(sql))
+    let schema = null // every batch of a query has the first one's schema
     try {
       for (;;) {
         const result = await call(stream.next())
         if (result === null) return
-        yield* recordBatches(result)
+        schema ??= tableFromIPC(result.schema).schema
+        yield* recordBatches(result, schema)
       }
     } finally {
       // An early `break` stops the statement on the server.
