@@ -115,6 +115,11 @@ export declare class RowInserter {
   readonly rows: number
   /** Sends what is left and commits; resolves to the rows inserted. */
   finish(): Promise<number>
+  /**
+   * Inserts nothing. An inserter neither finished nor aborted holds its connection (calls on
+   * it wait) until it is garbage-collected.
+   */
+  abort(): Promise<void>
 }
 
 export interface ServerOptions {

@@ -135,10 +135,14 @@ class ArrowInserter {
 class RowInserter {
   constructor(inner) {
     this._inner = inner
+    // Set by finish: the native finish holds the inserter while it runs, so nothing else may
+    // reach it afterwards.
+    this._ended = false
   }
 
   /** Adds one row (an array, one value per column); throws at once on a wrong value. */
   addRow(values) {
+    if (this._ended) throw Object.assign(new Error('the insert has ended'), { code: 'QUIVER_INVALID_INPUT' })
     callSync(() => this._inner.addRow(values))
   }
 
@@ -148,7 +152,16 @@ class RowInserter {
 
   /** Sends what is left and commits; resolves to the rows inserted. */
   finish() {
+    if (this._ended) return Promise.reject(Object.assign(new Error('the insert has ended'), { code: 'QUIVER_INVALID_INPUT' }))
+    this._ended = true
     return call(this._inner.finish())
+  }
+
+  /** Inserts nothing; the connection is free again when this resolves. */
+  abort() {
+    if (this._ended) return Promise.resolve()
+    this._ended = true
+    return call(this._inner.abort())
   }
 }
 

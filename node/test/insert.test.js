@@ -117,6 +117,22 @@ test('RowInserter checks each value at once and inserts every row at finish', as
     [{ n: count, ids: BigInt((count * (count - 1)) / 2), texts: count - Math.ceil(count / 3), flags: count / 2 }],
   )
   await assert.rejects(inserter.finish(), { message: /the insert has ended/ })
+  assert.throws(() => inserter.addRow([1n, 1, 1, 'a', true]), { code: 'QUIVER_INVALID_INPUT', message: /the insert has ended/ })
+})
+
+test('an aborted row insert inserts nothing and frees the connection', async () => {
+  const name = table('aborted')
+  await db.execute(`CREATE TABLE ${name} (a INTEGER)`)
+  const inserter = await db.rowInserter(name, [{ name: 'a', type: 'int32' }])
+  for (let i = 0; i < 10000; i++) inserter.addRow([i])
+  const pending = inserter.finish()
+  assert.throws(() => inserter.addRow([1]), /the insert has ended/)
+  assert.equal(await pending, 10000)
+  const aborted = await db.rowInserter(name, [{ name: 'a', type: 'int32' }])
+  for (let i = 0; i < 20000; i++) aborted.addRow([i])
+  await aborted.abort()
+  assert.throws(() => aborted.addRow([1]), /the insert has ended/)
+  assert.deepEqual(await db.executeQuery(`SELECT count(*)::INTEGER AS n FROM ${name}`), [{ n: 10000 }])
 })
 
 test('a row insert into a table that is not there fails with the server\'s message', async () => {

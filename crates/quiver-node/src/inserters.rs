@@ -444,6 +444,19 @@ impl RowInserter {
         self.rows as f64
     }
 
+    /// Gives up: no row is inserted, and the connection is free again when this resolves.
+    #[napi]
+    pub async unsafe fn abort(&mut self) -> napi::Result<()> {
+        self.pending.clear();
+        // The closed channel ends the task without a finish marker: it drops the client's
+        // inserter, which rolls the insert back.
+        self.chunks = None;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        Ok(())
+    }
+
     /// Sends the remaining rows and commits; returns the rows inserted.
     #[napi]
     pub async unsafe fn finish(&mut self) -> napi::Result<f64> {
