@@ -14,9 +14,10 @@ use quiver_server_protocol::InsertMode;
 use crate::batches::Batches;
 use crate::columns::Columns;
 use crate::error::{invalid, to_js};
-use crate::inserters::{ArrowInserter, ColumnSpec, RowInserter};
+use crate::inserters::ArrowInserter;
 use crate::ipc;
 use crate::limits::{self, check_rows};
+use crate::row_inserter::{ColumnSpec, RowInserter};
 use crate::rows::Rows;
 use crate::stream::QueryStream;
 

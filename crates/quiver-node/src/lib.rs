@@ -18,6 +18,7 @@ mod error;
 mod inserters;
 mod ipc;
 pub mod limits;
+mod row_inserter;
 mod rows;
 mod server;
 mod staged;
