@@ -81,6 +81,30 @@ function asBuffer(bytes) {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
+/**
+ * Row objects from the native module's columns: a function made for the result's columns
+ * builds every row as one object literal (one shape, no call across the boundary per value).
+ * Keys are string literals (JSON.stringify), so any column name is safe.
+ */
+function rowObjects(result) {
+  const { names, booleans, columns, nulls, numRows } = result
+  const declarations = names.map((_, k) => `const c${k} = columns[${k}], n${k} = nulls[${k}];`)
+  const properties = names.map((name, k) => {
+    const value = booleans[k] ? `c${k}[i] === 1` : `c${k}[i]`
+    // A computed key, for `__proto__` alone: a literal one would set the prototype.
+    const key = name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name)
+    return `${key}: ${nulls[k] ? `n${k}[i] ? null : ${value}` : value}`
+  })
+  const build = new Function(
+    'columns',
+    'nulls',
+    'rows',
+    `${declarations.join(' ')} const out = new Array(rows); ` +
+      `for (let i = 0; i < rows; i++) out[i] = { ${properties.join(', ')} }; return out`,
+  )
+  return build(columns, nulls, numRows)
+}
+
 function bytesOf(view) {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
 }
@@ -180,13 +204,20 @@ class Connection {
   }
 
   /** The result as plain row objects; more than `maxRows` (default 1,000,000) is an error. */
-  executeQuery(sql, options = {}) {
-    return call(this._inner.queryRows(sql, options.maxRows))
+  async executeQuery(sql, options = {}) {
+    return rowObjects(await call(this._inner.queryColumns(sql, options.maxRows, true)))
   }
 
   /** The result as `{ numRows, columns, nulls }`, numeric columns as typed arrays. */
-  executeQueryColumnar(sql, options = {}) {
-    return call(this._inner.queryColumns(sql, options.maxRows))
+  async executeQueryColumnar(sql, options = {}) {
+    const result = await call(this._inner.queryColumns(sql, options.maxRows, false))
+    const columns = {}
+    const nulls = {}
+    result.names.forEach((name, index) => {
+      columns[name] = result.columns[index]
+      if (result.nulls[index]) nulls[name] = result.nulls[index]
+    })
+    return { numRows: result.numRows, columns, nulls }
   }
 
   /** The result as an apache-arrow Table, or with `{ as: 'ipc' }` as Arrow IPC stream bytes. */

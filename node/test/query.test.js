@@ -50,6 +50,10 @@ test('executeQuery gives plain rows with typed values and nulls', async () => {
     { i: 3, big: 9007199254740993n, x: null, s: 'three', flag: null, day: '2026-03-04' },
   ])
   assert.deepEqual(await db.executeQuery('SELECT * FROM typed WHERE i > 10'), [])
+  const [odd] = await db.executeQuery(`SELECT 1 AS "__proto__", 2 AS "a""b", 3 AS "0"`)
+  assert.deepEqual(Object.keys(odd).sort(), ['0', '__proto__', 'a"b'])
+  assert.equal(Object.getPrototypeOf(odd), Object.prototype)
+  assert.equal(odd['a"b'], 2)
 })
 
 test('executeQuery refuses a result beyond maxRows and the connection lives on', async () => {

@@ -2,7 +2,9 @@
 //! (their bytes handed to JS without a per-value call), 64-bit integers as BigInt64Array /
 //! BigUint64Array, booleans as Uint8Array (0/1), strings and every other type as arrays of
 //! values (`crate::values`). A column with nulls also gets a Uint8Array in `nulls` (1 = null;
-//! the typed array holds 0 there).
+//! the typed array holds 0 there). Columns are listed by position with their names;
+//! `node/index.js` keys them by name (`executeQueryColumnar`) or builds row objects from them
+//! (`executeQuery`), so rows cost one JS object each and no call across the boundary.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -155,23 +157,28 @@ impl ToNapiValue for Columns {
     unsafe fn to_napi_value(env: sys::napi_env, result: Columns) -> napi::Result<sys::napi_value> {
         let js = Js(env);
         let total: usize = result.batches.iter().map(RecordBatch::num_rows).sum();
-        let (out, columns, null_maps) = (js.object()?, js.object()?, js.object()?);
-        for (index, field) in result.schema.fields().iter().enumerate() {
-            let key = js.string(field.name())?;
+        let fields = result.schema.fields();
+        let out = js.object()?;
+        let (names, booleans) = (js.array(fields.len())?, js.array(fields.len())?);
+        let (columns, null_maps) = (js.array(fields.len())?, js.array(fields.len())?);
+        for (index, field) in fields.iter().enumerate() {
+            js.set_element(names, index, js.string(field.name())?)?;
+            let boolean = field.data_type() == &arrow_schema::DataType::Boolean;
+            js.set_element(booleans, index, js.boolean(boolean)?)?;
             let value = match typed(env, &result.schema, &result.batches, index)? {
                 Some(value) => value,
                 None => values(js, &result.batches, index, total)?,
             };
-            js.set(columns, key, value)?;
-            if let Some(flags) = nulls(&result.batches, index) {
-                js.set(
-                    null_maps,
-                    key,
-                    Uint8Array::to_napi_value(env, Uint8Array::new(flags))?,
-                )?;
-            }
+            js.set_element(columns, index, value)?;
+            let flags = match nulls(&result.batches, index) {
+                Some(flags) => Uint8Array::to_napi_value(env, Uint8Array::new(flags))?,
+                None => js.null()?,
+            };
+            js.set_element(null_maps, index, flags)?;
         }
         js.set(out, js.string("numRows")?, js.number(total as f64)?)?;
+        js.set(out, js.string("names")?, names)?;
+        js.set(out, js.string("booleans")?, booleans)?;
         js.set(out, js.string("columns")?, columns)?;
         js.set(out, js.string("nulls")?, null_maps)?;
         Ok(out)

@@ -18,7 +18,6 @@ use crate::inserters::ArrowInserter;
 use crate::ipc;
 use crate::limits::{self, check_rows};
 use crate::row_inserter::{ColumnSpec, RowInserter};
-use crate::rows::Rows;
 use crate::stream::QueryStream;
 
 /// How to connect.
@@ -155,33 +154,31 @@ impl Connection {
         Ok(rows as f64)
     }
 
-    /// The whole result as row objects, at most `max_rows` of them.
+    /// The whole result column by column, at most `max_rows` rows; `for_rows` applies the row
+    /// objects' limits (`executeQuery`).
     #[napi]
-    pub async fn query_rows(&self, sql: String, max_rows: Option<u32>) -> napi::Result<Rows> {
-        let rows_max = check_rows(
-            max_rows,
-            limits::ROWS_MAX_DEFAULT,
-            limits::ROWS_MAX,
-            "maxRows",
-        )?;
+    pub async fn query_columns(
+        &self,
+        sql: String,
+        max_rows: Option<u32>,
+        for_rows: Option<bool>,
+    ) -> napi::Result<Columns> {
+        let for_rows = for_rows.unwrap_or(false);
+        let (default, max, advice) = if for_rows {
+            (
+                limits::ROWS_MAX_DEFAULT,
+                limits::ROWS_MAX,
+                "use executeQueryStream, executeQueryColumnar or executeQueryToArrow, or raise maxRows",
+            )
+        } else {
+            (
+                limits::COLUMNAR_ROWS_MAX_DEFAULT,
+                limits::COLUMNAR_ROWS_MAX,
+                "use executeQueryStream, or raise maxRows",
+            )
+        };
+        let rows_max = check_rows(max_rows, default, max, "maxRows")?;
         let stream = self.session()?.query(&sql);
-        let advice = "use executeQueryStream, executeQueryColumnar or executeQueryToArrow, \
-                      or raise maxRows";
-        let (schema, batches) = collect(stream, rows_max.into(), u64::MAX, advice).await?;
-        Ok(Rows { schema, batches })
-    }
-
-    /// The whole result column by column, at most `max_rows` rows.
-    #[napi]
-    pub async fn query_columns(&self, sql: String, max_rows: Option<u32>) -> napi::Result<Columns> {
-        let rows_max = check_rows(
-            max_rows,
-            limits::COLUMNAR_ROWS_MAX_DEFAULT,
-            limits::COLUMNAR_ROWS_MAX,
-            "maxRows",
-        )?;
-        let stream = self.session()?.query(&sql);
-        let advice = "use executeQueryStream, or raise maxRows";
         let (schema, batches) = collect(stream, rows_max.into(), u64::MAX, advice).await?;
         Ok(Columns { schema, batches })
     }

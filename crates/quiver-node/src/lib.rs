@@ -19,7 +19,6 @@ mod inserters;
 mod ipc;
 pub mod limits;
 mod row_inserter;
-mod rows;
 mod server;
 mod staged;
 mod stream;
