@@ -14,3 +14,5 @@ export QUIVER_SUITE_PYTHON="$ROOT/.venv-suite/bin/python"
 tools/lint.sh
 cargo test --release --workspace --locked
 .venv/bin/python -m pytest -q tests python/tests "$@"
+# The Node package against a real server (node/test/; the server is python -m quiver.serve).
+(cd node && PYTHONPATH="$ROOT/python" node --test test/*.test.js)

@@ -4,6 +4,7 @@ The workloads are bulk insert, full scan, filtered and aggregation; each peer is
 own venv speaking the JSON lines of bench/peers/server/common.py:
 
     flight_sql quiver's server through its Flight SQL front door, ADBC's Python client (quiver's .venv)
+    node      quiver's Node package (node/, its bench node/bench/server_bench.js): seed 002's Node table
     duckdb    in-process DuckDB 2.0.0 (quiver's .venv): the ceiling
     hyper     Hyper through tableauhyperapi and pantab (.venv-bench-hyper)
     quack     DuckDB's own client/server protocol, duckdb 1.5.5 (.venv-bench-quack)
@@ -47,6 +48,7 @@ from common import PROTOCOL
 # Short name on the command line → (the `peer` its records carry, its interpreter, its script).
 PEERS = {
     "flight_sql": ("quiver flight sql", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "flight_sql.py"),
+    "node": ("quiver node", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "node.py"),
     "duckdb": ("duckdb in-process", ROOT / ".venv" / "bin" / "python", SERVER_DIR / "duckdb_inprocess.py"),
     "hyper": ("hyper", ROOT / ".venv-bench-hyper" / "bin" / "python", SERVER_DIR / "hyper.py"),
     "quack": ("quack", ROOT / ".venv-bench-quack" / "bin" / "python", SERVER_DIR / "quack.py"),

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-PEER_ORDER = ["quiver", "quiver flight sql", "duckdb in-process", "hyper", "quack", "postgresql"]
+PEER_ORDER = ["quiver", "quiver node", "quiver flight sql", "duckdb in-process", "hyper", "quack", "postgresql"]
 WORKLOADS = [
     ("insert.bulk", "Bulk insert", "MB/s at 24 B/row."),
     ("query.full_scan", "Full scan → Arrow", "MB/s at 24 B/row."),
@@ -148,7 +148,12 @@ def write_svg(path: Path, records: list[dict[str, Any]]) -> None:
     ]
     y = 34
     previous = None
-    colors = {"quiver": "#2b7bb9", "quiver flight sql": "#6aa7d6", "duckdb in-process": "#7a7a7a"}
+    colors = {
+        "quiver": "#2b7bb9",
+        "quiver node": "#3f9e5a",
+        "quiver flight sql": "#6aa7d6",
+        "duckdb in-process": "#7a7a7a",
+    }
     for workload, peer, rate in bars:
         if workload != previous:
             y += 10

@@ -4,7 +4,9 @@ the same run, matched by workload and connection count (and by transport for shm
 quiver's own bench prints records with peer "quiver" and transport "tcp", "unix" or "unix+shm"; its
 single-connection Arrow insert has variant "Arrow, 1 connection", its scans "1 connection". The Flight
 SQL front door's records (bench/peers/server/flight_sql.py) carry peer "quiver flight sql", transport
-"grpc", and are set against the spine's over TCP, the same network path.
+"grpc", and are set against the spine's over TCP, the same network path. The Node package's records
+(bench/peers/server/node.py) carry peer "quiver node" and are set against the Rust client's on the
+same transport.
 Where either side is missing the target stays `measured: null, met: false` with the reason.
 """
 
@@ -16,6 +18,9 @@ from common import INSERT_ARROW, INSERT_COPY, QUERY_ONE
 
 QUIVER = "quiver"
 FLIGHT_SQL = "quiver flight sql"
+NODE = "quiver node"
+# The Node APIs whose result is Arrow (a Table, or RecordBatches one at a time).
+NODE_ARROW_QUERIES = ("executeQueryToArrow (Table)", "executeQueryStream (RecordBatch)")
 IN_PROCESS = "duckdb in-process"
 INSERT = "insert.bulk"
 FULL_SCAN = "query.full_scan"
@@ -113,6 +118,7 @@ def compute(records: list[Record]) -> list[dict]:
     )
     targets += flight_sql_targets(records)
     targets += python_targets(records)
+    targets += node_targets(records)
     return targets
 
 
@@ -173,3 +179,35 @@ def add_baselines(records: list[Record]) -> None:
         )
         r["baseline"] = None if base is None or base is r else f"{IN_PROCESS}: {base['api']}"
         r["vs_in_process"] = None if base is None else r["rows_per_s"] / base["rows_per_s"]
+
+
+def node_targets(records: list[Record]) -> list[dict]:
+    """The Node package against the Rust client it wraps: its best record, and the Rust client's best on
+    the same transport, one connection each.
+    """
+    absent = "the Node record is absent (peer node not run or failed)"
+    rust_absent = "the Rust client's record on the same transport is absent"
+    insert = best(records, peer=NODE, workload=INSERT, variant=INSERT_ARROW)
+    query = best(records, peer=NODE, workload=FULL_SCAN, api=lambda api: api in NODE_ARROW_QUERIES)
+
+    def rust(ours: Record | None, **match: Any) -> Record | None:
+        return None if ours is None else best(records, peer=QUIVER, transport=ours["transport"], **match)
+
+    return [
+        ratio_target(
+            "Node Arrow insert ≥ 0.8× the Rust client's Arrow insert (same transport, 1 connection)",
+            0.8,
+            insert,
+            rust(insert, workload=INSERT, variant=INSERT_ARROW),
+            rust_absent,
+            absent,
+        ),
+        ratio_target(
+            "Node query → Arrow ≥ 0.8× the Rust client's full scan (same transport, 1 connection)",
+            0.8,
+            query,
+            rust(query, workload=FULL_SCAN, variant=QUERY_ONE),
+            rust_absent,
+            absent,
+        ),
+    ]
