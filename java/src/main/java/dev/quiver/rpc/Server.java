@@ -1,0 +1,61 @@
+package dev.quiver.rpc;
+
+import dev.quiver.transport.Connection;
+import dev.quiver.wire.Limits;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+
+/** The protocols a worker hosts, its identity and limits; serves connections one session each. */
+public final class Server {
+  /** Most protocols one server hosts; routing compares names linearly. */
+  public static final int PROTOCOLS_MAX = 64;
+
+  private final Map<String, Protocol> protocols = new LinkedHashMap<>();
+  private final String serverId;
+  private final Limits limits;
+  private final BufferAllocator allocator = new RootAllocator();
+
+  public Server(List<Protocol> hosted, Limits limits) {
+    if (hosted.isEmpty() || hosted.size() > PROTOCOLS_MAX) {
+      throw new IllegalArgumentException("a server hosts 1.." + PROTOCOLS_MAX + " protocols");
+    }
+    for (Protocol protocol : hosted) {
+      if (protocols.putIfAbsent(protocol.name(), protocol) != null) {
+        throw new IllegalArgumentException("protocol " + protocol.name() + " hosted twice");
+      }
+    }
+    this.limits = limits;
+    byte[] id = new byte[6];
+    new SecureRandom().nextBytes(id);
+    this.serverId = HexFormat.of().formatHex(id);
+  }
+
+  public Map<String, Protocol> protocols() {
+    return protocols;
+  }
+
+  List<String> protocolNames() {
+    return new ArrayList<>(protocols.keySet());
+  }
+
+  public String serverId() {
+    return serverId;
+  }
+
+  public Limits limits() {
+    return limits;
+  }
+
+  /** Serves one connection until the client closes it, then closes it. */
+  public void serve(Connection connection) {
+    try (BufferAllocator sessionAllocator = allocator.newChildAllocator(connection.peer(), 0, Long.MAX_VALUE)) {
+      new Session(this, connection, sessionAllocator).run();
+    }
+  }
+}

@@ -1,0 +1,26 @@
+package dev.quiver.rpc;
+
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * What a stream method returns: its output schema, its input schema (empty for a producer), its
+ * state, and optionally a one-row header batch sent before any data (the session closes it).
+ */
+public record StreamCall(Schema outputSchema, Schema inputSchema, StreamState state, HeaderBatch header) {
+  public static final Schema EMPTY_SCHEMA = new Schema(java.util.List.of());
+
+  /** A one-row header: its columns and dictionaries. */
+  public record HeaderBatch(org.apache.arrow.vector.VectorSchemaRoot root, Schema schema) {}
+
+  public static StreamCall producer(Schema outputSchema, StreamState state) {
+    return new StreamCall(outputSchema, EMPTY_SCHEMA, state, null);
+  }
+
+  public static StreamCall exchange(Schema outputSchema, Schema inputSchema, StreamState state) {
+    return new StreamCall(outputSchema, inputSchema, state, null);
+  }
+
+  public StreamCall withHeader(HeaderBatch header) {
+    return new StreamCall(outputSchema, inputSchema, state, header);
+  }
+}
