@@ -38,6 +38,9 @@ done
 # or Maven that one test fails and says why; nothing else needs them.
 tools/setup_jdbc.sh || log "no Flight SQL JDBC driver: tests/test_flight_sql_jdbc.py will fail (see above)"
 
+# The Java spine and its conformance worker (java/), which tests/test_java_conformance.py runs.
+java/build.sh || log "no Java worker: tests/test_java_conformance.py will fail (see above)"
+
 log "building Rust workspace (release)"
 cargo build --release --workspace --locked --quiet
 log "building the DuckDB extension"

@@ -17,6 +17,7 @@ public final class ConformanceWorker {
   public static Protocol protocol() {
     Protocol protocol = new Protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
     Unary.register(protocol);
+    NestedContainers.register(protocol);
     Streams.register(protocol);
     return protocol;
   }

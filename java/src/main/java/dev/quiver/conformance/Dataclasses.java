@@ -33,10 +33,11 @@ final class Dataclasses {
     return floats.getValueAsDouble(0);
   }
 
-  /** {@code root} (one row) as the bytes of an IPC stream. */
-  static byte[] toIpc(VectorSchemaRoot root) throws IOException {
+  /** {@code root} as the bytes of an IPC stream (with the dictionaries its encoded columns use). */
+  static byte[] toIpc(VectorSchemaRoot root, org.apache.arrow.vector.dictionary.DictionaryProvider dictionaries)
+      throws IOException {
     var bytes = new java.io.ByteArrayOutputStream();
-    try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, bytes)) {
+    try (ArrowStreamWriter writer = new ArrowStreamWriter(root, dictionaries, bytes)) {
       writer.start();
       writer.writeBatch();
       writer.end();

@@ -1,5 +1,6 @@
 package dev.quiver.conformance;
 
+import static dev.quiver.conformance.Fields.BOOL;
 import static dev.quiver.conformance.Fields.COUNTER;
 import static dev.quiver.conformance.Fields.FLOAT64;
 import static dev.quiver.conformance.Fields.INT64;
@@ -159,6 +160,14 @@ final class Streams {
       return StreamCall.producer(COUNTER, counting(count))
           .withHeader(header(ctx.allocator(), count, "producing " + count + " with logs"));
     }));
+    protocol.add(Method.producer("produce_with_rich_header", List.of(field("seed", INT64), field("count", INT64)),
+        (params, ctx) -> StreamCall.producer(COUNTER, counting(params.int64("count")))
+            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
+    protocol.add(Method.producer("produce_dynamic_schema",
+        List.of(field("seed", INT64), field("count", INT64), field("include_strings", BOOL),
+            field("include_floats", BOOL)),
+        (params, ctx) -> dynamicSchema(params.int64("count"), params.bool("include_strings"),
+            params.bool("include_floats")).withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
     registerExchanges(protocol);
     Cancel.register(protocol);
   }
@@ -173,6 +182,9 @@ final class Streams {
       return StreamCall.exchange(SCALE, SCALE, scale(factor))
           .withHeader(header(ctx.allocator(), 0, "scale by " + PythonText.floatRepr(factor)));
     }));
+    protocol.add(Method.exchange("exchange_with_rich_header", List.of(field("seed", INT64), field("factor", FLOAT64)),
+        (params, ctx) -> StreamCall.exchange(SCALE, SCALE, scale(params.float64("factor")))
+            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
     protocol.add(Method.exchange("exchange_accumulate", List.of(), (params, ctx) -> {
       Schema output = schema(field("running_sum", FLOAT64, true), field("exchange_count", INT64, true));
       double[] sum = {0};
@@ -232,6 +244,36 @@ final class Streams {
     }));
   }
 
+  /** {@code index}, then {@code label: utf8} and {@code score: float64} as asked, one row per tick. */
+  private static StreamCall dynamicSchema(long count, boolean strings, boolean floats) {
+    List<org.apache.arrow.vector.types.pojo.Field> fields = new java.util.ArrayList<>();
+    fields.add(field("index", INT64, true));
+    if (strings) {
+      fields.add(field("label", UTF8, true));
+    }
+    if (floats) {
+      fields.add(field("score", FLOAT64, true));
+    }
+    long[] current = {0};
+    return StreamCall.producer(new Schema(fields), (input, out, ctx) -> {
+      if (current[0] >= count) {
+        out.finish();
+        return;
+      }
+      VectorSchemaRoot root = out.newRoot();
+      ((BigIntVector) root.getVector("index")).setSafe(0, current[0]);
+      if (strings) {
+        Roots.setText(root, "label", 0, "row-" + current[0]);
+      }
+      if (floats) {
+        Roots.setDouble(root, "score", 0, current[0] * 1.5);
+      }
+      root.setRowCount(1);
+      out.emit(root);
+      current[0]++;
+    });
+  }
+
   /** Multiplies each input {@code value} by {@code factor}. */
   static StreamState scale(double factor) {
     return (input, out, ctx) -> {
@@ -259,7 +301,7 @@ final class Streams {
     ((BigIntVector) root.getVector("total_expected")).setSafe(0, totalExpected);
     ((VarCharVector) root.getVector("description")).setSafe(0, description.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     root.setRowCount(1);
-    return new StreamCall.HeaderBatch(root, schema);
+    return new StreamCall.HeaderBatch(root, schema, null);
   }
 
   /** Rows per emitted batch, bounded so a request cannot ask for an unbounded allocation. */

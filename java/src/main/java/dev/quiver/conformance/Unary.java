@@ -35,6 +35,7 @@ final class Unary {
     echo(protocol, "echo_bool", field("value", BOOL));
     echo(protocol, "echo_int32", field("value", INT32));
     echo(protocol, "echo_float32", field("value", FLOAT32));
+    echo(protocol, "echo_large_binary", field("value", org.apache.arrow.vector.types.pojo.ArrowType.LargeBinary.INSTANCE));
     echo(protocol, "echo_optional_string", field("value", UTF8, true));
     echo(protocol, "echo_optional_int", field("value", INT64, true));
     echo(protocol, "echo_annotated_optional_int", field("value", INT32, true));

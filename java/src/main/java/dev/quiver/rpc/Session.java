@@ -323,11 +323,16 @@ final class Session {
     }
     if (call.header() != null) {
       try (VectorSchemaRoot header = call.header().root()) {
-        StreamWriter writer = new StreamWriter(connection.writer(), allocator, call.header().schema(), null);
+        StreamWriter writer =
+            new StreamWriter(connection.writer(), allocator, call.header().schema(), call.header().dictionaries());
         writeLogs(writer, records);
         records.clear();
         writer.write(header, Map.of());
         writer.close();
+      } finally {
+        if (call.header().dictionaries() instanceof AutoCloseable dictionaries) {
+          closeQuietly(dictionaries);
+        }
       }
     }
     connection.flush();
@@ -443,6 +448,14 @@ final class Session {
       if (input != null) {
         input.drain();
       }
+    }
+  }
+
+  private static void closeQuietly(AutoCloseable resource) {
+    try {
+      resource.close();
+    } catch (Exception e) {
+      // Releasing memory has nothing to report to the client.
     }
   }
 

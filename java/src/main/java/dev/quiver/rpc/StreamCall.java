@@ -9,8 +9,14 @@ import org.apache.arrow.vector.types.pojo.Schema;
 public record StreamCall(Schema outputSchema, Schema inputSchema, StreamState state, HeaderBatch header) {
   public static final Schema EMPTY_SCHEMA = new Schema(java.util.List.of());
 
-  /** A one-row header: its columns and dictionaries. */
-  public record HeaderBatch(org.apache.arrow.vector.VectorSchemaRoot root, Schema schema) {}
+  /**
+   * A one-row header: its columns, its schema as sent (dictionary-encoded fields carry their
+   * value type) and the dictionaries those refer to (null when none).
+   */
+  public record HeaderBatch(
+      org.apache.arrow.vector.VectorSchemaRoot root,
+      Schema schema,
+      org.apache.arrow.vector.dictionary.DictionaryProvider dictionaries) {}
 
   public static StreamCall producer(Schema outputSchema, StreamState state) {
     return new StreamCall(outputSchema, EMPTY_SCHEMA, state, null);
