@@ -30,18 +30,6 @@ final class Roots {
     return root;
   }
 
-  /** One row of int64 {@code values}, in output-schema column order. */
-  static VectorSchemaRoot longs(Output out, long... values) {
-    VectorSchemaRoot root = out.newRoot();
-    for (int i = 0; i < values.length; i++) {
-      BigIntVector vector = (BigIntVector) root.getVector(i);
-      vector.allocateNew(1);
-      vector.set(0, values[i]);
-    }
-    root.setRowCount(1);
-    return root;
-  }
-
   static void setText(VectorSchemaRoot root, String column, int row, String text) {
     ((VarCharVector) root.getVector(column)).setSafe(row, text.getBytes(StandardCharsets.UTF_8));
   }
