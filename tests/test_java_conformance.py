@@ -82,6 +82,22 @@ def test_unix_socket(oracle_bin: Path, java_worker: Path) -> None:
         assert not socket_path.exists(), "the worker removes its socket on exit"
 
 
+def test_unix_socket_idle_timeout(java_worker: Path) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        socket_path = Path(directory) / "idle.sock"
+        worker = subprocess.Popen(
+            [str(java_worker), "--unix", str(socket_path), "--idle-timeout", "1"], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert worker.stdout.readline().strip() == f"UNIX:{socket_path}"
+            # With no client the worker exits on its own and takes its socket with it.
+            assert worker.wait(timeout=60) == 0
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        assert not socket_path.exists()
+
+
 def test_shared_memory_requested_stays_inline(oracle_bin: Path, java_worker: Path) -> None:
     # The client asks for a segment; the worker declines it and every batch stays inline.
     _check(_run(oracle_bin, "--cmd", str(java_worker), "--shm", str(16 << 20), java="java"))

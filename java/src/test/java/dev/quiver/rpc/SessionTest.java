@@ -128,4 +128,17 @@ class SessionTest {
     request("greet", "Greeter", "1.0.0", "cy");
     assertEquals("hello cy", reply());
   }
+
+  @Test
+  void garbageGetsAnErrorReplyThenTheSessionEnds() throws Exception {
+    byte[] garbage = new byte[64];
+    java.util.Arrays.fill(garbage, (byte) 0x41);
+    clientOut.write(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 40, 0, 0, 0});
+    clientOut.write(garbage);
+    clientOut.flush();
+    Map<?, ?> error = (Map<?, ?>) reply();
+    assertEquals("INVALID_ARGUMENT", error.get(Keys.ERROR_CODE));
+    serving.join(60_000);
+    assertEquals(false, serving.isAlive(), "bytes that cannot be resynchronised end the session");
+  }
 }
