@@ -21,6 +21,9 @@ import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.types.DateUnit;
+import org.apache.arrow.vector.types.TimeUnit;
+import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 
 /** The unary methods: echoes of every wire type, void, defaults, errors and logs. */
@@ -35,7 +38,7 @@ final class Unary {
     echo(protocol, "echo_bool", field("value", BOOL));
     echo(protocol, "echo_int32", field("value", INT32));
     echo(protocol, "echo_float32", field("value", FLOAT32));
-    echo(protocol, "echo_large_binary", field("value", org.apache.arrow.vector.types.pojo.ArrowType.LargeBinary.INSTANCE));
+    echo(protocol, "echo_large_binary", field("value", ArrowType.LargeBinary.INSTANCE));
     echo(protocol, "echo_optional_string", field("value", UTF8, true));
     echo(protocol, "echo_optional_int", field("value", INT64, true));
     echo(protocol, "echo_annotated_optional_int", field("value", INT32, true));
@@ -45,6 +48,26 @@ final class Unary {
     echo(protocol, "echo_nested_list",
         Fields.listOf("matrix", Fields.listOf("item", field("item", INT64, true), true), false));
     echo(protocol, "echo_enum", Fields.enumField("status", 0, false));
+    // Arrow's wider primitive types (vgi-rpc's Annotated[..., ArrowType(...)] parameters).
+    echo(protocol, "echo_int8", field("value", new ArrowType.Int(8, true)));
+    echo(protocol, "echo_int16", field("value", new ArrowType.Int(16, true)));
+    echo(protocol, "echo_uint8", field("value", new ArrowType.Int(8, false)));
+    echo(protocol, "echo_uint16", field("value", new ArrowType.Int(16, false)));
+    echo(protocol, "echo_uint32", field("value", new ArrowType.Int(32, false)));
+    echo(protocol, "echo_uint64", field("value", new ArrowType.Int(64, false)));
+    echo(protocol, "echo_date", field("value", new ArrowType.Date(DateUnit.DAY)));
+    echo(protocol, "echo_timestamp", field("value", new ArrowType.Timestamp(TimeUnit.MICROSECOND, null)));
+    echo(protocol, "echo_timestamp_utc", field("value", new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC")));
+    echo(protocol, "echo_time", field("value", new ArrowType.Time(TimeUnit.MICROSECOND, 64)));
+    echo(protocol, "echo_duration", field("value", new ArrowType.Duration(TimeUnit.MICROSECOND)));
+    echo(protocol, "echo_decimal", field("value", new ArrowType.Decimal(20, 4, 128)));
+    echo(protocol, "echo_large_string", field("value", ArrowType.LargeUtf8.INSTANCE));
+    echo(protocol, "echo_fixed_binary", field("value", new ArrowType.FixedSizeBinary(8)));
+    echo(protocol, "echo_dict_encoded_string", Fields.enumField("value", 0, false));
+    echo(protocol, "echo_wide_types", field("data", BINARY));
+    echo(protocol, "echo_container_wide_types", field("data", BINARY));
+    echo(protocol, "echo_embedded_arrow", field("data", BINARY));
+    echo(protocol, "echo_deep_nested", field("data", BINARY));
     // A dataclass travels as a binary column holding a whole IPC stream; echoing the bytes is exact.
     echo(protocol, "echo_point", field("point", BINARY));
     echo(protocol, "echo_bounding_box", field("box", BINARY));
