@@ -6,7 +6,7 @@ import dev.quiver.serve.Serve;
 import dev.quiver.wire.Limits;
 import java.util.List;
 
-/** {@code ConformanceService} over stdio (default) or {@code --unix PATH} (prints {@code UNIX:<path>}). */
+/** {@code ConformanceService} (and {@code conformance.Secondary.v1} beside it) over stdio (default) or {@code --unix PATH} (prints {@code UNIX:<path>}). */
 public final class ConformanceWorker {
   public static final String PROTOCOL_NAME = "ConformanceService";
   public static final String PROTOCOL_VERSION = "2.0.0";
@@ -23,7 +23,7 @@ public final class ConformanceWorker {
   }
 
   public static void main(String[] args) {
-    Server server = new Server(List.of(protocol()), Limits.DEFAULT);
+    Server server = new Server(List.of(protocol(), Secondary.protocol()), Limits.DEFAULT);
     System.exit(Serve.main(server, "quiver-conformance-java", args));
   }
 }

@@ -226,12 +226,20 @@ final class Session {
         throw new ClassCastException(name + "() parameter '" + got.getName() + "' expected Arrow type "
             + want.getType() + " but the request batch carried " + got.getType());
       }
+      if (got.isNullable() != want.isNullable()) {
+        throw new ClassCastException(name + "() parameter '" + got.getName() + "' expected nullable="
+            + pyBool(want.isNullable()) + ", but the request batch carried nullable=" + pyBool(got.isNullable()));
+      }
       FieldVector column = request.root().getVector(i);
       if (!want.isNullable() && column.isNull(0)) {
         throw new ClassCastException(name + "() parameter '" + got.getName() + "' is not optional but got None");
       }
     }
     return new Params(name, schema, request.root(), request.dictionaries());
+  }
+
+  private static String pyBool(boolean value) {
+    return value ? "True" : "False";
   }
 
   /** Answers a call that will not run; a stream's client still sends one input stream. */

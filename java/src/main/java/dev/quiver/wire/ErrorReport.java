@@ -14,8 +14,8 @@ public record ErrorReport(
     String exceptionType, String message, ErrorCode code, String kind, List<Object> details, String traceback) {
   /** Longest traceback carried; the rest is cut so one error cannot grow a reply without bound. */
   public static final int TRACEBACK_CHARS_MAX = 16_000;
-  /** Largest {@code vgi_rpc.error_details} value; bigger details stay out of the metadata. */
-  public static final int ERROR_DETAILS_BYTES_MAX = 64 << 10;
+  /** Largest {@code vgi_rpc.error_details} value; bigger details are dropped whole, never in part. */
+  public static final int ERROR_DETAILS_BYTES_MAX = 4096;
 
   public ErrorReport(String exceptionType, String message) {
     this(exceptionType, message, ErrorCode.UNKNOWN, null, null, null);
@@ -24,16 +24,23 @@ public record ErrorReport(
   /** Describes a Java exception; a {@link RemoteError} keeps its wire type name and classification. */
   public static ErrorReport fromException(Throwable error) {
     if (error instanceof RemoteError remote) {
-      return remote.report();
+      ErrorReport report = remote.report();
+      return report.traceback() != null ? report : new ErrorReport(report.exceptionType(), report.message(),
+          report.code(), report.kind(), report.details(), traceback(error));
     }
+    String message = error.getMessage() == null ? "" : error.getMessage();
+    return new ErrorReport(pythonName(error), message, ErrorCode.UNKNOWN, null, null, traceback(error));
+  }
+
+  /** The stack trace a client sees by default (as vgi-rpc's reference sends one), bounded. */
+  private static String traceback(Throwable error) {
     StringWriter trace = new StringWriter();
     error.printStackTrace(new PrintWriter(trace));
     String text = trace.toString();
     if (text.length() > TRACEBACK_CHARS_MAX) {
       text = text.substring(0, TRACEBACK_CHARS_MAX) + "\n... <traceback truncated>";
     }
-    String message = error.getMessage() == null ? "" : error.getMessage();
-    return new ErrorReport(pythonName(error), message, ErrorCode.UNKNOWN, null, null, text);
+    return text;
   }
 
   /**
@@ -59,7 +66,7 @@ public record ErrorReport(
     extra.put("exception_type", exceptionType);
     extra.put("exception_message", message);
     extra.put("error_code", code.name());
-    String detailsText = details == null ? null : Json.encode(details);
+    String detailsText = details == null ? null : Json.encodeCompact(details);
     if (detailsText != null && detailsText.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > ERROR_DETAILS_BYTES_MAX) {
       detailsText = null;
     }

@@ -7,13 +7,21 @@ import java.util.Map;
 public final class Json {
   private Json() {}
 
+  /** Python's {@code json.dumps(value)}: {@code ", "} and {@code ": "} between items. */
   public static String encode(Object value) {
     StringBuilder out = new StringBuilder();
-    write(out, value);
+    write(out, value, ", ", ": ");
     return out.toString();
   }
 
-  private static void write(StringBuilder out, Object value) {
+  /** Python's {@code json.dumps(value, separators=(",", ":"))}. */
+  public static String encodeCompact(Object value) {
+    StringBuilder out = new StringBuilder();
+    write(out, value, ",", ":");
+    return out.toString();
+  }
+
+  private static void write(StringBuilder out, Object value, String itemSeparator, String keySeparator) {
     if (value == null) {
       out.append("null");
     } else if (value instanceof String text) {
@@ -25,21 +33,21 @@ public final class Json {
       boolean first = true;
       for (Map.Entry<?, ?> entry : map.entrySet()) {
         if (!first) {
-          out.append(", ");
+          out.append(itemSeparator);
         }
         first = false;
         quote(out, String.valueOf(entry.getKey()));
-        out.append(": ");
-        write(out, entry.getValue());
+        out.append(keySeparator);
+        write(out, entry.getValue(), itemSeparator, keySeparator);
       }
       out.append('}');
     } else if (value instanceof List<?> list) {
       out.append('[');
       for (int i = 0; i < list.size(); i++) {
         if (i > 0) {
-          out.append(", ");
+          out.append(itemSeparator);
         }
-        write(out, list.get(i));
+        write(out, list.get(i), itemSeparator, keySeparator);
       }
       out.append(']');
     } else {
