@@ -8,6 +8,7 @@ import dev.quiver.wire.Keys;
 import dev.quiver.wire.LogRecord;
 import dev.quiver.wire.StreamReader;
 import dev.quiver.wire.StreamWriter;
+import dev.quiver.wire.Utf8;
 import dev.quiver.wire.WireException;
 import java.io.IOException;
 import java.security.SecureRandom;
@@ -60,8 +61,8 @@ final class Session {
       }
     } catch (WireException.ConnectionClosed e) {
       // The client went away; nothing to answer.
-    } catch (IOException e) {
-      System.err.println("quiver: connection " + connection.peer() + " ended: " + e.getMessage());
+    } catch (IOException | RuntimeException e) {
+      System.err.println("quiver: connection " + connection.peer() + " ended: " + e);
     } finally {
       connection.close();
     }
@@ -130,6 +131,9 @@ final class Session {
     String version = metadata.get(Keys.REQUEST_VERSION);
     if (!Keys.REQUEST_VERSION_VALUE.equals(version)) {
       throw new Rejected(Errors.badRequestVersion(version));
+    }
+    if (!Utf8.isValid(method)) {
+      throw new Rejected(Errors.protocolError("Invalid 'vgi_rpc.method': not a UTF-8 method name."));
     }
     if (columns > 0 && rows != 1) {
       throw new Rejected(Errors.protocolError("Expected 1 row in request batch, got " + rows + "."));

@@ -1,6 +1,7 @@
 package dev.quiver.wire;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -193,8 +194,10 @@ public final class StreamReader implements AutoCloseable {
     Map<String, String> metadata = new LinkedHashMap<>();
     for (int i = 0; i < message.customMetadataLength(); i++) {
       KeyValue pair = message.customMetadata(i);
-      if (pair.key() != null) {
-        metadata.put(pair.key(), pair.value() == null ? "" : pair.value());
+      ByteBuffer key = pair.keyAsByteBuffer();
+      if (key != null) {
+        ByteBuffer value = pair.valueAsByteBuffer();
+        metadata.put(Utf8.decode(key), value == null ? "" : Utf8.decode(value));
       }
     }
     return metadata;

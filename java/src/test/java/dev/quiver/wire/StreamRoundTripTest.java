@@ -110,4 +110,14 @@ class StreamRoundTripTest {
         "{\"exception_type\": \"ValueError\", \"exception_message\": \"bad \\\"quote\\\"\\n\", \"error_code\": \"UNKNOWN\"}",
         metadata.get(Keys.LOG_EXTRA));
   }
+
+  @Test
+  void invalidUtf8MetadataIsKeptVisible() {
+    String good = Utf8.decode(java.nio.ByteBuffer.wrap("caf\u00e9 \ud83d\ude00".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    assertEquals("caf\u00e9 \ud83d\ude00", good);
+    assertTrue(Utf8.isValid(good));
+    String bad = Utf8.decode(java.nio.ByteBuffer.wrap(new byte[] {'a', (byte) 0xff, (byte) 0xfe}));
+    assertEquals("a\udcff\udcfe", bad);
+    assertEquals(false, Utf8.isValid(bad));
+  }
 }
