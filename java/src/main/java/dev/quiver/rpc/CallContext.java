@@ -8,6 +8,9 @@ import org.apache.arrow.memory.BufferAllocator;
 
 /** The context a method body runs in: who is calling, an allocator, and a log for the client. */
 public final class CallContext {
+  /** Most log records one call (or one stream turn) may send; they are held until the turn ends. */
+  public static final int LOG_RECORDS_MAX = 10_000;
+
   private final String method;
   private final Map<String, String> metadata;
   private final String requestId;
@@ -53,6 +56,9 @@ public final class CallContext {
 
   /** Sends a log record to the client ahead of the call's result. */
   public void log(LogRecord record) {
+    if (records.size() >= LOG_RECORDS_MAX) {
+      throw new IllegalStateException("more than " + LOG_RECORDS_MAX + " log records in one call");
+    }
     records.add(record);
   }
 

@@ -56,6 +56,9 @@ public final class Output {
 
   /** Sends a log record to the client ahead of this turn's data. */
   public void log(LogLevel level, String message) {
+    if (items.size() >= CallContext.LOG_RECORDS_MAX) {
+      throw new IllegalStateException("more than " + CallContext.LOG_RECORDS_MAX + " log records in one turn");
+    }
     items.add(new LogRecord(level, message));
   }
 
