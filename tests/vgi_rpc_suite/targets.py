@@ -67,6 +67,8 @@ def worker_command(worker: str) -> list[str]:
     if worker == "python":
         python = os.environ.get("QUIVER_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
         return [python, "-m", "quiver.conformance"]
+    if worker == "java":
+        return [str(ROOT / "java" / "bin" / "quiver-conformance-java")]
     oracle = Path(os.environ.get("QUIVER_ORACLE_BIN", ROOT / ".venv-oracle" / "bin"))
     # --describe registers vgi_rpc.Reflection.v1, which the suite's describe tests call.
     return [str(oracle / "vgi-rpc-conformance"), "--describe"]

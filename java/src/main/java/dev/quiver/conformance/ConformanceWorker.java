@@ -19,6 +19,7 @@ public final class ConformanceWorker {
     Unary.register(protocol);
     NestedContainers.register(protocol);
     Streams.register(protocol);
+    Unbound.register(protocol);
     return protocol;
   }
 

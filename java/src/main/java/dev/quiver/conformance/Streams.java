@@ -153,21 +153,22 @@ final class Streams {
       long count = params.int64("count");
       return StreamCall.producer(COUNTER, counting(count))
           .withHeader(header(ctx.allocator(), count, "producing " + count + " batches"));
-    }));
+    }).withHeader(HEADER));
     protocol.add(Method.producer("produce_with_header_and_logs", List.of(field("count", INT64)), (params, ctx) -> {
       long count = params.int64("count");
       ctx.log(LogLevel.INFO, "stream init log");
       return StreamCall.producer(COUNTER, counting(count))
           .withHeader(header(ctx.allocator(), count, "producing " + count + " with logs"));
-    }));
+    }).withHeader(HEADER));
     protocol.add(Method.producer("produce_with_rich_header", List.of(field("seed", INT64), field("count", INT64)),
         (params, ctx) -> StreamCall.producer(COUNTER, counting(params.int64("count")))
-            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
+            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))).withHeader(RichHeader.SCHEMA));
     protocol.add(Method.producer("produce_dynamic_schema",
         List.of(field("seed", INT64), field("count", INT64), field("include_strings", BOOL),
             field("include_floats", BOOL)),
         (params, ctx) -> dynamicSchema(params.int64("count"), params.bool("include_strings"),
-            params.bool("include_floats")).withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
+            params.bool("include_floats")).withHeader(RichHeader.build(params.int64("seed"), ctx.allocator())))
+        .withHeader(RichHeader.SCHEMA));
     registerExchanges(protocol);
     Cancel.register(protocol);
   }
@@ -181,10 +182,10 @@ final class Streams {
       double factor = params.float64("factor");
       return StreamCall.exchange(SCALE, SCALE, scale(factor))
           .withHeader(header(ctx.allocator(), 0, "scale by " + PythonText.floatRepr(factor)));
-    }));
+    }).withHeader(HEADER));
     protocol.add(Method.exchange("exchange_with_rich_header", List.of(field("seed", INT64), field("factor", FLOAT64)),
         (params, ctx) -> StreamCall.exchange(SCALE, SCALE, scale(params.float64("factor")))
-            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))));
+            .withHeader(RichHeader.build(params.int64("seed"), ctx.allocator()))).withHeader(RichHeader.SCHEMA));
     protocol.add(Method.exchange("exchange_accumulate", List.of(), (params, ctx) -> {
       Schema output = schema(field("running_sum", FLOAT64, true), field("exchange_count", INT64, true));
       double[] sum = {0};
@@ -294,14 +295,16 @@ final class Streams {
     };
   }
 
+  /** {@code ConformanceHeader}: what the plain header methods declare and send. */
+  static final Schema HEADER = schema(field("total_expected", INT64), field("description", UTF8));
+
   /** A {@code ConformanceHeader(total_expected, description)} as a one-row header batch. */
   static StreamCall.HeaderBatch header(BufferAllocator allocator, long totalExpected, String description) {
-    Schema schema = schema(field("total_expected", INT64), field("description", UTF8));
-    VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+    VectorSchemaRoot root = VectorSchemaRoot.create(HEADER, allocator);
     ((BigIntVector) root.getVector("total_expected")).setSafe(0, totalExpected);
     ((VarCharVector) root.getVector("description")).setSafe(0, description.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     root.setRowCount(1);
-    return new StreamCall.HeaderBatch(root, schema, null);
+    return new StreamCall.HeaderBatch(root, HEADER, null);
   }
 
   /** Rows per emitted batch, bounded so a request cannot ask for an unbounded allocation. */

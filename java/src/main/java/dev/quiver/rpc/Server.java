@@ -22,13 +22,18 @@ public final class Server {
   private final BufferAllocator allocator = new RootAllocator();
 
   public Server(List<Protocol> hosted, Limits limits) {
-    if (hosted.isEmpty() || hosted.size() > PROTOCOLS_MAX) {
+    // Reflection is hosted beside the application's protocols, after them.
+    if (hosted.isEmpty() || hosted.size() + 1 > PROTOCOLS_MAX) {
       throw new IllegalArgumentException("a server hosts 1.." + PROTOCOLS_MAX + " protocols");
     }
     for (Protocol protocol : hosted) {
       if (protocols.putIfAbsent(protocol.name(), protocol) != null) {
         throw new IllegalArgumentException("protocol " + protocol.name() + " hosted twice");
       }
+    }
+    Protocol reflection = Reflection.protocol(this);
+    if (protocols.putIfAbsent(reflection.name(), reflection) != null) {
+      throw new IllegalArgumentException("protocol " + reflection.name() + " is the server's own");
     }
     this.limits = limits;
     byte[] id = new byte[6];
