@@ -2,18 +2,20 @@
 
 The same oracle and counts as tests/test_conformance.py uses for the Rust worker: the
 Java worker must pass what the Rust one passes, over stdio and a Unix socket, on the
-default JDK (17) and on Temurin 25 where present. Shared memory is not offered by the
-Java worker yet: its ``__transport_options__`` reply says so and the client keeps every
-batch inline. The JUnit tests run through Maven here too.
+default JDK (17) and on Temurin 25 where present. Shared memory goes through the client's
+segment on JDK 22+ (java.lang.foreign, the jar's META-INF/versions/22) and stays inline on
+JDK 17 with the same counts. The JUnit tests run through Maven here too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -98,9 +100,99 @@ def test_unix_socket_idle_timeout(java_worker: Path) -> None:
         assert not socket_path.exists()
 
 
-def test_shared_memory_requested_stays_inline(oracle_bin: Path, java_worker: Path) -> None:
-    # The client asks for a segment; the worker declines it and every batch stays inline.
-    _check(_run(oracle_bin, "--cmd", str(java_worker), "--shm", str(16 << 20), java="java"))
+def _jdk22() -> str:
+    """The JDK 22+ that maps the segment (Temurin 25 on this image); the test fails without one."""
+    java = os.environ.get("QUIVER_JAVA_ALT", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
+    if not Path(java).is_file():
+        pytest.fail(f"no JDK 22+ at {java} (QUIVER_JAVA_ALT): shared memory through FFM cannot be checked")
+    return java
+
+
+def _run_logged(
+    oracle_bin: Path, java_worker: Path, segment_bytes: int, java: str, env: dict[str, str], *, summary: bool = True
+) -> str:
+    """One --shm suite run with the worker's stderr kept; returns that log, once the session's
+    summary is in it when ``summary`` (the worker writes it as the connection closes).
+    """
+    with tempfile.NamedTemporaryFile("r") as log:
+        command = f"sh -c 'exec {java_worker} 2>{log.name}'"
+        previous = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        try:
+            _check(_run(oracle_bin, "--cmd", command, "--shm", str(segment_bytes), java=java))
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline and "conn closed" not in text:
+            time.sleep(0.05)
+            text = Path(log.name).read_text()
+            if not summary:
+                break
+        return text
+
+
+def _summary(log: str) -> str:
+    lines = [line for line in log.splitlines() if "outbound shm=" in line]
+    assert len(lines) == 1, log[-4000:]
+    return lines[0]
+
+
+def test_shared_memory_through_the_segment(oracle_bin: Path, java_worker: Path) -> None:
+    # A threshold of one byte sends every non-empty batch through the segment, both ways (vgi-rpc's
+    # client reads the same variable), so requests and exchange inputs arrive as pointers too.
+    env = {"VGI_RPC_SHM_DEBUG": "1", "VGI_RPC_SHM_MIN_BATCH_BYTES": "1"}
+    log = _run_logged(oracle_bin, java_worker, 16 << 20, _jdk22(), env)
+    assert "[quiver-shm] attached psm_" in log, log[-4000:]
+    assert "(zero-copy)" in log, log[-4000:]
+    summary = _summary(log)
+    outbound = re.search(r"outbound shm=(\d+)/(\d+)", summary)
+    inbound = re.search(r"inbound shm=(\d+)/(\d+)", summary)
+    assert outbound and int(outbound[1]) > 100, summary
+    assert inbound and int(inbound[1]) > 10, summary
+    assert "[quiver-shm] timeline stdio: worker-busy=" in log, log[-4000:]
+
+
+def test_shared_memory_default_threshold_moves_the_large_payload(oracle_bin: Path, java_worker: Path) -> None:
+    log = _run_logged(oracle_bin, java_worker, 16 << 20, _jdk22(), {"VGI_RPC_SHM_DEBUG": "1"})
+    summary = _summary(log)
+    assert "outbound shm=0/" not in summary and "fallbacks=0" in summary, summary
+
+
+def test_shared_memory_too_small_falls_back_inline(oracle_bin: Path, java_worker: Path) -> None:
+    # A 1 MiB segment cannot hold the 4 MiB payload: it goes inline, counted as a fallback.
+    log = _run_logged(oracle_bin, java_worker, 1 << 20, _jdk22(), {"VGI_RPC_SHM_DEBUG": "1"})
+    assert "[quiver-shm] fallback inline: " in log, log[-4000:]
+    assert "fallbacks=0" not in _summary(log)
+
+
+def test_shared_memory_disabled_stays_inline(oracle_bin: Path, java_worker: Path) -> None:
+    log = _run_logged(oracle_bin, java_worker, 16 << 20, _jdk22(), {"VGI_RPC_SHM_DISABLE": "1"}, summary=False)
+    assert "[quiver-shm]" not in log, log[-4000:]
+
+
+def test_shared_memory_on_jdk17_stays_inline(oracle_bin: Path, java_worker: Path) -> None:
+    # JDK 17 runs the jar's base classes: the worker declines the segment, same counts, no change
+    # to worker code.
+    java = shutil.which("java") or "java"
+    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    assert '"17.' in version, version
+    log = _run_logged(oracle_bin, java_worker, 16 << 20, java, {"VGI_RPC_SHM_DEBUG": "1"}, summary=False)
+    assert "[quiver-shm]" not in log, log[-4000:]
+
+
+def test_the_jar_is_multi_release() -> None:
+    import zipfile
+
+    with zipfile.ZipFile(JAVA / "target" / "quiver-java-0.1.0.jar") as jar:
+        assert "Multi-Release: true" in jar.read("META-INF/MANIFEST.MF").decode()
+        names = jar.namelist()
+    assert "META-INF/versions/22/dev/quiver/shm/SharedMemory.class" in names
+    assert "dev/quiver/shm/SharedMemory.class" in names
 
 
 def test_junit() -> None:

@@ -1,5 +1,6 @@
 package dev.quiver.rpc;
 
+import dev.quiver.shm.ShmConfig;
 import dev.quiver.transport.Connection;
 import dev.quiver.wire.Limits;
 import java.security.SecureRandom;
@@ -19,9 +20,15 @@ public final class Server {
   private final Map<String, Protocol> protocols = new LinkedHashMap<>();
   private final String serverId;
   private final Limits limits;
+  private final ShmConfig shm;
   private final BufferAllocator allocator = new RootAllocator();
 
+  /** A server with the shared-memory settings of the environment ({@link ShmConfig#fromEnv()}). */
   public Server(List<Protocol> hosted, Limits limits) {
+    this(hosted, limits, ShmConfig.fromEnv());
+  }
+
+  public Server(List<Protocol> hosted, Limits limits, ShmConfig shm) {
     // Reflection is hosted beside the application's protocols, after them.
     if (hosted.isEmpty() || hosted.size() + 1 > PROTOCOLS_MAX) {
       throw new IllegalArgumentException("a server hosts 1.." + PROTOCOLS_MAX + " protocols");
@@ -36,6 +43,7 @@ public final class Server {
       throw new IllegalArgumentException("protocol " + reflection.name() + " is the server's own");
     }
     this.limits = limits;
+    this.shm = shm;
     byte[] id = new byte[6];
     new SecureRandom().nextBytes(id);
     this.serverId = HexFormat.of().formatHex(id);
@@ -55,6 +63,10 @@ public final class Server {
 
   public Limits limits() {
     return limits;
+  }
+
+  public ShmConfig shm() {
+    return shm;
   }
 
   /** Serves one connection until the client closes it, then closes it. */

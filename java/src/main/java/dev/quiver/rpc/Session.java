@@ -1,5 +1,7 @@
 package dev.quiver.rpc;
 
+import dev.quiver.shm.SharedMemory;
+import dev.quiver.shm.ShmException;
 import dev.quiver.transport.Connection;
 import dev.quiver.wire.Batch;
 import dev.quiver.wire.BatchRole;
@@ -37,6 +39,8 @@ final class Session {
   private final BufferAllocator allocator;
   private final SecureRandom random = new SecureRandom();
   private String requestId = "";
+  /** The segment the client advertised, once attached; null while every batch is inline. */
+  private ShmRoute route;
 
   Session(Server server, Connection connection, BufferAllocator allocator) {
     this.server = server;
@@ -64,13 +68,23 @@ final class Session {
     } catch (IOException | RuntimeException e) {
       System.err.println("quiver: connection " + connection.peer() + " ended: " + e);
     } finally {
+      try {
+        connection.flush();
+      } catch (IOException e) {
+        // The peer is gone; the summary below still says what moved.
+      }
+      closeShm();
       connection.close();
     }
   }
 
+  /** A request batch, and the shared-memory region it was resolved from (null when it came inline). */
+  private record Request(Batch batch, ShmRoute.Resolved resolved) {}
+
   private boolean serveOne() throws IOException {
     requestId = "";
     StreamReader reader;
+    long waitStarted = System.nanoTime();
     try {
       reader = StreamReader.open(connection.reader(), allocator, server.limits());
     } catch (WireException e) {
@@ -84,8 +98,11 @@ final class Session {
     if (reader == null) {
       return false;
     }
+    if (route != null) {
+      route.stats.waitingNanos += System.nanoTime() - waitStarted;
+    }
     try (reader) {
-      Batch request;
+      Request request;
       try {
         request = requestEnvelope(reader);
       } catch (Rejected rejected) {
@@ -100,25 +117,46 @@ final class Session {
         connection.flush();
         return true;
       }
-      dispatch(reader.schema(), request);
+      try {
+        dispatch(reader.schema(), request.batch());
+      } finally {
+        if (request.resolved() != null) {
+          request.resolved().close();
+        }
+        collectShm();
+      }
     }
     connection.flush();
     return true;
   }
 
-  /** Reads the request's one batch through the end marker and checks its envelope. */
-  private Batch requestEnvelope(StreamReader reader) throws IOException, Rejected {
+  /**
+   * Reads the request's one batch through the end marker and checks its envelope; a pointer batch
+   * is resolved from the segment the request advertises.
+   */
+  private Request requestEnvelope(StreamReader reader) throws IOException, Rejected {
     Batch batch = reader.read();
     if (batch == null) {
       throw new Rejected(Errors.protocolError("request stream carries 0 batches; expected exactly one"));
     }
     // The batch stays valid only until the next read, so everything is checked before draining.
     Map<String, String> metadata = batch.metadata();
-    int rows = batch.rowCount();
-    int columns = batch.root().getFieldVectors().size();
-    if (batch.role() == BatchRole.SHM_POINTER) {
-      throw new Rejected(Errors.protocolError("shm pointer batch but no shared-memory segment is attached"));
+    attachShm(metadata);
+    ShmRoute.Resolved resolved = resolve(batch, reader.schema());
+    try {
+      Batch request = resolved == null ? batch : resolved.batch();
+      checkEnvelope(reader, metadata, request.rowCount(), request.root().getFieldVectors().size());
+      return new Request(request, resolved);
+    } catch (IOException | Rejected | RuntimeException e) {
+      if (resolved != null) {
+        resolved.close();
+      }
+      throw e;
     }
+  }
+
+  private static void checkEnvelope(StreamReader reader, Map<String, String> metadata, int rows, int columns)
+      throws IOException, Rejected {
     Batch next = reader.read();
     if (next != null) {
       reader.drain();
@@ -138,7 +176,83 @@ final class Session {
     if (columns > 0 && rows != 1) {
       throw new Rejected(Errors.protocolError("Expected 1 row in request batch, got " + rows + "."));
     }
-    return batch;
+  }
+
+  // -- shared memory ----------------------------------------------------------------------
+
+  /** Attaches (or re-attaches) the segment a request advertises, where this side can use one. */
+  private void attachShm(Map<String, String> metadata) throws Rejected {
+    String name = metadata.get(Keys.SHM_SEGMENT_NAME);
+    if (name == null || !shmUsable()) {
+      return;
+    }
+    if (route != null && route.segment.name().equals(name)) {
+      return;
+    }
+    dev.quiver.shm.Segment segment;
+    try {
+      segment = SharedMemory.attach(name);
+    } catch (ShmException e) {
+      throw new Rejected(Errors.protocolError("cannot attach shared memory '" + name + "': " + e.getMessage()));
+    }
+    if (server.shm().debug()) {
+      ShmRoute.debug("attached " + segment.name() + " size=" + segment.sizeBytes() + " data_size="
+          + segment.dataSizeBytes());
+    }
+    closeShm();
+    route = new ShmRoute(segment, server.shm());
+  }
+
+  /** Whether this connection may use shared memory: enabled, a local peer, and a JVM that can map it. */
+  private boolean shmUsable() {
+    return !server.shm().disabled() && connection.local() && SharedMemory.available();
+  }
+
+  /** The batch a pointer refers to, or null for a batch that came inline. */
+  private ShmRoute.Resolved resolve(Batch batch, Schema sent) throws WireException {
+    if (route != null) {
+      route.stats.inboundTotal++;
+    }
+    if (batch.role() != BatchRole.SHM_POINTER) {
+      return null;
+    }
+    if (route == null) {
+      throw new WireException("shm pointer batch but no shared-memory segment is attached", true);
+    }
+    return route.resolve(batch, sent, allocator, server.limits());
+  }
+
+  /** Frees the regions this side has finished reading; called while it is this side's turn. */
+  private void collectShm() {
+    if (route != null) {
+      route.segment.collect();
+    }
+  }
+
+  private void closeShm() {
+    if (route == null) {
+      return;
+    }
+    if (route.config.debug()) {
+      System.err.println(route.stats.summary(connection.peer(), "worker"));
+      System.err.flush();
+    }
+    route.close();
+    route = null;
+  }
+
+  /** Writes a data batch, through the segment when it qualifies. */
+  private void writeData(StreamWriter writer, VectorSchemaRoot root, Map<String, String> metadata) throws IOException {
+    long started = System.nanoTime();
+    Map<String, String> pointer = route == null ? null : route.tryWrite(root, writer.schema(), metadata, allocator);
+    if (pointer != null) {
+      writer.writeEmpty(pointer);
+    } else {
+      writer.write(root, metadata);
+    }
+    if (route != null) {
+      route.stats.emitNanos += System.nanoTime() - started;
+    }
   }
 
   private void dispatch(Schema requestSchema, Batch request) throws IOException {
@@ -256,9 +370,8 @@ final class Session {
   }
 
   private void transportOptions() throws IOException {
-    // Shared memory is not offered by this worker yet: the client keeps every batch inline.
     Map<String, String> metadata = new LinkedHashMap<>();
-    metadata.put(Keys.TRANSPORT_SHM, "false");
+    metadata.put(Keys.TRANSPORT_SHM, shmUsable() ? "true" : "false");
     metadata.put(Keys.REQUEST_VERSION, Keys.REQUEST_VERSION_VALUE);
     metadata.put(Keys.SERVER_ID, server.serverId());
     StreamWriter writer = new StreamWriter(connection.writer(), allocator, StreamCall.EMPTY_SCHEMA, null);
@@ -273,7 +386,11 @@ final class Session {
     CallContext ctx = new CallContext(method.name(), metadata, requestId, connection.peer(), allocator, records);
     Object value;
     try {
+      long started = System.nanoTime();
       value = method.body().call(params, ctx);
+      if (route != null) {
+        route.stats.processNanos += System.nanoTime() - started;
+      }
     } catch (Exception | AssertionError e) {
       value = ErrorReport.fromException(e);
     }
@@ -284,7 +401,7 @@ final class Session {
         writeLogs(writer, records);
         Field memory = StreamWriter.memoryField(method.result());
         try (VectorSchemaRoot root = resultRoot(memory, vector)) {
-          writer.write(root, Map.of());
+          writeData(writer, root, Map.of());
         }
         writer.close();
       }
@@ -377,8 +494,14 @@ final class Session {
       Map<String, String> metadata) throws IOException {
     connection.flush();
     Batch item;
+    ShmRoute.Resolved resolved;
+    long waitStarted = System.nanoTime();
     try {
       item = input.read();
+      if (route != null) {
+        route.stats.waitingNanos += System.nanoTime() - waitStarted;
+      }
+      resolved = item == null ? null : resolve(item, input.schema());
     } catch (WireException e) {
       if (!e.recoverable()) {
         throw e;
@@ -388,6 +511,13 @@ final class Session {
     }
     if (item == null) {
       return false;
+    }
+    if (resolved != null) {
+      try (resolved) {
+        return turn(method, call, resolved.batch(), input.schema(), output);
+      } finally {
+        collectShm();
+      }
     }
     if (item.rowCount() == 0 && item.metadata().containsKey(Keys.CANCEL)) {
       try {
@@ -405,7 +535,11 @@ final class Session {
     try {
       try (Conformed input = Conformed.input(call.inputSchema(), sent, item, allocator)) {
         CallContext ctx = new CallContext(method.name(), item.metadata(), requestId, connection.peer(), allocator, out.items());
+        long started = System.nanoTime();
         call.state().process(input.batch(), out, ctx);
+        if (route != null) {
+          route.stats.processNanos += System.nanoTime() - started;
+        }
       }
       if (method.kind() == MethodKind.EXCHANGE && out.finished()) {
         throw new IllegalStateException("an exchange cannot finish; the client ends it by closing its input");
@@ -423,7 +557,7 @@ final class Session {
         output.writeEmpty(stamp(record.toMetadata()));
       } else if (answer instanceof Output.Emitted emitted) {
         try (VectorSchemaRoot root = emitted.root()) {
-          output.write(root, emitted.metadata());
+          writeData(output, root, emitted.metadata());
         }
       }
     }
