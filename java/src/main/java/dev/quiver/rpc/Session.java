@@ -440,7 +440,7 @@ final class Session {
       if (!(value instanceof StreamCall stream)) {
         throw new ClassCastException(method.name() + "() must return a StreamCall");
       }
-      if (method.kind() == MethodKind.PRODUCER && !stream.inputSchema().getFields().isEmpty()) {
+      if (method.kind() == MethodKind.PRODUCER && !stream.producer()) {
         throw new ClassCastException(method.name() + "() is a producer; its input schema must be empty");
       }
       call = stream;
@@ -541,7 +541,7 @@ final class Session {
           route.stats.processNanos += System.nanoTime() - started;
         }
       }
-      if (method.kind() == MethodKind.EXCHANGE && out.finished()) {
+      if (!call.producer() && out.finished()) {
         throw new IllegalStateException("an exchange cannot finish; the client ends it by closing its input");
       }
       if (!out.finished() && out.dataCount() == 0) {
