@@ -1,13 +1,12 @@
 package dev.quiver.vgi.examples;
 
 import dev.quiver.vgi.Arg;
+import dev.quiver.vgi.Columns;
 import dev.quiver.vgi.Scan;
 import dev.quiver.vgi.Worker;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
 import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
@@ -34,19 +33,8 @@ public final class AllInOne {
     worker.scalar("upper_case", UTF8)
         .doc("Upper-cases a string (Unicode-aware); NULL stays NULL")
         .arg(Arg.of("s", UTF8).doc("the text to upper-case"))
-        .body((columns, rows, allocator) -> {
-          VarCharVector input = (VarCharVector) columns.get(0);
-          VarCharVector result = new VarCharVector("result", allocator);
-          result.allocateNew(rows);
-          for (int i = 0; i < rows; i++) {
-            if (!input.isNull(i)) {
-              String text = new String(input.get(i), StandardCharsets.UTF_8);
-              result.setSafe(i, text.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
-            }
-          }
-          result.setValueCount(rows);
-          return result;
-        });
+        .body((columns, rows, allocator) ->
+            Columns.strings(columns.get(0), text -> text.toUpperCase(Locale.ROOT), allocator));
     worker.table("numbers")
         .doc("The integers 0..n-1 as column n, generated in parallel across the scan's connections")
         .arg(Arg.of("n", INT64).doc("How many rows (0..n-1)").min(0))
