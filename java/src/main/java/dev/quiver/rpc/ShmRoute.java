@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.Channels;
+import java.nio.channels.WritableByteChannel;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -45,7 +46,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * dictionary-encoded, no room) stays inline. Method code never sees any of this.
  */
 final class ShmRoute implements AutoCloseable {
-  /** Largest batch written through the segment: one Java array holds its encoding first. */
+  /** Largest batch written through the segment: its region is filled through one ByteBuffer. */
   static final int ENCODED_BYTES_MAX = Integer.MAX_VALUE - (1 << 20);
 
   final Segment segment;
@@ -234,40 +235,84 @@ final class ShmRoute implements AutoCloseable {
     if (!config.wantsShmFor(root.getRowCount(), batchBytes) || hasDictionary(sent) || batchBytes > ENCODED_BYTES_MAX) {
       return null;
     }
-    Encoded encoded = new Encoded((int) Math.min(batchBytes + 4096, ENCODED_BYTES_MAX));
-    StreamWriter writer = new StreamWriter(new WriteChannel(Channels.newChannel(encoded)), allocator, sent, null);
-    writer.write(root, Map.of());
-    writer.close();
-    long offset = segment.allocate(encoded.size());
+    // Two passes: the first only counts the stream's bytes, so the second writes it straight
+    // into the region it allocated (no intermediate copy of the batch).
+    Counting counting = new Counting();
+    encode(new WriteChannel(counting), root, sent, allocator);
+    long size = counting.bytes;
+    if (size > ENCODED_BYTES_MAX) {
+      return null;
+    }
+    long offset = segment.allocate(size);
     if (offset < 0) {
       stats.fallbacks++;
       if (config.debug()) {
-        debug("fallback inline: " + encoded.size() + " bytes do not fit in " + segment.name() + " (allocations="
+        debug("fallback inline: " + size + " bytes do not fit in " + segment.name() + " (allocations="
             + segment.allocationCount() + ")");
       }
       return null;
     }
+    ByteBuffer region;
     try {
-      segment.write(offset, encoded.bytes(), encoded.size());
+      region = segment.writable(offset, (int) size);
     } catch (ShmException e) {
       throw new IllegalStateException("a region just allocated is out of bounds: " + e.getMessage(), e);
     }
+    encode(new WriteChannel(new Filling(region)), root, sent, allocator);
+    if (region.hasRemaining()) {
+      throw new IllegalStateException("the stream wrote " + region.position() + " of the " + size + " bytes counted");
+    }
     Map<String, String> pointer = new LinkedHashMap<>(metadata);
     pointer.put(Keys.SHM_OFFSET, Long.toString(offset));
-    pointer.put(Keys.SHM_LENGTH, Integer.toString(encoded.size()));
+    pointer.put(Keys.SHM_LENGTH, Long.toString(size));
     stats.outboundShm++;
     return pointer;
   }
 
-  /** A growable byte sink whose array is read in place (no copy on the way to the segment). */
-  private static final class Encoded extends ByteArrayOutputStream {
-    Encoded(int capacity) {
-      super(capacity);
+  private static void encode(WriteChannel channel, VectorSchemaRoot root, Schema sent, BufferAllocator allocator)
+      throws IOException {
+    StreamWriter writer = new StreamWriter(channel, allocator, sent, null);
+    writer.write(root, Map.of());
+    writer.close();
+  }
+
+  /** A channel that only counts what is written to it. */
+  private static final class Counting implements WritableByteChannel {
+    long bytes;
+
+    @Override
+    public int write(ByteBuffer source) {
+      int length = source.remaining();
+      source.position(source.limit());
+      bytes += length;
+      return length;
     }
 
-    byte[] bytes() {
-      return buf;
+    @Override
+    public boolean isOpen() {
+      return true;
     }
+
+    @Override
+    public void close() {}
+  }
+
+  /** A channel that fills a region in place; writing past its end is a bug, not a short write. */
+  private record Filling(ByteBuffer region) implements WritableByteChannel {
+    @Override
+    public int write(ByteBuffer source) {
+      int length = source.remaining();
+      region.put(source);
+      return length;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
   }
 
   static boolean hasDictionary(Schema schema) {

@@ -25,8 +25,8 @@ public interface Segment extends AutoCloseable {
   /** Reserves {@code size} bytes and commits their pages; -1 when they do not fit (the caller goes inline). */
   long allocate(long size);
 
-  /** Copies {@code length} bytes of {@code bytes} into the region at {@code offset}. */
-  void write(long offset, byte[] bytes, int length) throws ShmException;
+  /** A buffer over {@code length} bytes of the region at {@code offset}, for writing it in place. */
+  java.nio.ByteBuffer writable(long offset, int length) throws ShmException;
 
   /**
    * A buffer over the region the peer wrote at {@code offset}, without a copy. Once its last

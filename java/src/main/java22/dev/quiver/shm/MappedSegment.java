@@ -3,7 +3,6 @@ package dev.quiver.shm;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -106,9 +105,9 @@ final class MappedSegment implements Segment {
   }
 
   @Override
-  public void write(long offset, byte[] bytes, int length) throws ShmException {
+  public java.nio.ByteBuffer writable(long offset, int length) throws ShmException {
     checkBounds(offset, length);
-    MemorySegment.copy(bytes, 0, memory, ValueLayout.JAVA_BYTE, offset, length);
+    return memory.asSlice(offset, length).asByteBuffer();
   }
 
   @Override
