@@ -1,7 +1,7 @@
 """vgi-python 0.47.0's engine-role client (`vgi.client.Client`) against quiver's
-`quiver-allinone` worker: the external oracle for the VGI engine<->worker
-protocol (vgi.v2 2.2.0). If that client cannot drive our worker, we are not
-compatible.
+`quiver-allinone` worker and the Java SDK's `AllInOne` (java/bin/quiver-allinone-java),
+the same checks for both: the external oracle for the VGI engine<->worker protocol
+(vgi.v2 2.2.0). If that client cannot drive our workers, we are not compatible.
 
 vgi-python needs Python >= 3.13, quiver's test venv is 3.11, so the client runs
 in its own venv (QUIVER_VGI_PYTHON, default .venv-vgi) as a subprocess
@@ -46,12 +46,18 @@ def vgi_python() -> Path:
     pytest.fail("no vgi-python venv: run ./quiver test (setup.sh builds .venv-vgi from tools/requirements-vgi.txt)")
 
 
-@pytest.fixture(scope="module")
-def allinone() -> Path:
+@pytest.fixture(scope="module", params=["rust", "java"])
+def allinone(request: pytest.FixtureRequest) -> list[str]:
+    """The worker's command line: the Rust `quiver-allinone`, or the Java SDK's example."""
+    if request.param == "java":
+        jar = ROOT / "java" / "target" / "quiver-java-0.1.0.jar"
+        if not jar.is_file():
+            pytest.fail(f"the Java worker is not built ({jar} missing); run java/build.sh or ./quiver test")
+        return [str(ROOT / "java" / "bin" / "quiver-allinone-java")]
     path = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-allinone"
     if not path.exists():
         pytest.fail(f"quiver-allinone not found at {path}; run ./quiver test (it builds the workspace)")
-    return path
+    return [str(path)]
 
 
 @contextlib.contextmanager
@@ -63,7 +69,7 @@ def held_open(socket_path: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def oracle(allinone: Path) -> dict[str, Any]:
+def oracle(allinone: list[str]) -> dict[str, Any]:
     """Runs every scenario once (one interpreter start), plus a worker on a Unix
     socket that the client reaches the way `launch:` does.
     """
@@ -74,7 +80,7 @@ def oracle(allinone: Path) -> dict[str, Any]:
         state_dir.mkdir()
         unix_stderr = (directory / "unix.stderr").open("w+")
         unix_worker = subprocess.Popen(
-            [str(allinone), "--unix", str(socket), "--idle-timeout", str(UNIX_IDLE_TIMEOUT_S), "--debug"],
+            [*allinone, "--unix", str(socket), "--idle-timeout", str(UNIX_IDLE_TIMEOUT_S), "--debug"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=unix_stderr,
@@ -85,7 +91,7 @@ def oracle(allinone: Path) -> dict[str, Any]:
             # An open connection keeps the worker from going idle while the driver starts and runs
             # the scenarios before "unix", however slow a loaded machine makes them.
             with held_open(socket):
-                config = {"worker": str(allinone), "unix_socket": str(socket), "launch_state_dir": str(state_dir)}
+                config = {"worker_argv": allinone, "unix_socket": str(socket), "launch_state_dir": str(state_dir)}
                 env = {**os.environ, "VGI_WORKER_SQLITE_PATH": str(directory / "vgi-worker.sqlite")}
                 done = subprocess.run(
                     [str(vgi_python()), str(DRIVER), json.dumps(config)],
@@ -277,8 +283,8 @@ def test_launcher_starts_a_shared_worker(oracle: dict[str, Any]) -> None:
     assert any(name.endswith(".sock") for name in launch["state_files"])
 
 
-def test_stdio_worker_exits_cleanly_when_stdin_closes(allinone: Path) -> None:
-    worker = subprocess.Popen([str(allinone)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stdout, stderr = worker.communicate(input=b"", timeout=10)
+def test_stdio_worker_exits_cleanly_when_stdin_closes(allinone: list[str]) -> None:
+    worker = subprocess.Popen(allinone, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout, stderr = worker.communicate(input=b"", timeout=60)
     assert worker.returncode == 0, stderr
     assert stdout == b""

@@ -1,7 +1,7 @@
 """vgi-rpc 0.52.2's own pytest conformance suite, run against quiver's workers and with quiver's clients.
 
 The suite runs once, in the suite venv (tools/requirements-suite.txt), over every target of
-tests/vgi_rpc_suite/targets.py: quiver's Rust worker over pipe, pipe + shm and a Unix socket;
+tests/vgi_rpc_suite/targets.py: quiver's Rust and Java workers over pipe, pipe + shm and a Unix socket;
 quiver's Python worker over those and HTTP; vgi-rpc's reference worker over the same four, on
 the same fixtures; and quiver's Rust and Python clients driving the reference worker through
 vgi-rpc's client-driver protocol (both over a Unix socket, the Python client also over HTTP, by

@@ -38,6 +38,10 @@ done
 # or Maven that one test fails and says why; nothing else needs them.
 tools/setup_jdbc.sh || log "no Flight SQL JDBC driver: tests/test_flight_sql_jdbc.py will fail (see above)"
 
+# The Java spine, its conformance worker and the VGI SDK's AllInOne (java/), which tests/test_java_conformance.py,
+# tests/test_vgi_allinone.py and tests/test_extension_java_worker.py run.
+java/build.sh || log "no Java worker: tests/test_java_conformance.py will fail (see above)"
+
 log "building Rust workspace (release)"
 # quiver-node, the Node package's native module, is built by napi-rs's CLI (tools/setup_node.sh).
 cargo build --release --workspace --exclude quiver-node --locked --quiet

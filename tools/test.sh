@@ -10,6 +10,8 @@ export QUIVER_BIN="$ROOT/target/release"
 export QUIVER_VGI_PYTHON="$ROOT/.venv-vgi/bin/python"
 export QUIVER_HAYBARN_PYTHON="$ROOT/.venv-haybarn/bin/python"
 export QUIVER_SUITE_PYTHON="$ROOT/.venv-suite/bin/python"
+# The JDK the Java worker is also checked on (the default java runs it too): Temurin 25 where present.
+export QUIVER_JAVA_ALT="${QUIVER_JAVA_ALT:-/usr/lib/jvm/temurin-25-jdk-amd64/bin/java}"
 
 tools/lint.sh
 cargo test --release --workspace --locked

@@ -42,6 +42,12 @@ WORKER = ROOT / "target" / "release" / "quiver-allinone"
 # The Python SDK's allinone (quiver.vgi.allinone), attached the same way; run at 1/10 of the sizes.
 PYTHON_WORKER = f"{sys.executable} -m quiver.vgi.allinone"
 PYTHON_SCALE = 10
+# The Java SDK's AllInOne (java/bin/quiver-allinone-java) on a JDK 22+, so shared memory goes through
+# java.lang.foreign; run at 1/10 of the sizes like the Python worker.
+JAVA_WORKER = ROOT / "java" / "bin" / "quiver-allinone-java"
+JAVA_JDK = os.environ.get("QUIVER_JAVA_ALT", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
+JAVA_SCALE = 10
+JAVA_TARGETS = {"scan_shm_vs_rust_shm": 0.5, "scan_shm_vs_inline": 2.5}
 SHM_BYTES = 256 << 20
 THREADS = 2
 
@@ -317,6 +323,7 @@ def run(args: argparse.Namespace) -> None:
             log(f"{w['workload']:<7} {variant:<10} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
     con.close()
     python_recs = python_worker_runs(n // PYTHON_SCALE, m // PYTHON_SCALE, k // PYTHON_SCALE, args)
+    java_recs = java_worker_runs(n // JAVA_SCALE, m // JAVA_SCALE, k // JAVA_SCALE, args)
     os.environ.pop("VGI_RPC_SHM_SIZE_BYTES", None)
     log("debug pass (VGI_RPC_SHM_DEBUG=1, shm, one run each at 1/4 size)")
     debug = debug_pass(n // 4, m // 4, k // 4)
@@ -332,7 +339,14 @@ def run(args: argparse.Namespace) -> None:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    saved = {"info": info, "targets": TARGETS, "records": recs, "debug": debug, "python_worker": python_recs}
+    saved = {
+        "info": info,
+        "targets": TARGETS,
+        "records": recs,
+        "debug": debug,
+        "python_worker": python_recs,
+        "java_worker": java_recs,
+    }
     (out / "vgi.json").write_text(json.dumps(saved, indent=2) + "\n")
     write_md(out / "vgi.md", saved)
     write_svg(out / "vgi.svg", recs)
@@ -352,6 +366,75 @@ def python_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list
         con.execute("DETACH w")
         con.close()
     return recs
+
+
+def java_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The same three queries against the Java SDK's AllInOne on a JDK 22+, shm off then on."""
+    if not (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").exists() or not Path(JAVA_JDK).exists():
+        log(f"java worker rows skipped: java/target not built or no JDK 22+ at {JAVA_JDK}")
+        return []
+    os.environ["QUIVER_JAVA"] = JAVA_JDK
+    recs: list[dict[str, Any]] = []
+    try:
+        for shm in (False, True):
+            variant = "java shm" if shm else "java inline"
+            con = connect(shm, attach=True, worker=str(JAVA_WORKER))
+            for w in workloads(n, m, k):
+                times, result = measure(con, w["worker_sql"], args.warmup, args.measured)
+                recs.append(record(w, variant, w["worker_sql"], times, result))
+                log(f"{w['workload']:<7} {variant:<14} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
+            con.execute("DETACH w")
+            con.close()
+    finally:
+        os.environ.pop("QUIVER_JAVA", None)
+    return recs
+
+
+def java_worker_section(saved: dict[str, Any]) -> list[str]:
+    """The md section for the Java worker's rows, beside the Rust worker's, with its targets."""
+    recs = saved.get("java_worker") or []
+    if not recs:
+        return []
+    rust = {(r["workload"], r["variant"]): r for r in saved["records"]}
+    java = {(r["workload"], r["variant"]): r for r in recs}
+    lines = [
+        "",
+        "## The Java worker (`java/bin/quiver-allinone-java`, Arrow Java on Temurin 25)",
+        "",
+        f"The same queries at 1/{JAVA_SCALE} of the sizes above, against the Java SDK's AllInOne attached with "
+        "`ATTACH 'launch:java/bin/quiver-allinone-java' AS w (TYPE quiver)` (`QUIVER_JAVA` = Temurin 25, so the "
+        "worker maps the segment through java.lang.foreign); the Rust worker's rows (full size) for comparison.",
+        "",
+        "| workload | variant | rows | median [min–max] | Mrows/s | MB/s | Rust worker Mrows/s (same variant) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in recs:
+        same = rust.get((r["workload"], r["variant"].split()[-1]))
+        rust_rate = f"{same['rows_per_s'] / 1e6:,.1f}" if same else "—"
+        lines.append(
+            f"| {r['workload']} | {r['variant']} | {r['rows']:,} | {fmt_s(r)} | {r['rows_per_s'] / 1e6:,.1f} "
+            f"| {r['mb_per_s']:,.0f} | {rust_rate} |"
+        )
+    scan_shm, scan_in = java.get(("scan", "java shm")), java.get(("scan", "java inline"))
+    rust_shm = rust.get(("scan", "shm"))
+    if scan_shm and scan_in and rust_shm:
+        vs_rust = scan_shm["rows_per_s"] / rust_shm["rows_per_s"]
+        vs_inline = scan_shm["rows_per_s"] / scan_in["rows_per_s"]
+        lines += [
+            "",
+            "| target | measured | met? |",
+            "|---|---|---|",
+            f"| Java scan over shm ≥ {JAVA_TARGETS['scan_shm_vs_rust_shm']}× the Rust worker's | {vs_rust:.2f}× | "
+            f"{met(vs_rust >= JAVA_TARGETS['scan_shm_vs_rust_shm'])} |",
+            f"| Java scan over shm ≥ {JAVA_TARGETS['scan_shm_vs_inline']}× its own inline | {vs_inline:.2f}× | "
+            f"{met(vs_inline >= JAVA_TARGETS['scan_shm_vs_inline'])} |",
+        ]
+        for workload in ("scan", "echo"):
+            shm, inline = java.get((workload, "java shm")), java.get((workload, "java inline"))
+            if shm and inline:
+                ratio = shm["rows_per_s"] / inline["rows_per_s"]
+                lines.append(f"| Java {workload}: shm never slower than inline | {ratio:.2f}× | {met(ratio >= 1.0)} |")
+    return lines
 
 
 def python_worker_section(saved: dict[str, Any]) -> list[str]:
@@ -503,6 +586,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     L.append("")
     L.extend(where_time_goes(saved))
     L.extend(python_worker_section(saved))
+    L.extend(java_worker_section(saved))
     path.write_text("\n".join(L) + "\n")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-WORKERS = ("rust", "python", "reference")
+WORKERS = ("rust", "python", "java", "reference")
 TRANSPORTS = ("pipe", "shm", "unix", "http")
 #: quiver's Rust worker has no HTTP server; vgi-rpc's HTTP side is served by the Python package.
 HTTP_WORKERS = ("python", "reference")

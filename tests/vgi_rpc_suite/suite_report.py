@@ -35,9 +35,9 @@ RESULTS_MD = HERE / "RESULTS.md"
 RESULTS_JSON = HERE / "results.json"
 
 #: What is compared with the reference: quiver's workers, and quiver's clients on the reference worker.
-QUIVER_WORKERS = ("rust", "python", *CLIENT_LABELS)
+QUIVER_WORKERS = ("rust", "python", "java", *CLIENT_LABELS)
 REFERENCE = "reference"
-TARGET = re.compile(r"\b(pipe|shm|unix|http)-(rust|python|reference(?:@(?:rust|python)-client)?)\b")
+TARGET = re.compile(r"\b(pipe|shm|unix|http)-(rust|python|java|reference(?:@(?:rust|python)-client)?)\b")
 #: The whole matrix takes about two minutes on a quiet 2-core machine; this bounds a hung run.
 SUITE_TIMEOUT_S = 1200
 #: A failure's message is cut to this many characters in the report.

@@ -58,7 +58,7 @@ def selected_targets() -> list[str]:
     return chosen
 
 
-def worker_command(worker: str) -> list[str]:
+def worker_command(worker: str, transport: str = "pipe") -> list[str]:
     """The command that starts a worker serving stdio; transports append their flags."""
     if worker == "rust":
         binary = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-conformance-worker"
@@ -67,6 +67,14 @@ def worker_command(worker: str) -> list[str]:
     if worker == "python":
         python = os.environ.get("QUIVER_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
         return [python, "-m", "quiver.conformance"]
+    if worker == "java":
+        launcher = str(ROOT / "java" / "bin" / "quiver-conformance-java")
+        # The shm target runs on a JDK 22+ (QUIVER_JAVA_ALT, Temurin 25 on this image), where the
+        # worker maps the segment; the default JDK 17 would decline it. The others use the default.
+        jdk22 = os.environ.get("QUIVER_JAVA_ALT", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
+        if transport == "shm" and Path(jdk22).is_file():
+            return ["env", f"QUIVER_JAVA={jdk22}", launcher]
+        return [launcher]
     oracle = Path(os.environ.get("QUIVER_ORACLE_BIN", ROOT / ".venv-oracle" / "bin"))
     # --describe registers vgi_rpc.Reflection.v1, which the suite's describe tests call.
     return [str(oracle / "vgi-rpc-conformance"), "--describe"]
@@ -253,7 +261,7 @@ class Targets:
         self._respawns += 1
         assert self._respawns <= MAX_PIPE_RESPAWNS, f"pipe workers replaced {MAX_PIPE_RESPAWNS} times; giving up"
         transport_kind, worker = split_target(target)
-        inner = SubprocessTransport(worker_command(worker))
+        inner = SubprocessTransport(worker_command(worker, transport_kind))
         process = _pipe_process(inner)
         transport: SubprocessTransport | _ShmPipe = inner
         if transport_kind == "shm":

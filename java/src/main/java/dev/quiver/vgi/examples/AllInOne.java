@@ -1,0 +1,78 @@
+package dev.quiver.vgi.examples;
+
+import dev.quiver.vgi.Arg;
+import dev.quiver.vgi.Columns;
+import dev.quiver.vgi.Scan;
+import dev.quiver.vgi.Worker;
+import java.util.List;
+import java.util.Locale;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * The example worker, with the Rust worker's semantics (crates/quiver-allinone):
+ * {@code numbers(n, batch_rows => 4194304)} the integers 0..n-1 shared across the scan's
+ * connections, {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
+ * case with NULL kept.
+ */
+public final class AllInOne {
+  private AllInOne() {}
+
+  static final ArrowType INT64 = new ArrowType.Int(64, true);
+  static final ArrowType UTF8 = ArrowType.Utf8.INSTANCE;
+  static final long DEFAULT_BATCH_ROWS = 4L << 20;
+  static final long BATCH_ROWS_MAX = 64L << 20;
+  static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
+
+  public static Worker worker() {
+    Worker worker = new Worker("allinone", "VGI example worker: numbers, echo, upper_case");
+    worker.scalar("upper_case", UTF8)
+        .doc("Upper-cases a string (Unicode-aware); NULL stays NULL")
+        .arg(Arg.of("s", UTF8).doc("the text to upper-case"))
+        .body((columns, rows, allocator) ->
+            Columns.strings(columns.get(0), text -> text.toUpperCase(Locale.ROOT), allocator));
+    worker.table("numbers")
+        .doc("The integers 0..n-1 as column n, generated in parallel across the scan's connections")
+        .arg(Arg.of("n", INT64).doc("How many rows (0..n-1)").min(0))
+        .arg(Arg.named("batch_rows", INT64).doc("Rows per batch").min(1).max(BATCH_ROWS_MAX)
+            .defaultsTo(DEFAULT_BATCH_ROWS))
+        .output(NUMBERS)
+        .projectionPushdown()
+        .filterPushdown()
+        .sharedWork(8, args -> args.int64("n"))
+        .scan(args -> (scan, allocator) -> {
+          Scan.Range rows = scan.claim(args.int64("batch_rows"));
+          if (rows == null) {
+            return null;
+          }
+          VectorSchemaRoot batch = VectorSchemaRoot.create(NUMBERS, allocator);
+          BigIntVector n = (BigIntVector) batch.getVector(0);
+          int count = rows.size();
+          n.allocateNew(count);
+          // Straight into the buffers: every value is valid, so the validity bits are set in bulk.
+          n.getValidityBuffer().setOne(0, (count + 7) / 8);
+          var data = n.getDataBuffer();
+          long start = rows.start();
+          for (int i = 0; i < count; i++) {
+            data.setLong((long) i * BigIntVector.TYPE_WIDTH, start + i);
+          }
+          n.setValueCount(count);
+          batch.setRowCount(rows.size());
+          return batch;
+        });
+    worker.tableInOut("echo")
+        .doc("Returns its input table unchanged")
+        .arg(Arg.table("data").doc("the rows to pass through"))
+        .inOut((args, state, input, allocator) -> input)
+        .finalizer((args, state, allocator) -> null);
+    return worker;
+  }
+
+  public static void main(String[] args) {
+    System.exit(worker().main(args));
+  }
+}
