@@ -6,8 +6,13 @@ snapshot, a column narrowed on refresh, and a materialize over its budget.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import shutil
+import socket
+import threading
+import time
+import urllib.parse
 from pathlib import Path
 
 import duckdb
@@ -16,7 +21,17 @@ import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
-from gateway_support import ACME, CATALOG, GLOBEX, REVOKED, Gateway, copy_example, poll, without_request_id
+from gateway_support import (
+    ACME,
+    CATALOG,
+    GLOBEX,
+    REVOKED,
+    WAIT_SECONDS,
+    Gateway,
+    copy_example,
+    poll,
+    without_request_id,
+)
 
 MAY = {"from": "2026-05-01", "to": "2026-05-31"}
 HEALTHY_DATASETS = ["customer_usage", "products", "invoices"]
@@ -304,3 +319,44 @@ def test_a_request_over_its_timeout_is_504_and_the_gateway_keeps_serving(tmp_pat
         assert Path(f"/proc/{status['server']['pid']}").exists(), "the server outlives cancelled statements"
         metrics = gateway.admin("GET", "/metrics").body.decode()
         assert 'quiver_gateway_requests_total{endpoint="bulk_scan",status_class="5xx"} 3' in metrics
+
+
+def test_callers_that_hang_up_mid_query_never_fail_another_callers_query(tmp_path):
+    """A hung-up caller's statement is cancelled on the server, and only its own: the cancel
+    cannot reach the next statement its pooled connection runs for somebody else.
+    """
+    project = copy_example(tmp_path)
+    with Gateway.start(project) as gateway:
+        port = urllib.parse.urlsplit(gateway.http_url).port
+        # open_invoices reads its parquet parts on every request (remote_scan, never cached).
+        raw = (
+            f"GET /v1/endpoints/open_invoices?min_amount={{}} HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {ACME}\r\n\r\n"
+        )
+        stop = threading.Event()
+        hung_up = [0]
+
+        def hang_up() -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                with socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS) as conn:
+                    conn.sendall(raw.format(n % 97).encode())
+                    time.sleep((n % 4) / 1000)
+                hung_up[0] += 1
+
+        def ask(rounds: int) -> list[int]:
+            return [gateway.call("open_invoices", ACME, min_amount=str(n % 89)).status for n in range(rounds)]
+
+        hangers = [threading.Thread(target=hang_up) for _ in range(3)]
+        for thread in hangers:
+            thread.start()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(3) as pool:
+                statuses = [s for batch in pool.map(ask, [150] * 3) for s in batch]
+        finally:
+            stop.set()
+            for thread in hangers:
+                thread.join(WAIT_SECONDS)
+        assert hung_up[0] > 100, "the callers hung up mid-query"
+        assert statuses == [200] * len(statuses), sorted(set(statuses))

@@ -108,10 +108,20 @@ enum Failure {
 fn fetch(
     pool: &Pool,
     compiled: &Compiled,
-    cancel_slot: &Mutex<Option<CancelHandle>>,
+    cancel_slot: &Mutex<Running>,
 ) -> Result<Vec<RecordBatch>, quiver_client::Error> {
     let mut connection = pool.get()?;
-    *lock(cancel_slot) = Some(connection.cancel_handle());
+    {
+        let mut running = lock(cancel_slot);
+        if running.abandoned {
+            return Err(quiver_client::Error::InvalidInput(
+                "the request was abandoned before its query started".into(),
+            ));
+        }
+        running.handle = Some(connection.cancel_handle());
+    }
+    // Declared after the connection, so dropped before it goes back to the pool, on every path.
+    let _clear = ClearOnDrop(cancel_slot);
     let values = if compiled.values.is_empty() {
         None
     } else {
@@ -128,7 +138,6 @@ fn fetch(
             break;
         }
     }
-    lock(cancel_slot).take();
     Ok(batches)
 }
 
@@ -161,10 +170,28 @@ fn arrow_type(column_type: ColumnType) -> DataType {
     }
 }
 
+/// A request's statement as its canceller sees it: the handle while it runs on a lent connection.
+#[derive(Default)]
+struct Running {
+    handle: Option<CancelHandle>,
+    /// The request went away before its query started: it never starts.
+    abandoned: bool,
+}
+
+/// Takes the handle back before the connection returns to the pool: from then on a cancel of
+/// this request would reach whatever statement the connection runs next, someone else's.
+struct ClearOnDrop<'a>(&'a Mutex<Running>);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        lock(self.0).handle = None;
+    }
+}
+
 /// Cancels the running statement if the request's future is dropped before it ends.
 #[derive(Default)]
 struct CancelOnDrop {
-    slot: Arc<Mutex<Option<CancelHandle>>>,
+    slot: Arc<Mutex<Running>>,
     disarmed: bool,
 }
 
@@ -179,12 +206,17 @@ impl Drop for CancelOnDrop {
         if self.disarmed {
             return;
         }
-        if let Some(handle) = lock(&self.slot).take() {
-            // Cancelling talks to the server: not on an async thread.
-            tokio::task::spawn_blocking(move || {
+        let slot = self.slot.clone();
+        // Cancelling talks to the server: not on an async thread. The lock is held while it does,
+        // so the query's thread cannot hand its connection back (see `ClearOnDrop`) until the
+        // cancel has reached this request's statement, or found none running.
+        tokio::task::spawn_blocking(move || {
+            let mut running = lock(&slot);
+            running.abandoned = true;
+            if let Some(handle) = &running.handle {
                 let _ = handle.cancel();
-            });
-        }
+            }
+        });
     }
 }
 
