@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench" / "peers" / "gateway"))
 
 import data
 import report
+import results
 import scenarios
 import services
 import targets
@@ -337,15 +338,7 @@ def run(args: argparse.Namespace) -> int:
         "targets": targets.compute(records, peers),
         "records": records,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gateway.json").write_text(json.dumps(saved, indent=2) + "\n")
-    write_reports(out, saved)
-    log(f"done in {saved['info']['wall_s']:.0f} s; results in {out}/gateway.{{md,json,svg}}")
-    failed = [n for n, p in peers.items() if p["status"] != "ok"]
-    if failed:
-        log(f"peers with problems: {', '.join(failed)}")
-    return 1 if failed else 0
+    return results.save(Path(args.out), saved, write_reports, log)
 
 
 def write_reports(out: Path, saved: dict[str, Any]) -> None:

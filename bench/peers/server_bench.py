@@ -42,6 +42,7 @@ SERVER_DIR = ROOT / "bench" / "peers" / "server"
 sys.path.insert(0, str(SERVER_DIR))
 
 import report
+import results
 import targets
 from common import PROTOCOL
 
@@ -185,15 +186,7 @@ def run(args: argparse.Namespace) -> int:
         "targets": targets.compute(records),
         "records": records,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "server.json").write_text(json.dumps(saved, indent=2) + "\n")
-    write_reports(out, saved)
-    log(f"done in {saved['info']['wall_s']:.0f} s; results in {out}/server.{{md,json,svg}}")
-    failed = [n for n, p in peers.items() if p["status"] != "ok"]
-    if failed:
-        log(f"peers with failures: {', '.join(failed)}")
-    return 1 if failed else 0
+    return results.save(Path(args.out), saved, write_reports, log)
 
 
 def write_reports(out: Path, saved: dict[str, Any]) -> None:

@@ -4,10 +4,10 @@ one table per scenario with every peer side by side, and a chart of req/s at the
 
 from __future__ import annotations
 
-import html
-import math
 from pathlib import Path
 from typing import Any
+
+import charts
 
 PEER_ORDER = ["quiver gateway", "nginx", "roapi", "datasette"]
 SCENARIOS = [
@@ -175,28 +175,14 @@ def fmt_rate(rate: float) -> str:
 
 
 def write_svg(path: Path, records: list[dict[str, Any]]) -> None:
-    bars = chart_bars(records)
-    width, label_w, bar_h, gap = 760, 230, 18, 6
-    height = 40 + len(bars) * (bar_h + gap) + 10 * len(SCENARIOS)
-    top = max((b[2] for b in bars), default=10.0)
-    lo = 10.0
-    span = max(math.log10(max(top, lo * 10)) - math.log10(lo), 1e-9)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-        '<text x="10" y="18" font-size="14">req/s at concurrency 50 (log scale, from 10)</text>',
-    ]
-    colors = {"quiver gateway": "#2b7bb9", "nginx": "#7a7a7a", "roapi": "#e08a2c", "datasette": "#c0504d"}
-    y, previous = 34, None
-    for scenario, peer, rate in bars:
-        if scenario != previous:
-            y += 10
-            previous = scenario
-        w = max(2.0, (math.log10(max(rate, lo)) - math.log10(lo)) / span * (width - label_w - 90))
-        parts += [
-            f'<text x="10" y="{y + 13}">{html.escape(f"{scenario} · {peer}")}</text>',
-            f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(peer, "#999")}"/>',
-            f'<text x="{label_w + w + 6:.1f}" y="{y + 13}">{fmt_rate(rate)}/s</text>',
-        ]
-        y += bar_h + gap
-    parts.append("</svg>")
-    path.write_text("\n".join(parts) + "\n")
+    charts.write_log_bars(
+        path,
+        chart_bars(records),
+        title="req/s at concurrency 50 (log scale, from 10)",
+        lo=10.0,
+        fmt=fmt_rate,
+        colors={"quiver gateway": "#2b7bb9", "nginx": "#7a7a7a", "roapi": "#e08a2c", "datasette": "#c0504d"},
+        default_color="#999",
+        label_width=230,
+        group_count=len(SCENARIOS),
+    )

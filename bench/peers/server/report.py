@@ -4,10 +4,10 @@ workload with every peer side by side, and a chart of the best single-connection
 
 from __future__ import annotations
 
-import html
-import math
 from pathlib import Path
 from typing import Any
+
+import charts
 
 PEER_ORDER = ["quiver", "quiver node", "quiver flight sql", "duckdb in-process", "hyper", "quack", "postgresql"]
 WORKLOADS = [
@@ -136,35 +136,20 @@ def chart_bars(records: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
 
 
 def write_svg(path: Path, records: list[dict[str, Any]]) -> None:
-    bars = chart_bars(records)
-    width, label_w, bar_h, gap = 760, 260, 18, 6
-    height = 40 + len(bars) * (bar_h + gap) + 10 * len(CHART_WORKLOADS)
-    top = max((b[2] for b in bars), default=1.0)
     lo = 1e5
-    span = max(math.log10(top) - math.log10(lo), 1e-9)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-        f'<text x="10" y="18" font-size="14">best single-connection rows/s per peer (log scale, from {fmt_rate(lo)})</text>',
-    ]
-    y = 34
-    previous = None
-    colors = {
-        "quiver": "#2b7bb9",
-        "quiver node": "#3f9e5a",
-        "quiver flight sql": "#6aa7d6",
-        "duckdb in-process": "#7a7a7a",
-    }
-    for workload, peer, rate in bars:
-        if workload != previous:
-            y += 10
-            previous = workload
-        w = max(2.0, (math.log10(max(rate, lo)) - math.log10(lo)) / span * (width - label_w - 90))
-        label = html.escape(f"{workload} · {peer}")
-        parts += [
-            f'<text x="10" y="{y + 13}">{label}</text>',
-            f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(peer, "#e08a2c")}"/>',
-            f'<text x="{label_w + w + 6:.1f}" y="{y + 13}">{fmt_rate(rate)}/s</text>',
-        ]
-        y += bar_h + gap
-    parts.append("</svg>")
-    path.write_text("\n".join(parts) + "\n")
+    charts.write_log_bars(
+        path,
+        chart_bars(records),
+        title=f"best single-connection rows/s per peer (log scale, from {fmt_rate(lo)})",
+        lo=lo,
+        fmt=fmt_rate,
+        colors={
+            "quiver": "#2b7bb9",
+            "quiver node": "#3f9e5a",
+            "quiver flight sql": "#6aa7d6",
+            "duckdb in-process": "#7a7a7a",
+        },
+        default_color="#e08a2c",
+        label_width=260,
+        group_count=len(CHART_WORKLOADS),
+    )
