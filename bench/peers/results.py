@@ -5,9 +5,42 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+
+def machine_facts(root: Path, started: float) -> dict[str, Any]:
+    """What every suite's report says of the machine and the code measured. Changes under
+    bench/results (the outputs themselves) do not count as uncommitted code.
+    """
+    cpu, memory_gb = "unknown CPU", 0.0
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            memory_gb = int(line.split()[1]) / 1024 / 1024
+    git = ["git", "-C", str(root)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--", ".", ":(exclude)bench/results"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "cpu": cpu,
+        "nproc": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "commit": (commit or "unknown") + (" (with uncommitted changes)" if status else ""),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_s": time.perf_counter() - started,
+    }
 
 
 def save(

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import signal
 import subprocess
@@ -120,27 +119,8 @@ def take_line(out: dict[str, Any], line: str, name: str) -> None:
 
 
 def machine_info(started: float, args: argparse.Namespace) -> dict[str, Any]:
-    cpu = "unknown CPU"
-    memory_gb = 0.0
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            memory_gb = int(line.split()[1]) / 1024 / 1024
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout.strip()
     return {
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "memory_gb": memory_gb,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "commit": (commit or "unknown") + (" (with uncommitted changes)" if dirty else ""),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "wall_s": time.perf_counter() - started,
+        **results.machine_facts(ROOT, started),
         "rows": args.rows,
         "workers": args.workers,
         "warmup": args.warmup,
