@@ -694,7 +694,7 @@ def analysis(w: str, by: dict, d: dict, worker: list, engine: list) -> list[str]
             f"turns of ≤2048 rows on {len(worker)} worker connection(s) (with threads = 2). Each batch is ~20–40 KB, below the shm "
             f"threshold, so shm moves none of them: the gap between the variants in this run ({fmt_rows(inl['rows_per_s'])}rows/s inline, "
             f"{fmt_rows(shm['rows_per_s'])}rows/s shm) is not data movement, and it was not isolated (this shared 2-vCPU VM is noisy; "
-            "a --quick run and earlier probes saw the two within ±10 % of each other). Of the {wall:.0f} ms debug run, the worker was busy {busy:.1f} ms "
+            f"a --quick run and earlier probes saw the two within ±10 % of each other). Of the {wall:.0f} ms debug run, the worker was busy {busy:.1f} ms "
             f"(upper-casing is cheap); the engine waited {ewait:.1f} ms on it, i.e. ~{per:.0f} µs of cross-process wake-up per "
             "turn (a cross-CPU wake-up: see rpc.md's raw pipe round trip); the rest is DuckDB's own work on the same strings (range, cast to VARCHAR, "
             f"Arrow conversion, length, sum) — the in-process query with upper() runs at {fmt_rows(c['rows_per_s'])}rows/s. "
