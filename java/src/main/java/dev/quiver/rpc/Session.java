@@ -1,10 +1,8 @@
 package dev.quiver.rpc;
 
-import dev.quiver.shm.SharedMemory;
 import dev.quiver.shm.ShmException;
 import dev.quiver.transport.Connection;
 import dev.quiver.wire.Batch;
-import dev.quiver.wire.BatchRole;
 import dev.quiver.wire.ErrorReport;
 import dev.quiver.wire.Keys;
 import dev.quiver.wire.LogRecord;
@@ -39,13 +37,14 @@ final class Session {
   private final BufferAllocator allocator;
   private final SecureRandom random = new SecureRandom();
   private String requestId = "";
-  /** The segment the client advertised, once attached; null while every batch is inline. */
-  private ShmRoute route;
+  /** The client's segment, once a request advertises one this side can use. */
+  private final SessionShm shm;
 
   Session(Server server, Connection connection, BufferAllocator allocator) {
     this.server = server;
     this.connection = connection;
     this.allocator = allocator;
+    this.shm = new SessionShm(server, connection, allocator);
   }
 
   /** A request whose envelope was rejected; {@code report} goes to the client. */
@@ -73,7 +72,7 @@ final class Session {
       } catch (IOException e) {
         // The peer is gone; the summary below still says what moved.
       }
-      closeShm();
+      shm.close();
       connection.close();
     }
   }
@@ -98,9 +97,7 @@ final class Session {
     if (reader == null) {
       return false;
     }
-    if (route != null) {
-      route.stats.waitingNanos += System.nanoTime() - waitStarted;
-    }
+    shm.addWaiting(System.nanoTime() - waitStarted);
     try (reader) {
       Request request;
       try {
@@ -123,7 +120,7 @@ final class Session {
         if (request.resolved() != null) {
           request.resolved().close();
         }
-        collectShm();
+        shm.collect();
       }
     }
     connection.flush();
@@ -141,8 +138,12 @@ final class Session {
     }
     // The batch stays valid only until the next read, so everything is checked before draining.
     Map<String, String> metadata = batch.metadata();
-    attachShm(metadata);
-    ShmRoute.Resolved resolved = resolve(batch, reader.schema());
+    try {
+      shm.attach(metadata);
+    } catch (ShmException e) {
+      throw new Rejected(Errors.protocolError(e.getMessage()));
+    }
+    ShmRoute.Resolved resolved = shm.resolve(batch, reader.schema());
     try {
       Batch request = resolved == null ? batch : resolved.batch();
       checkEnvelope(reader, metadata, request.rowCount(), request.root().getFieldVectors().size());
@@ -175,83 +176,6 @@ final class Session {
     }
     if (columns > 0 && rows != 1) {
       throw new Rejected(Errors.protocolError("Expected 1 row in request batch, got " + rows + "."));
-    }
-  }
-
-  // -- shared memory ----------------------------------------------------------------------
-
-  /** Attaches (or re-attaches) the segment a request advertises, where this side can use one. */
-  private void attachShm(Map<String, String> metadata) throws Rejected {
-    String name = metadata.get(Keys.SHM_SEGMENT_NAME);
-    if (name == null || !shmUsable()) {
-      return;
-    }
-    if (route != null && route.segment.name().equals(name)) {
-      return;
-    }
-    dev.quiver.shm.Segment segment;
-    try {
-      segment = SharedMemory.attach(name);
-    } catch (ShmException e) {
-      throw new Rejected(Errors.protocolError("cannot attach shared memory '" + name + "': " + e.getMessage()));
-    }
-    if (server.shm().debug()) {
-      ShmRoute.debug("attached " + segment.name() + " size=" + segment.sizeBytes() + " data_size="
-          + segment.dataSizeBytes());
-    }
-    closeShm();
-    route = new ShmRoute(segment, server.shm());
-  }
-
-  /** Whether this connection may use shared memory: enabled, a local peer, and a JVM that can map it. */
-  private boolean shmUsable() {
-    return !server.shm().disabled() && connection.local() && SharedMemory.available();
-  }
-
-  /** The batch a pointer refers to, or null for a batch that came inline. */
-  private ShmRoute.Resolved resolve(Batch batch, Schema sent) throws WireException {
-    if (route != null) {
-      route.stats.inboundTotal++;
-    }
-    if (batch.role() != BatchRole.SHM_POINTER) {
-      return null;
-    }
-    if (route == null) {
-      throw new WireException("shm pointer batch but no shared-memory segment is attached", true);
-    }
-    return route.resolve(batch, sent, allocator, server.limits());
-  }
-
-  /** Frees the regions this side has finished reading; called while it is this side's turn. */
-  private void collectShm() {
-    if (route != null) {
-      route.segment.collect();
-    }
-  }
-
-  private void closeShm() {
-    if (route == null) {
-      return;
-    }
-    if (route.config.debug()) {
-      System.err.println(route.stats.summary(connection.peer(), "worker"));
-      System.err.flush();
-    }
-    route.close();
-    route = null;
-  }
-
-  /** Writes a data batch, through the segment when it qualifies. */
-  private void writeData(StreamWriter writer, VectorSchemaRoot root, Map<String, String> metadata) throws IOException {
-    long started = System.nanoTime();
-    Map<String, String> pointer = route == null ? null : route.tryWrite(root, writer.schema(), metadata, allocator);
-    if (pointer != null) {
-      writer.writeEmpty(pointer);
-    } else {
-      writer.write(root, metadata);
-    }
-    if (route != null) {
-      route.stats.emitNanos += System.nanoTime() - started;
     }
   }
 
@@ -371,7 +295,7 @@ final class Session {
 
   private void transportOptions() throws IOException {
     Map<String, String> metadata = new LinkedHashMap<>();
-    metadata.put(Keys.TRANSPORT_SHM, shmUsable() ? "true" : "false");
+    metadata.put(Keys.TRANSPORT_SHM, shm.usable() ? "true" : "false");
     metadata.put(Keys.REQUEST_VERSION, Keys.REQUEST_VERSION_VALUE);
     metadata.put(Keys.SERVER_ID, server.serverId());
     StreamWriter writer = new StreamWriter(connection.writer(), allocator, StreamCall.EMPTY_SCHEMA, null);
@@ -388,9 +312,7 @@ final class Session {
     try {
       long started = System.nanoTime();
       value = method.body().call(params, ctx);
-      if (route != null) {
-        route.stats.processNanos += System.nanoTime() - started;
-      }
+      shm.addProcess(System.nanoTime() - started);
     } catch (Exception | AssertionError e) {
       value = ErrorReport.fromException(e);
     }
@@ -401,7 +323,7 @@ final class Session {
         writeLogs(writer, records);
         Field memory = StreamWriter.memoryField(method.result());
         try (VectorSchemaRoot root = resultRoot(memory, vector)) {
-          writeData(writer, root, Map.of());
+          shm.writeData(writer, root, Map.of());
         }
         writer.close();
       }
@@ -498,10 +420,8 @@ final class Session {
     long waitStarted = System.nanoTime();
     try {
       item = input.read();
-      if (route != null) {
-        route.stats.waitingNanos += System.nanoTime() - waitStarted;
-      }
-      resolved = item == null ? null : resolve(item, input.schema());
+      shm.addWaiting(System.nanoTime() - waitStarted);
+      resolved = item == null ? null : shm.resolve(item, input.schema());
     } catch (WireException e) {
       if (!e.recoverable()) {
         throw e;
@@ -516,7 +436,7 @@ final class Session {
       try (resolved) {
         return turn(method, call, resolved.batch(), input.schema(), output);
       } finally {
-        collectShm();
+        shm.collect();
       }
     }
     if (item.rowCount() == 0 && item.metadata().containsKey(Keys.CANCEL)) {
@@ -537,9 +457,7 @@ final class Session {
         CallContext ctx = new CallContext(method.name(), item.metadata(), requestId, connection.peer(), allocator, out.items());
         long started = System.nanoTime();
         call.state().process(input.batch(), out, ctx);
-        if (route != null) {
-          route.stats.processNanos += System.nanoTime() - started;
-        }
+        shm.addProcess(System.nanoTime() - started);
       }
       if (!call.producer() && out.finished()) {
         throw new IllegalStateException("an exchange cannot finish; the client ends it by closing its input");
@@ -557,7 +475,7 @@ final class Session {
         output.writeEmpty(stamp(record.toMetadata()));
       } else if (answer instanceof Output.Emitted emitted) {
         try (VectorSchemaRoot root = emitted.root()) {
-          writeData(output, root, emitted.metadata());
+          shm.writeData(output, root, emitted.metadata());
         }
       }
     }
