@@ -50,9 +50,24 @@ def _check(report: dict) -> None:
     assert counts(report) == (EXPECTED_PASSES, 0, 6)
 
 
+#: vgi-rpc-test's per-test deadline (its default is 5 s). Over stdio the runner starts the worker inside
+#: its first test, and a JVM's start on a busy machine can take longer than that: the deadline stays a
+#: guard against a hang, not a measure of speed.
+PER_TEST_TIMEOUT_SECONDS = "60"
+
+
 def _run(oracle_bin: Path, *transport: str, java: str) -> dict:
     """One suite run against the Java worker on the JDK ``java`` names."""
-    command = [str(oracle_bin / "vgi-rpc-test"), *transport, "--filter", EXCLUDE, "--format", "json"]
+    command = [
+        str(oracle_bin / "vgi-rpc-test"),
+        *transport,
+        "--filter",
+        EXCLUDE,
+        "--format",
+        "json",
+        "--timeout",
+        PER_TEST_TIMEOUT_SECONDS,
+    ]
     env = {**os.environ, "QUIVER_JAVA": java}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     try:

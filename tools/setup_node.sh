@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # quiver's Node package (node/): its npm dependencies from the registry (`npm ci`, pinned by
-# node/package-lock.json), then the native module (crates/quiver-node) built in release by
-# napi-rs's CLI into node/quiver.<platform>.node.
+# node/package-lock.json), then the native module: crates/quiver-node, built by cargo with the rest of the
+# workspace (so it shares every compiled dependency), copied to the file name node/index.js loads
+# (quiver.<platform>-<arch>[-gnu].node, napi-rs's naming).
 #
-# Idempotent: a stamp holds the hash of everything the build reads (the lockfiles and the
-# crates' sources); when it matches and the module is there, nothing runs. Called by
-# tools/setup.sh; without node and npm it says so and exits 1 (setup.sh goes on; the Node tests
-# then fail naming what is missing).
+# Idempotent: cargo skips a build that is done; npm ci runs only when the lockfile changed. Called by
+# tools/setup.sh; without node and npm it says so and exits 1 (setup.sh goes on; the Node tests then fail
+# naming what is missing).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -20,19 +20,18 @@ for tool in node npm; do
     fi
 done
 
-STAMP=node/.setup-stamp
-want="$({
-    sha256sum node/package-lock.json Cargo.lock
-    find crates -path '*/target' -prune -o \( -name '*.rs' -o -name Cargo.toml \) -type f -print \
-        | LC_ALL=C sort | xargs sha256sum
-} | sha256sum | cut -d' ' -f1)"
-module="$(ls node/quiver.*.node 2>/dev/null | head -1 || true)"
-if [[ -f "$STAMP" && -n "$module" && -d node/node_modules && "$(cat "$STAMP")" == "$want" ]]; then
-    exit 0
+STAMP=node/node_modules/.quiver-lock.sha256
+want="$(sha256sum node/package-lock.json | cut -d' ' -f1)"
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$want" ]]; then
+    log "installing node/'s npm dependencies (npm ci)"
+    (cd node && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" > "$STAMP"
 fi
 
-log "installing node/'s npm dependencies (npm ci)"
-(cd node && npm ci --no-audit --no-fund --loglevel=error)
-log "building the native module (napi build, release)"
-(cd node && npm run --silent build)
-echo "$want" > "$STAMP"
+cargo build --release --locked --workspace
+platform="$(node -p 'process.platform + "-" + process.arch + (process.platform === "linux" ? "-gnu" : "")')"
+module="node/quiver.$platform.node"
+if [[ ! -f "$module" || target/release/libquiver_node.so -nt "$module" ]]; then
+    log "native module: $module"
+    cp target/release/libquiver_node.so "$module.tmp" && mv -f "$module.tmp" "$module"
+fi
