@@ -108,7 +108,8 @@ impl ServerStreamingService<Ticket> for DoGet {
     fn call(&mut self, request: Request<Ticket>) -> Self::Future {
         let this = self.clone();
         Box::pin(async move {
-            let command = Any::decode(&*request.get_ref().ticket).ok();
+            let raw = request.get_ref().ticket.clone();
+            let command = Any::decode(&*raw).ok();
             if let Some(command) = &command {
                 if command.is::<TicketStatementQuery>() {
                     auth::check(this.token.as_ref(), request.metadata())?;
@@ -116,7 +117,7 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<TicketStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.statement_messages(ticket).await?;
+                    let messages = this.service.statement_messages(ticket, raw).await?;
                     return Ok(Response::new(messages));
                 }
                 if command.is::<CommandPreparedStatementQuery>() {
@@ -125,7 +126,7 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<CommandPreparedStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.prepared_messages(query).await?;
+                    let messages = this.service.prepared_messages(query, raw).await?;
                     return Ok(Response::new(messages));
                 }
             }

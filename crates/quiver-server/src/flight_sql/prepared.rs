@@ -119,11 +119,9 @@ impl PreparedStatements {
         transaction_id: Option<Vec<u8>>,
     ) -> Result<Created, Status> {
         let (mut prepared, _, result) = lease
-            .session()
             .with(|open| open.duck.prepare(&sql))
             .map_err(status)?;
         let parameters = lease
-            .session()
             .with(|_| prepared.parameter_schema())
             .map_err(status)?;
         drop(prepared);
