@@ -27,6 +27,7 @@ use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
 use super::auth::{self, Authenticated};
+use super::result_types::ResultTypes;
 use super::service::FlightSql;
 use super::statements::{padded, DataMessage, MessageStream};
 use crate::auth::Token;
@@ -117,7 +118,8 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<TicketStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.statement_messages(ticket, raw).await?;
+                    let types = ResultTypes::of(request.metadata())?;
+                    let messages = this.service.statement_messages(ticket, raw, types).await?;
                     return Ok(Response::new(messages));
                 }
                 if command.is::<CommandPreparedStatementQuery>() {
@@ -126,7 +128,8 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<CommandPreparedStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.prepared_messages(query, raw).await?;
+                    let types = ResultTypes::of(request.metadata())?;
+                    let messages = this.service.prepared_messages(query, raw, types).await?;
                     return Ok(Response::new(messages));
                 }
             }

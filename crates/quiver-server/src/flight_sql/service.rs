@@ -40,6 +40,7 @@ use super::catalog;
 use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
+use super::result_types::ResultTypes;
 use super::running::{Read, Registered, Running};
 use super::statements::{self, MessageStream, StatementTicket, BATCH_ROWS};
 use super::transactions::Transactions;
@@ -123,13 +124,14 @@ impl FlightSql {
         &self,
         ticket: TicketStatementQuery,
         raw: Bytes,
+        types: ResultTypes,
     ) -> Result<MessageStream, Status> {
         let ticket = StatementTicket::decode(&ticket.statement_handle)?;
         if ticket.executed {
             return Ok(statements::empty_result());
         }
         self.read_result(ticket.transaction_id.clone(), raw, move |lease, read| {
-            statements::stream(lease, Some(read), |open| {
+            statements::stream(lease, Some(read), types, |open| {
                 open.duck.query(&ticket.sql, None, BATCH_ROWS)
             })
         })
@@ -142,6 +144,7 @@ impl FlightSql {
         &self,
         query: CommandPreparedStatementQuery,
         raw: Bytes,
+        types: ResultTypes,
     ) -> Result<MessageStream, Status> {
         let statement = self.prepared.get(&query.prepared_statement_handle)?;
         prepared::check_query_rows(statement.parameters.as_ref())?;
@@ -150,7 +153,7 @@ impl FlightSql {
                 .parameters
                 .as_ref()
                 .map(prepared::Parameters::stream);
-            statements::stream(lease, Some(read), |open| {
+            statements::stream(lease, Some(read), types, |open| {
                 open.duck.query(&statement.sql, parameters, BATCH_ROWS)
             })
         })
@@ -247,10 +250,11 @@ impl FlightSqlService for FlightSql {
             transaction_id,
             executed: false,
         };
+        let types = ResultTypes::of(request.metadata())?;
         let descriptor = request.into_inner();
         let info = self
             .on_session(ticket.transaction_id.clone(), move |lease| {
-                let schema = statements::plan(&lease, &mut ticket)?;
+                let schema = types.schema(&statements::plan(&lease, &mut ticket)?);
                 statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
             })
             .await?;
@@ -262,8 +266,9 @@ impl FlightSqlService for FlightSql {
         ticket: TicketStatementQuery,
         request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
+        let types = ResultTypes::of(request.metadata())?;
         let raw = request.into_inner().ticket;
-        let messages = self.statement_messages(ticket, raw).await?;
+        let messages = self.statement_messages(ticket, raw, types).await?;
         Ok(Response::new(statements::flight_data(messages)))
     }
 
@@ -337,15 +342,16 @@ impl FlightSqlService for FlightSql {
     async fn do_action_create_prepared_statement(
         &self,
         query: ActionCreatePreparedStatementRequest,
-        _request: Request<arrow_flight::Action>,
+        request: Request<arrow_flight::Action>,
     ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let types = ResultTypes::of(request.metadata())?;
         let sql = statements::check_sql(&query.query)?.to_string();
         let transaction_id =
             statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
         let store = Arc::clone(&self.prepared);
         let created = self
             .on_session(transaction_id.clone(), move |lease| {
-                store.create(&lease, sql, transaction_id)
+                store.create(&lease, sql, transaction_id, types)
             })
             .await?;
         Ok(ActionCreatePreparedStatementResult {
@@ -386,12 +392,15 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Answer<FlightInfo> {
         let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let types = ResultTypes::of(request.metadata())?;
         let descriptor = request.into_inner();
         if let Some(schema) = &statement.result_schema {
             prepared::check_query_rows(statement.parameters.as_ref())?;
             let ticket = query.as_any().encode_to_vec().into();
             return Ok(Response::new(statements::flight_info(
-                schema, ticket, descriptor,
+                &types.schema(schema),
+                ticket,
+                descriptor,
             )?));
         }
         // No result set: it runs now (see statements.rs), once per parameter row.
@@ -415,8 +424,9 @@ impl FlightSqlService for FlightSql {
         query: CommandPreparedStatementQuery,
         request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
+        let types = ResultTypes::of(request.metadata())?;
         let raw = request.into_inner().ticket;
-        let messages = self.prepared_messages(query, raw).await?;
+        let messages = self.prepared_messages(query, raw, types).await?;
         Ok(Response::new(statements::flight_data(messages)))
     }
 

@@ -31,6 +31,7 @@ use quiver_wire::BatchMessage;
 use tonic::Status;
 
 use super::lease::{superseded, Lease, Step};
+use super::result_types::ResultTypes;
 use super::running::{cancelled, Registered};
 use super::prepared::Parameters;
 use super::service::status;
@@ -215,10 +216,12 @@ pub fn statement_ticket(ticket: &StatementTicket) -> Bytes {
 /// is the session's open result (`lease.rs`): a later statement on the session ends it.
 ///
 /// `read` is the read's place among the running ones (`running.rs`): cancelled, it stops the
-/// query before it starts or at its next batch.
+/// query before it starts or at its next batch. The batches arrive in `types`
+/// (`result_types.rs`).
 pub fn stream(
     lease: Lease,
     read: Option<Registered>,
+    types: ResultTypes,
     start: impl FnOnce(&mut Open) -> Result<Cursor, DuckError>,
 ) -> Result<MessageStream, Status> {
     if let Some(read) = &read {
@@ -237,6 +240,7 @@ pub fn stream(
             start(open)
         })
         .map_err(status)?;
+    let schema = types.schema(&schema);
     let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_MESSAGES_MAX);
     let runtime = tokio::runtime::Handle::current();
     let batches = Batches {
@@ -244,6 +248,7 @@ pub fn stream(
         number,
         schema,
         read,
+        types,
     };
     tokio::task::spawn_blocking(move || pump(&runtime, batches, sender));
     let messages = futures::stream::unfold(receiver, |mut receiver| async move {
@@ -259,6 +264,7 @@ struct Batches {
     number: u64,
     schema: SchemaRef,
     read: Option<Registered>,
+    types: ResultTypes,
 }
 
 impl Iterator for Batches {
@@ -269,7 +275,11 @@ impl Iterator for Batches {
             return Some(Err(FlightError::Tonic(Box::new(cancelled()))));
         }
         match self.lease.next_batch(self.number) {
-            Ok(Step::Batch(batch)) => Some(Ok(batch)),
+            Ok(Step::Batch(batch)) => Some(
+                self.types
+                    .batch(batch, &self.schema)
+                    .map_err(|e| FlightError::Tonic(Box::new(e))),
+            ),
             Ok(Step::End) => None,
             Ok(Step::Superseded) => Some(Err(FlightError::Tonic(Box::new(superseded())))),
             Err(report) => Some(Err(FlightError::Tonic(Box::new(status(report))))),
