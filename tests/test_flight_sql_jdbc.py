@@ -273,6 +273,16 @@ def test_primary_keys_and_the_drivers_empty_type_info(server: ServerProcess, jdb
     assert result["types"] == []
 
 
+def test_rollback_with_autocommit_off_is_a_no_op_a_driver_limit(server: ServerProcess, jdbc_classpath: str) -> None:
+    # The 18.3 driver never begins a Flight SQL transaction: with autocommit off each statement still
+    # commits on its own and rollback() does nothing (README, "Driver limits").
+    client = server.client()
+    client.call("execute", "CREATE TABLE jdbc_rollback (id INTEGER)")
+    client.close()
+    result = run_ok(jdbc_classpath, "rollback", jdbc_url(server, token=server.token), "jdbc_rollback")
+    assert result["rows_after_rollback"] == 1
+
+
 def test_user_and_password_handshake(server: ServerProcess, jdbc_classpath: str) -> None:
     # Basic auth: any user name, the server token as the password; the handshake answers a bearer token.
     url = jdbc_url(server, user="jdbc", password=server.token)

@@ -12,6 +12,7 @@ make the last check wait forever.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import adbc_driver_manager
@@ -136,3 +137,39 @@ def test_a_superseded_result_read_later_says_why(server: ServerProcess) -> None:
         conn.rollback()
         assert count(second, "unread_in_tx") == 1
         conn.rollback()
+
+
+def test_clients_in_parallel_leave_results_unread_and_count_exactly(extension: Path) -> None:
+    # The load that once left a connection failing every statement ("missing a valid transaction"):
+    # clients at once, each in its own transactions, inserting, leaving results unread, committing
+    # and rolling back. Every round must succeed and the committed rows must be exactly the expected.
+    clients, rounds = 8, 40
+    process = ServerProcess("--listen", "grpc://127.0.0.1:0", env={"QUIVER_EXTENSION": str(extension)})
+    try:
+        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE parallel_rounds (client INTEGER, round INTEGER)")
+
+        def run(client: int) -> list[str]:
+            with connect(process) as conn, conn.cursor() as cur:
+
+                def step(round_: int) -> None:
+                    cur.execute(f"INSERT INTO parallel_rounds VALUES ({client}, {round_})")
+                    cur.execute(LARGE if round_ % 2 else SMALL)  # never fetched
+                    cur.execute("SELECT count(*) FROM parallel_rounds")
+                    assert cur.fetchone()[0] >= 1
+                    if round_ % 3:
+                        conn.commit()
+                    else:
+                        conn.rollback()
+
+                return _failures(rounds, step)
+
+        with ThreadPoolExecutor(clients) as pool:
+            failures = [f for found in pool.map(run, range(clients)) for f in found]
+        assert failures == []
+        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("SELECT count(*), count(DISTINCT client) FROM parallel_rounds")
+            kept = len([r for r in range(rounds) if r % 3])
+            assert cur.fetchone() == (clients * kept, clients)
+    finally:
+        assert process.stop() == 0

@@ -29,6 +29,8 @@ import java.util.List;
  *                                   columns in getColumns
  *   keys   URL TABLE                getPrimaryKeys of TABLE (column, sequence, key name) and getTypeInfo
  *                                   (each type's name and JDBC type)
+ *   rollback URL TABLE              with autocommit off: one row inserted into TABLE (id INTEGER),
+ *                                   rollback(), then the rows TABLE has
  * </pre>
  *
  * A SQLException is printed as {"error": ..., "sql_state": ...} with exit status 3, so a test can assert
@@ -61,6 +63,8 @@ public final class FlightSqlJdbcCheck {
                 result = metadata(url, args[2]);
             } else if (mode.equals("keys") && args.length == 3) {
                 result = keys(url, args[2]);
+            } else if (mode.equals("rollback") && args.length == 3) {
+                result = rollback(url, args[2]);
             } else {
                 usage();
                 return;
@@ -238,6 +242,23 @@ public final class FlightSqlJdbcCheck {
         return result;
     }
 
+    private static Json rollback(String url, String table) throws SQLException {
+        Json result = new Json();
+        try (Connection connection = DriverManager.getConnection(url)) {
+            connection.setAutoCommit(false);
+            try (Statement statement = connection.createStatement()) {
+                statement.executeUpdate("INSERT INTO " + table + " VALUES (1)");
+            }
+            connection.rollback();
+            try (Statement statement = connection.createStatement();
+                    ResultSet rows = statement.executeQuery("SELECT count(*) FROM " + table)) {
+                rows.next();
+                result.put("rows_after_rollback", rows.getLong(1));
+            }
+        }
+        return result;
+    }
+
     /** The named string columns of every row, one list per row (one string per row for one name). */
     private static List<Object> strings(ResultSet rows, String... names) throws SQLException {
         List<Object> out = new ArrayList<>();
@@ -296,6 +317,7 @@ public final class FlightSqlJdbcCheck {
         System.err.println("       FlightSqlJdbcCheck ingest URL TABLE ROWS");
         System.err.println("       FlightSqlJdbcCheck metadata URL PATTERN");
         System.err.println("       FlightSqlJdbcCheck keys URL TABLE");
+        System.err.println("       FlightSqlJdbcCheck rollback URL TABLE");
         System.exit(2);
     }
 
