@@ -94,7 +94,8 @@ def _cancel_request(info: flight.FlightInfo) -> bytes:
 @pytest.fixture
 def interrupts() -> Iterator[list[int]]:
     """SIGINTs, recorded instead of raised: pyarrow answers a read that ended CANCELLED by simulating
-    one (error.pxi's SignalStopHandler), which would stop the test run."""
+    one (error.pxi's SignalStopHandler), which would stop the test run.
+    """
     seen: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
     yield seen

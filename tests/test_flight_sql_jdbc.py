@@ -261,7 +261,9 @@ def test_arrow_result_types_on_request(server: ServerProcess, jdbc_classpath: st
 
 def test_primary_keys_and_the_drivers_empty_type_info(server: ServerProcess, jdbc_classpath: str) -> None:
     client = server.client()
-    client.call("execute", "CREATE TABLE jdbc_keys (region VARCHAR, id INTEGER, note VARCHAR, PRIMARY KEY (region, id))")
+    client.call(
+        "execute", "CREATE TABLE jdbc_keys (region VARCHAR, id INTEGER, note VARCHAR, PRIMARY KEY (region, id))"
+    )
     client.close()
     result = run_ok(jdbc_classpath, "keys", jdbc_url(server, token=server.token), "jdbc_keys")
     assert result["primary_keys"] == [

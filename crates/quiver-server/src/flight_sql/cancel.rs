@@ -34,9 +34,9 @@ fn cancel(running: &Running, info: &FlightInfo) -> Result<(), Status> {
 pub fn cancel_flight_info(running: &Running, body: &[u8]) -> Result<Bytes, Status> {
     let request = CancelFlightInfoRequest::decode(body)
         .map_err(|e| Status::invalid_argument(format!("CancelFlightInfo: {e}")))?;
-    let info = request
-        .info
-        .ok_or_else(|| Status::invalid_argument("CancelFlightInfo: the request has no FlightInfo"))?;
+    let info = request.info.ok_or_else(|| {
+        Status::invalid_argument("CancelFlightInfo: the request has no FlightInfo")
+    })?;
     cancel(running, &info)?;
     let result = CancelFlightInfoResult {
         status: CancelStatus::Cancelled as i32,

@@ -28,8 +28,8 @@ use tonic::Status;
 
 use super::lease::Lease;
 use super::result_types::ResultTypes;
-use super::union_parameters;
 use super::service::status;
+use super::union_parameters;
 use crate::auth::random_hex;
 use crate::duck::batch_stream;
 
@@ -122,9 +122,8 @@ impl PreparedStatements {
         transaction_id: Option<Vec<u8>>,
         types: ResultTypes,
     ) -> Result<Created, Status> {
-        let (mut prepared, _, result) = lease
-            .with(|open| open.duck.prepare(&sql))
-            .map_err(status)?;
+        let (mut prepared, _, result) =
+            lease.with(|open| open.duck.prepare(&sql)).map_err(status)?;
         let parameters = lease
             .with(|_| prepared.parameter_schema())
             .map_err(status)?;

@@ -118,7 +118,9 @@ fn portable(data_type: &DataType) -> Option<DataType> {
         DataType::Timestamp(unit, Some(_)) => Some(DataType::Timestamp(*unit, None)),
         DataType::List(field) => list(field).map(DataType::List),
         DataType::LargeList(field) => list(field).map(DataType::LargeList),
-        DataType::FixedSizeList(field, size) => list(field).map(|f| DataType::FixedSizeList(f, *size)),
+        DataType::FixedSizeList(field, size) => {
+            list(field).map(|f| DataType::FixedSizeList(f, *size))
+        }
         DataType::Map(field, sorted) => list(field).map(|f| DataType::Map(f, *sorted)),
         DataType::Struct(fields) => {
             let changed = fields.iter().any(|f| portable(f.data_type()).is_some());
@@ -194,13 +196,19 @@ mod tests {
         let schema = types.schema(&batch.schema());
         let converted = types.batch(batch.clone(), &schema).unwrap();
         let column = |name: &str| converted.column_by_name(name).unwrap();
-        let labels = column("mood").as_any().downcast_ref::<StringArray>().unwrap();
+        let labels = column("mood")
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
         assert_eq!(labels.value(0), "happy");
         assert_eq!(
             column("at").data_type(),
             &DataType::Timestamp(TimeUnit::Microsecond, None)
         );
-        let tiny = column("tiny").as_any().downcast_ref::<Int16Array>().unwrap();
+        let tiny = column("tiny")
+            .as_any()
+            .downcast_ref::<Int16Array>()
+            .unwrap();
         assert_eq!(tiny.value(1), 255);
         let huge = column("huge")
             .as_any()
@@ -208,6 +216,11 @@ mod tests {
             .unwrap();
         assert_eq!(huge.value(1), i128::from(u64::MAX));
         assert_eq!(column("list").data_type(), batch.column(4).data_type());
-        assert_eq!(ResultTypes::Arrow.batch(batch.clone(), &batch.schema()).unwrap(), batch);
+        assert_eq!(
+            ResultTypes::Arrow
+                .batch(batch.clone(), &batch.schema())
+                .unwrap(),
+            batch
+        );
     }
 }

@@ -11,9 +11,9 @@ use arrow_flight::flight_service_server::FlightService;
 use arrow_flight::sql::metadata::{SqlInfoData, XdbcTypeInfoData};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionBeginTransactionRequest, ActionBeginTransactionResult,
-    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
-    ActionCancelQueryRequest, ActionCancelQueryResult, ActionCreatePreparedStatementResult,
+    ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionCancelQueryRequest,
+    ActionCancelQueryResult, ActionClosePreparedStatementRequest,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
     ActionEndTransactionRequest, CommandGetCatalogs, CommandGetDbSchemas, CommandGetPrimaryKeys,
     CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandGetXdbcTypeInfo,
     CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementIngest,
@@ -23,8 +23,8 @@ use arrow_flight::sql::{
 use arrow_flight::{
     Action, ActionType, FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket,
 };
-use prost::bytes::Bytes;
 use futures::{Stream, StreamExt};
+use prost::bytes::Bytes;
 use prost::Message;
 use quiver_server_protocol::errors::{
     KIND_BUSY, KIND_LIMIT, KIND_NOT_FOUND, KIND_PROTOCOL, KIND_SQL, KIND_STOPPING,

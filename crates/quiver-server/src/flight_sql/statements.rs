@@ -8,11 +8,12 @@
 //! previous result), so a `CREATE TABLE` must have happened when `GetFlightInfo` returns. Its ticket
 //! says so, and its `DoGet` is the empty result.
 //!
-//! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
-//! `Session::with`, so the stop and `cancel` interrupt it), encodes each into its Flight message and
-//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow
-//! client holds the thread at the channel; a client that goes away closes it, and the thread ends,
-//! closing the cursor and (outside a transaction) the session.
+//! The stream: a blocking thread pulls DuckDB's batches one at a time (the session's open result,
+//! `lease.rs`, read under `Session::with`, so the stop and `cancel` interrupt it), encodes each into
+//! its Flight message and puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC
+//! response drains. A slow client holds the thread at the channel; a client that goes away closes
+//! it, and the thread ends, closing the result and (outside a transaction) the session. The next
+//! statement on the session ends a result nobody reads to its end.
 
 use std::sync::Arc;
 
@@ -31,9 +32,9 @@ use quiver_wire::BatchMessage;
 use tonic::Status;
 
 use super::lease::{superseded, Lease, Step};
+use super::prepared::Parameters;
 use super::result_types::ResultTypes;
 use super::running::{cancelled, Registered};
-use super::prepared::Parameters;
 use super::service::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;

@@ -79,11 +79,7 @@ fn active_values(name: &str, union: &UnionArray) -> Result<ArrayRef, Status> {
     let indices: Vec<(usize, usize)> = (0..union.len())
         .map(|row| {
             let id = union.type_id(row);
-            let offset = if dense {
-                union.value_offset(row)
-            } else {
-                row
-            };
+            let offset = if dense { union.value_offset(row) } else { row };
             children
                 .iter()
                 .position(|(child_id, _)| *child_id == id)
@@ -119,13 +115,7 @@ mod tests {
             Arc::new(NullArray::new(1)),
         ];
         Arc::new(
-            UnionArray::try_new(
-                fields(),
-                type_ids.into(),
-                Some(offsets.into()),
-                children,
-            )
-            .unwrap(),
+            UnionArray::try_new(fields(), type_ids.into(), Some(offsets.into()), children).unwrap(),
         )
     }
 
@@ -135,8 +125,15 @@ mod tests {
         let text = dense(vec![1], vec![0], vec![], vec!["x"]);
         let batch = RecordBatch::try_from_iter([("a", ints)]).unwrap();
         let resolved = resolve(batch).unwrap();
-        let column = resolved.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-        assert_eq!(column.iter().collect::<Vec<_>>(), vec![Some(42), None, Some(7)]);
+        let column = resolved
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(
+            column.iter().collect::<Vec<_>>(),
+            vec![Some(42), None, Some(7)]
+        );
         let batch = RecordBatch::try_from_iter([("b", text)]).unwrap();
         let resolved = resolve(batch).unwrap();
         assert_eq!(resolved.schema().field(0).data_type(), &DataType::Utf8);
@@ -157,12 +154,14 @@ mod tests {
             Arc::new(StringArray::from(vec!["", ""])),
             Arc::new(NullArray::new(2)),
         ];
-        let sparse =
-            UnionArray::try_new(fields(), vec![0i8, 2].into(), None, children)
-                .unwrap();
+        let sparse = UnionArray::try_new(fields(), vec![0i8, 2].into(), None, children).unwrap();
         let batch = RecordBatch::try_from_iter([("s", Arc::new(sparse) as ArrayRef)]).unwrap();
         let resolved = resolve(batch).unwrap();
-        let column = resolved.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        let column = resolved
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
         assert_eq!(column.iter().collect::<Vec<_>>(), vec![Some(5), None]);
     }
 }
