@@ -246,6 +246,12 @@ def test_enum_unsigned_and_zoned_values_read_as_values(server: ServerProcess, jd
     assert result["rows"] == [
         ["happy", '["sad"]', "255", "65535", "4294967295", "18446744073709551615", "2024-02-29 07:34:56.789"]
     ]
+    # getColumns tells the same types the values arrive in.
+    client = server.client()
+    client.call("execute", "CREATE TABLE jdbc_portable (m ENUM('sad', 'happy'), u UBIGINT, t TIMESTAMPTZ)")
+    client.close()
+    listed = run_ok(jdbc_classpath, "metadata", jdbc_url(server, token=server.token), "jdbc_portable")
+    assert [column[1:3] for column in listed["columns"]] == [["m", "VARCHAR"], ["u", "DECIMAL"], ["t", "TIMESTAMP"]]
 
 
 def test_arrow_result_types_on_request(server: ServerProcess, jdbc_classpath: str) -> None:

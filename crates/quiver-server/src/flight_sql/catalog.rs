@@ -19,6 +19,7 @@ use arrow_schema::DataType;
 use tonic::Status;
 
 use super::lease::Lease;
+use super::result_types::ResultTypes;
 use super::service::status;
 use crate::duck::batch_stream;
 use crate::insert::{table_schema, TableName};
@@ -132,8 +133,13 @@ pub fn db_schemas(lease: &Lease, query: CommandGetDbSchemas) -> Result<RecordBat
     built(builder.build())
 }
 
-/// `GetTables`, each table's Arrow schema with `include_schema`. Blocks on DuckDB.
-pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Status> {
+/// `GetTables`, each table's Arrow schema with `include_schema`, in the types the client reads
+/// results in (so a JDBC column's type is the type its values arrive in). Blocks on DuckDB.
+pub fn tables(
+    lease: &Lease,
+    query: CommandGetTables,
+    types: ResultTypes,
+) -> Result<RecordBatch, Status> {
     let include_schema = query.include_schema;
     let filters = [
         query.catalog.as_deref(),
@@ -156,7 +162,7 @@ pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Sta
                 Some(schema_name.clone()),
                 Some(catalog.clone()),
             );
-            table_schema(lease.session(), &name).map_err(status)?
+            types.schema(&table_schema(lease.session(), &name).map_err(status)?)
         } else {
             Arc::new(empty.clone())
         };

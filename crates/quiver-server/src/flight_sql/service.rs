@@ -514,10 +514,11 @@ impl FlightSqlService for FlightSql {
     async fn do_get_tables(
         &self,
         query: CommandGetTables,
-        _request: Request<Ticket>,
+        request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
+        let types = ResultTypes::of(request.metadata())?;
         let batch = self
-            .on_session(None, move |lease| catalog::tables(&lease, query))
+            .on_session(None, move |lease| catalog::tables(&lease, query, types))
             .await?;
         Ok(Response::new(one_batch(batch)))
     }
