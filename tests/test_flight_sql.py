@@ -226,6 +226,16 @@ def test_a_temporary_ingest_outside_a_transaction_is_refused(server: ServerProce
         assert cur.fetchone() == (0,)
 
 
+def test_an_ingest_in_a_transaction_is_not_undone_by_rollback_a_driver_limit(server: ServerProcess) -> None:
+    # ADBC 1.13's driver sends adbc_ingest without the transaction id (README, "Driver limits"): the
+    # rows are committed on their own, and the connection's rollback cannot undo them.
+    with connect(server) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("ing_rollback", readings(0, 3), mode="create")
+        conn.rollback()
+    with connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        assert count(cur, "ing_rollback") == 3
+
+
 def test_a_large_ingest_streams(server: ServerProcess) -> None:
     rows = 2_000_000
     batches = [readings(start, 100_000).to_batches()[0] for start in range(0, rows, 100_000)]

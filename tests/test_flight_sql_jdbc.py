@@ -3,7 +3,9 @@ Maven Central (fetched by tools/setup_jdbc.sh), driven by the small Java program
 tests/flight_sql_jdbc/ (compiled here with the machine's JDK): a typed query, a large result streamed
 row by row, a prepared INSERT sent with addBatch / executeBatch and read back through quiver's own
 client, DatabaseMetaData (table types, catalogs, tables, columns) as a SQL tool reads it, bearer token and
-user/password auth, a wrong token refused, a SQL error with DuckDB's message,
+user/password auth, a wrong token refused, a SQL error with DuckDB's message, ENUM / unsigned / zoned
+timestamp values read as their values (the server's portable result types for Java clients), primary
+keys as DatabaseMetaData reads them,
 TLS with a self-signed certificate made here (trusted through the driver's tlsRootCerts, refused without).
 """
 
@@ -219,6 +221,74 @@ def test_database_metadata_lists_tables_and_columns(server: ServerProcess, jdbc_
         ["jdbc_meta_view", "id", "INTEGER", 1, "YES"],
         ["jdbc_meta_view", "label", "VARCHAR", 2, "YES"],
     ]
+
+
+def test_enum_unsigned_and_zoned_values_read_as_values(server: ServerProcess, jdbc_classpath: str) -> None:
+    # The 18.3 driver reads a dictionary as its indices, an unsigned integer as the signed one of its
+    # width and throws on getObject for a zoned timestamp: a Java client's results arrive in portable
+    # types (crates/quiver-server/src/flight_sql/result_types.rs), every value kept.
+    sql = (
+        "SELECT 'happy'::ENUM('sad', 'happy') AS mood, ['sad'::ENUM('sad', 'happy')] AS moods, "
+        "255::UTINYINT AS u8, 65535::USMALLINT AS u16, 4294967295::UINTEGER AS u32, "
+        "18446744073709551615::UBIGINT AS u64, TIMESTAMPTZ '2024-02-29 12:34:56.789+05:00' AS at"
+    )
+    result = run_ok(jdbc_classpath, "query", jdbc_url(server, token=server.token), sql, "1")
+    assert [(column["name"], column["type"]) for column in result["columns"]] == [
+        ("mood", "VARCHAR"),
+        ("moods", "ARRAY"),
+        ("u8", "SMALLINT"),
+        ("u16", "INTEGER"),
+        ("u32", "BIGINT"),
+        ("u64", "DECIMAL"),
+        ("at", "TIMESTAMP"),
+    ]
+    assert result["classes"][6] == "java.sql.Timestamp"
+    assert result["rows"] == [
+        ["happy", '["sad"]', "255", "65535", "4294967295", "18446744073709551615", "2024-02-29 07:34:56.789"]
+    ]
+    # getColumns tells the same types the values arrive in.
+    client = server.client()
+    client.call("execute", "CREATE TABLE jdbc_portable (m ENUM('sad', 'happy'), u UBIGINT, t TIMESTAMPTZ)")
+    client.close()
+    listed = run_ok(jdbc_classpath, "metadata", jdbc_url(server, token=server.token), "jdbc_portable")
+    assert [column[1:3] for column in listed["columns"]] == [["m", "VARCHAR"], ["u", "DECIMAL"], ["t", "TIMESTAMP"]]
+
+
+def test_arrow_result_types_on_request(server: ServerProcess, jdbc_classpath: str) -> None:
+    # A URL property travels as a header: a Java client may ask for DuckDB's own Arrow types.
+    url = jdbc_url(server, token=server.token, **{"quiver-result-types": "arrow"})
+    result = run_ok(jdbc_classpath, "query", url, "SELECT 'happy'::ENUM('sad', 'happy') AS mood", "1")
+    assert result["rows"] == [["1"]]  # the dictionary's index: what the driver makes of a dictionary
+    status, refused = run_program(
+        jdbc_classpath, "query", jdbc_url(server, token=server.token, **{"quiver-result-types": "x"}), "SELECT 1", "1"
+    )
+    assert status == EXIT_SQL_ERROR and "quiver-result-types" in refused["error"], refused
+
+
+def test_primary_keys_and_the_drivers_empty_type_info(server: ServerProcess, jdbc_classpath: str) -> None:
+    client = server.client()
+    client.call(
+        "execute", "CREATE TABLE jdbc_keys (region VARCHAR, id INTEGER, note VARCHAR, PRIMARY KEY (region, id))"
+    )
+    client.close()
+    result = run_ok(jdbc_classpath, "keys", jdbc_url(server, token=server.token), "jdbc_keys")
+    assert result["primary_keys"] == [
+        ["jdbc_keys", "region", 1, "jdbc_keys_region_id_pkey"],
+        ["jdbc_keys", "id", 2, "jdbc_keys_region_id_pkey"],
+    ]
+    # The 18.3 driver's getTypeInfo is Avatica's empty default: it never asks the server
+    # (GetXdbcTypeInfo, which tests/test_flight_sql_dbapi.py reads). A driver limit, in the README.
+    assert result["types"] == []
+
+
+def test_rollback_with_autocommit_off_is_a_no_op_a_driver_limit(server: ServerProcess, jdbc_classpath: str) -> None:
+    # The 18.3 driver never begins a Flight SQL transaction: with autocommit off each statement still
+    # commits on its own and rollback() does nothing (README, "Driver limits").
+    client = server.client()
+    client.call("execute", "CREATE TABLE jdbc_rollback (id INTEGER)")
+    client.close()
+    result = run_ok(jdbc_classpath, "rollback", jdbc_url(server, token=server.token), "jdbc_rollback")
+    assert result["rows_after_rollback"] == 1
 
 
 def test_user_and_password_handshake(server: ServerProcess, jdbc_classpath: str) -> None:

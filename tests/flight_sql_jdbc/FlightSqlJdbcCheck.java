@@ -27,6 +27,10 @@ import java.util.List;
  *   metadata URL PATTERN            DatabaseMetaData as a SQL tool reads it: the table types, the
  *                                   catalogs, the tables named like PATTERN in getTables and their
  *                                   columns in getColumns
+ *   keys   URL TABLE                getPrimaryKeys of TABLE (column, sequence, key name) and getTypeInfo
+ *                                   (each type's name and JDBC type)
+ *   rollback URL TABLE              with autocommit off: one row inserted into TABLE (id INTEGER),
+ *                                   rollback(), then the rows TABLE has
  * </pre>
  *
  * A SQLException is printed as {"error": ..., "sql_state": ...} with exit status 3, so a test can assert
@@ -57,6 +61,10 @@ public final class FlightSqlJdbcCheck {
                 result = ingest(url, args[2], boundedCount(args[3], INGEST_ROWS_LIMIT));
             } else if (mode.equals("metadata") && args.length == 3) {
                 result = metadata(url, args[2]);
+            } else if (mode.equals("keys") && args.length == 3) {
+                result = keys(url, args[2]);
+            } else if (mode.equals("rollback") && args.length == 3) {
+                result = rollback(url, args[2]);
             } else {
                 usage();
                 return;
@@ -204,6 +212,53 @@ public final class FlightSqlJdbcCheck {
         return result;
     }
 
+    private static Json keys(String url, String table) throws SQLException {
+        Json result = new Json();
+        try (Connection connection = DriverManager.getConnection(url)) {
+            DatabaseMetaData meta = connection.getMetaData();
+            try (ResultSet rows = meta.getPrimaryKeys(null, null, table)) {
+                List<Object> keys = new ArrayList<>();
+                while (rows.next()) {
+                    List<Object> key = new ArrayList<>();
+                    key.add(rows.getString("TABLE_NAME"));
+                    key.add(rows.getString("COLUMN_NAME"));
+                    key.add(rows.getInt("KEY_SEQ"));
+                    key.add(rows.getString("PK_NAME"));
+                    keys.add(key);
+                }
+                result.put("primary_keys", keys);
+            }
+            try (ResultSet rows = meta.getTypeInfo()) {
+                List<Object> types = new ArrayList<>();
+                while (rows.next()) {
+                    List<Object> type = new ArrayList<>();
+                    type.add(rows.getString("TYPE_NAME"));
+                    type.add(JDBCType.valueOf(rows.getInt("DATA_TYPE")).getName());
+                    types.add(type);
+                }
+                result.put("types", types);
+            }
+        }
+        return result;
+    }
+
+    private static Json rollback(String url, String table) throws SQLException {
+        Json result = new Json();
+        try (Connection connection = DriverManager.getConnection(url)) {
+            connection.setAutoCommit(false);
+            try (Statement statement = connection.createStatement()) {
+                statement.executeUpdate("INSERT INTO " + table + " VALUES (1)");
+            }
+            connection.rollback();
+            try (Statement statement = connection.createStatement();
+                    ResultSet rows = statement.executeQuery("SELECT count(*) FROM " + table)) {
+                rows.next();
+                result.put("rows_after_rollback", rows.getLong(1));
+            }
+        }
+        return result;
+    }
+
     /** The named string columns of every row, one list per row (one string per row for one name). */
     private static List<Object> strings(ResultSet rows, String... names) throws SQLException {
         List<Object> out = new ArrayList<>();
@@ -261,6 +316,8 @@ public final class FlightSqlJdbcCheck {
         System.err.println("usage: FlightSqlJdbcCheck query URL SQL PRINT_ROWS_MAX");
         System.err.println("       FlightSqlJdbcCheck ingest URL TABLE ROWS");
         System.err.println("       FlightSqlJdbcCheck metadata URL PATTERN");
+        System.err.println("       FlightSqlJdbcCheck keys URL TABLE");
+        System.err.println("       FlightSqlJdbcCheck rollback URL TABLE");
         System.exit(2);
     }
 

@@ -1,7 +1,8 @@
 //! The catalog commands: catalogs, db schemas, tables (with their Arrow schemas on request) and
 //! table types, read from DuckDB's own `duckdb_databases()`, `duckdb_schemas()`, `duckdb_tables()`
 //! and `duckdb_views()` and answered through arrow-flight's builders (which apply the commands'
-//! filters as Flight SQL defines them). The spine's listing, `tables`, is `crate::catalog`.
+//! filters as Flight SQL defines them), and a table's primary key from `duckdb_constraints()`.
+//! The spine's listing, `tables`, is `crate::catalog`.
 //!
 //! The listing shows the databases a client attached or opened (`NOT internal`: not DuckDB's
 //! `system` and `temp`); a metadata call runs on a session of its own, which has no temporary
@@ -9,14 +10,16 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray};
 use arrow_flight::sql::{
-    CommandGetCatalogs, CommandGetDbSchemas, CommandGetTableTypes, CommandGetTables,
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetPrimaryKeys, CommandGetTableTypes,
+    CommandGetTables,
 };
 use arrow_schema::DataType;
 use tonic::Status;
 
 use super::lease::Lease;
+use super::result_types::ResultTypes;
 use super::service::status;
 use crate::duck::batch_stream;
 use crate::insert::{table_schema, TableName};
@@ -41,6 +44,17 @@ const TABLES: &str = "SELECT * FROM (\
        AND ($2::VARCHAR IS NULL OR schema_name LIKE $2) \
        AND ($3::VARCHAR IS NULL OR table_name LIKE $3) \
      ORDER BY 1, 2, 3";
+
+/// Primary key columns of one table, narrowed by catalog and schema when given, in Flight SQL's
+/// order (the command names a table, not a pattern).
+const PRIMARY_KEYS: &str = "SELECT database_name, schema_name, table_name, \
+            constraint_column_names[k] AS column_name, constraint_name, k AS key_sequence \
+       FROM duckdb_constraints(), range(1, len(constraint_column_names) + 1) r(k) \
+      WHERE constraint_type = 'PRIMARY KEY' \
+        AND ($1::VARCHAR IS NULL OR database_name = $1) \
+        AND ($2::VARCHAR IS NULL OR schema_name = $2) \
+        AND table_name = $3 \
+      ORDER BY 1, 2, 3, 5, 6";
 
 /// The rows of a listing query, as text, at most `rows_max`.
 fn listing(
@@ -119,8 +133,13 @@ pub fn db_schemas(lease: &Lease, query: CommandGetDbSchemas) -> Result<RecordBat
     built(builder.build())
 }
 
-/// `GetTables`, each table's Arrow schema with `include_schema`. Blocks on DuckDB.
-pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Status> {
+/// `GetTables`, each table's Arrow schema with `include_schema`, in the types the client reads
+/// results in (so a JDBC column's type is the type its values arrive in). Blocks on DuckDB.
+pub fn tables(
+    lease: &Lease,
+    query: CommandGetTables,
+    types: ResultTypes,
+) -> Result<RecordBatch, Status> {
     let include_schema = query.include_schema;
     let filters = [
         query.catalog.as_deref(),
@@ -143,7 +162,7 @@ pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Sta
                 Some(schema_name.clone()),
                 Some(catalog.clone()),
             );
-            table_schema(lease.session(), &name).map_err(status)?
+            types.schema(&table_schema(lease.session(), &name).map_err(status)?)
         } else {
             Arc::new(empty.clone())
         };
@@ -152,6 +171,48 @@ pub fn tables(lease: &Lease, query: CommandGetTables) -> Result<RecordBatch, Sta
             .map_err(|e| Status::internal(format!("catalog: {e}")))?;
     }
     built(builder.build())
+}
+
+/// The schema of `GetPrimaryKeys`' answer, as Flight SQL defines it.
+pub fn primary_keys_schema() -> arrow_schema::SchemaRef {
+    use arrow_schema::Field;
+    Arc::new(arrow_schema::Schema::new(vec![
+        Field::new("catalog_name", DataType::Utf8, true),
+        Field::new("db_schema_name", DataType::Utf8, true),
+        Field::new("table_name", DataType::Utf8, false),
+        Field::new("column_name", DataType::Utf8, false),
+        Field::new("key_name", DataType::Utf8, true),
+        Field::new("key_sequence", DataType::Int32, false),
+    ]))
+}
+
+/// `GetPrimaryKeys`: the table's primary key columns, one row each. Blocks on DuckDB.
+pub fn primary_keys(lease: &Lease, query: CommandGetPrimaryKeys) -> Result<RecordBatch, Status> {
+    let filters = [
+        query.catalog.as_deref(),
+        query.db_schema.as_deref(),
+        Some(query.table.as_str()),
+    ];
+    let rows = listing(lease, PRIMARY_KEYS, &filters, TABLES_MAX)?;
+    let text = |column: usize| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|row| row[column].as_str()),
+        ))
+    };
+    let sequence = rows
+        .iter()
+        .map(|row| row[5].parse::<i32>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Status::internal(format!("primary keys: key sequence: {e}")))?;
+    let columns = vec![
+        text(0),
+        text(1),
+        text(2),
+        text(3),
+        text(4),
+        Arc::new(Int32Array::from(sequence)) as ArrayRef,
+    ];
+    built(RecordBatch::try_new(primary_keys_schema(), columns))
 }
 
 /// `GetTableTypes`.

@@ -27,6 +27,7 @@ use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
 use super::auth::{self, Authenticated};
+use super::result_types::ResultTypes;
 use super::service::FlightSql;
 use super::statements::{padded, DataMessage, MessageStream};
 use crate::auth::Token;
@@ -108,7 +109,8 @@ impl ServerStreamingService<Ticket> for DoGet {
     fn call(&mut self, request: Request<Ticket>) -> Self::Future {
         let this = self.clone();
         Box::pin(async move {
-            let command = Any::decode(&*request.get_ref().ticket).ok();
+            let raw = request.get_ref().ticket.clone();
+            let command = Any::decode(&*raw).ok();
             if let Some(command) = &command {
                 if command.is::<TicketStatementQuery>() {
                     auth::check(this.token.as_ref(), request.metadata())?;
@@ -116,7 +118,8 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<TicketStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.statement_messages(ticket).await?;
+                    let types = ResultTypes::of(request.metadata())?;
+                    let messages = this.service.statement_messages(ticket, raw, types).await?;
                     return Ok(Response::new(messages));
                 }
                 if command.is::<CommandPreparedStatementQuery>() {
@@ -125,7 +128,8 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .unpack::<CommandPreparedStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
-                    let messages = this.service.prepared_messages(query).await?;
+                    let types = ResultTypes::of(request.metadata())?;
+                    let messages = this.service.prepared_messages(query, raw, types).await?;
                     return Ok(Response::new(messages));
                 }
             }

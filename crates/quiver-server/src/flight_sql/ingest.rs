@@ -113,6 +113,8 @@ pub fn ingest(
     plan: &Plan,
     stream: PeekableFlightDataStream,
 ) -> Result<i64, Status> {
+    // A result still open on a transaction's session would refuse the insert's statements.
+    lease.with(|_| Ok(())).map_err(status)?;
     let session = lease.session();
     let mut batches =
         FlightRecordBatchStream::new_from_flight_data(stream.map_err(FlightError::from));

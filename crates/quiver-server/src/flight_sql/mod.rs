@@ -6,22 +6,28 @@
 //! `quiver-flight`, DuckDB's work on its bounded blocking pool), tonic's server with the service
 //! behind the credentials check (`auth.rs`), optional TLS from PEM files, and a reaper of idle
 //! transactions and prepared statements. The commands live beside it (`statements.rs`,
-//! `prepared.rs`, `transactions.rs`, `ingest.rs`, `catalog.rs`, `sql_info.rs`), dispatched from
-//! `service.rs`; a call's session is `lease.rs`'s, and `connections.rs` ends a client's
-//! transactions when its connection closes.
+//! `prepared.rs`, `transactions.rs`, `ingest.rs`, `catalog.rs`, `sql_info.rs`, `type_info.rs`,
+//! `cancel.rs` over `running.rs`, the result types a client reads in `result_types.rs`), dispatched from `service.rs`; a call's session is `lease.rs`'s
+//! (which ends a result left open when the next statement comes), and `connections.rs` ends a
+//! client's transactions when its connection closes.
 
 mod address;
 mod auth;
+mod cancel;
 mod catalog;
 mod connections;
 mod do_get;
 mod ingest;
 mod lease;
 mod prepared;
+mod result_types;
+mod running;
 mod service;
 mod sql_info;
 mod statements;
 mod transactions;
+mod type_info;
+mod union_parameters;
 
 pub use address::GrpcAddress;
 

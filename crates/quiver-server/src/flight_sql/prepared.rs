@@ -8,7 +8,8 @@
 //!
 //! A query runs once with one row of parameters; more rows are refused (DuckDB's error names the
 //! count), since a result per row has no place in one Flight stream. An update runs once per row
-//! and counts the rows of all of them.
+//! and counts the rows of all of them. Parameters sent as unions are resolved to their values
+//! (`union_parameters.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,7 +27,9 @@ use prost::bytes::Bytes;
 use tonic::Status;
 
 use super::lease::Lease;
+use super::result_types::ResultTypes;
 use super::service::status;
+use super::union_parameters;
 use crate::auth::random_hex;
 use crate::duck::batch_stream;
 
@@ -117,18 +120,16 @@ impl PreparedStatements {
         lease: &Lease,
         sql: String,
         transaction_id: Option<Vec<u8>>,
+        types: ResultTypes,
     ) -> Result<Created, Status> {
-        let (mut prepared, _, result) = lease
-            .session()
-            .with(|open| open.duck.prepare(&sql))
-            .map_err(status)?;
+        let (mut prepared, _, result) =
+            lease.with(|open| open.duck.prepare(&sql)).map_err(status)?;
         let parameters = lease
-            .session()
             .with(|_| prepared.parameter_schema())
             .map_err(status)?;
         drop(prepared);
         let dataset_schema = match &result {
-            Some(schema) => ipc_schema(schema)?,
+            Some(schema) => ipc_schema(&types.schema(schema))?,
             None => Bytes::new(),
         };
         let created = Created {
@@ -221,6 +222,14 @@ pub async fn read_parameters(
     while let Some(batch) = batches_in.next().await {
         let batch = batch.map_err(|e| Status::invalid_argument(format!("parameters: {e}")))?;
         bytes += batch.get_array_memory_size() as u64;
+        let batch = union_parameters::resolve(batch)?;
+        if let Some(first) = batches.first() {
+            if RecordBatch::schema(first) != batch.schema() {
+                return Err(Status::invalid_argument(
+                    "parameters: the batches' values have different types; send one type per parameter",
+                ));
+            }
+        }
         if bytes > bytes_max {
             return Err(Status::resource_exhausted(format!(
                 "parameters of more than {bytes_max} bytes"

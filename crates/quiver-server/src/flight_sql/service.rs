@@ -8,19 +8,23 @@ use std::sync::{Arc, Mutex};
 
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::flight_service_server::FlightService;
-use arrow_flight::sql::metadata::SqlInfoData;
+use arrow_flight::sql::metadata::{SqlInfoData, XdbcTypeInfoData};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionBeginTransactionRequest, ActionBeginTransactionResult,
-    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
-    ActionCreatePreparedStatementResult, ActionEndTransactionRequest, CommandGetCatalogs,
-    CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
+    ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionCancelQueryRequest,
+    ActionCancelQueryResult, ActionClosePreparedStatementRequest,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
+    ActionEndTransactionRequest, CommandGetCatalogs, CommandGetDbSchemas, CommandGetPrimaryKeys,
+    CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandGetXdbcTypeInfo,
     CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementIngest,
     CommandStatementQuery, CommandStatementUpdate, DoPutPreparedStatementResult, EndTransaction,
     ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
-use arrow_flight::{FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
+use arrow_flight::{
+    Action, ActionType, FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket,
+};
 use futures::{Stream, StreamExt};
+use prost::bytes::Bytes;
 use prost::Message;
 use quiver_server_protocol::errors::{
     KIND_BUSY, KIND_LIMIT, KIND_NOT_FOUND, KIND_PROTOCOL, KIND_SQL, KIND_STOPPING,
@@ -31,10 +35,13 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::auth;
+use super::cancel;
 use super::catalog;
 use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
+use super::result_types::ResultTypes;
+use super::running::{Read, Registered, Running};
 use super::statements::{self, MessageStream, StatementTicket, BATCH_ROWS};
 use super::transactions::Transactions;
 use crate::auth::Token;
@@ -86,7 +93,9 @@ pub struct FlightSql {
     shared: Arc<Shared>,
     transactions: Arc<Transactions>,
     prepared: Arc<PreparedStatements>,
+    running: Arc<Running>,
     sql_info: Arc<SqlInfoData>,
+    type_info: Arc<XdbcTypeInfoData>,
 }
 
 type Answer<T> = Result<Response<T>, Status>;
@@ -103,21 +112,28 @@ impl FlightSql {
             shared,
             transactions,
             prepared,
+            running: Arc::new(Running::default()),
             sql_info: Arc::new(super::sql_info::sql_info()),
+            type_info: Arc::new(super::type_info::type_info()),
         }
     }
 
-    /// `DoGet(TicketStatementQuery)`'s messages: the statement's result.
+    /// `DoGet(TicketStatementQuery)`'s messages: the statement's result. `raw` is the ticket's
+    /// bytes, what `CancelFlightInfo` names the read by.
     pub async fn statement_messages(
         &self,
         ticket: TicketStatementQuery,
+        raw: Bytes,
+        types: ResultTypes,
     ) -> Result<MessageStream, Status> {
         let ticket = StatementTicket::decode(&ticket.statement_handle)?;
         if ticket.executed {
             return Ok(statements::empty_result());
         }
-        self.on_session(ticket.transaction_id.clone(), move |lease| {
-            statements::stream(lease, |open| open.duck.query(&ticket.sql, None, BATCH_ROWS))
+        self.read_result(ticket.transaction_id.clone(), raw, move |lease, read| {
+            statements::stream(lease, Some(read), types, |open| {
+                open.duck.query(&ticket.sql, None, BATCH_ROWS)
+            })
         })
         .await
     }
@@ -127,15 +143,17 @@ impl FlightSql {
     pub async fn prepared_messages(
         &self,
         query: CommandPreparedStatementQuery,
+        raw: Bytes,
+        types: ResultTypes,
     ) -> Result<MessageStream, Status> {
         let statement = self.prepared.get(&query.prepared_statement_handle)?;
         prepared::check_query_rows(statement.parameters.as_ref())?;
-        self.on_session(statement.transaction_id.clone(), move |lease| {
+        self.read_result(statement.transaction_id.clone(), raw, move |lease, read| {
             let parameters = statement
                 .parameters
                 .as_ref()
                 .map(prepared::Parameters::stream);
-            statements::stream(lease, |open| {
+            statements::stream(lease, Some(read), types, |open| {
                 open.duck.query(&statement.sql, parameters, BATCH_ROWS)
             })
         })
@@ -147,8 +165,11 @@ impl FlightSql {
     }
 
     /// Runs `work` on a blocking thread on the call's session: the transaction's, or one of its
-    /// own. A call dropped before `work` ends (the client cancelled, timed out or went away)
-    /// interrupts its statement, so DuckDB does not finish work nobody waits for.
+    /// own. A call on a session of its own dropped before `work` ends (the client cancelled, timed
+    /// out or went away) interrupts its statement, so DuckDB does not finish work nobody waits
+    /// for. A transaction's session is not interrupted: the interrupt could land on another call's
+    /// statement there, and an interrupted statement aborts the whole transaction, which the
+    /// client goes on using (ADBC drops a result it did not read and runs the next statement).
     async fn on_session<T: Send + 'static>(
         &self,
         transaction_id: Option<Vec<u8>>,
@@ -161,14 +182,36 @@ impl FlightSql {
         let outcome = blocking(move || {
             let lease = match transaction_id {
                 Some(id) => transactions.lease(&shared, &id)?,
-                None => Arc::new(OwnedSession::open(&shared)?),
+                None => {
+                    let lease = Arc::new(OwnedSession::open(&shared)?);
+                    *session.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(Arc::clone(lease.session()));
+                    lease
+                }
             };
-            *session.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(lease.session()));
             work(lease)
         })
         .await;
         running.finished = true;
         outcome
+    }
+
+    /// A `DoGet`'s result on its session, `read` registered for `CancelFlightInfo`. A call the
+    /// client drops before its stream starts abandons the read, so its query does not start late
+    /// on a transaction's session and end the result of a statement that came after it.
+    async fn read_result(
+        &self,
+        transaction_id: Option<Vec<u8>>,
+        raw: Bytes,
+        start: impl FnOnce(Lease, Registered) -> Result<MessageStream, Status> + Send + 'static,
+    ) -> Result<MessageStream, Status> {
+        let read = self.running.register(raw);
+        let abandoned = AbandonOnDrop(Some(Arc::clone(read.read())));
+        let messages = self
+            .on_session(transaction_id, move |lease| start(lease, read))
+            .await;
+        abandoned.finish();
+        messages
     }
 }
 
@@ -207,10 +250,11 @@ impl FlightSqlService for FlightSql {
             transaction_id,
             executed: false,
         };
+        let types = ResultTypes::of(request.metadata())?;
         let descriptor = request.into_inner();
         let info = self
             .on_session(ticket.transaction_id.clone(), move |lease| {
-                let schema = statements::plan(&lease, &mut ticket)?;
+                let schema = types.schema(&statements::plan(&lease, &mut ticket)?);
                 statements::flight_info(&schema, statements::statement_ticket(&ticket), descriptor)
             })
             .await?;
@@ -220,9 +264,11 @@ impl FlightSqlService for FlightSql {
     async fn do_get_statement(
         &self,
         ticket: TicketStatementQuery,
-        _request: Request<Ticket>,
+        request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let messages = self.statement_messages(ticket).await?;
+        let types = ResultTypes::of(request.metadata())?;
+        let raw = request.into_inner().ticket;
+        let messages = self.statement_messages(ticket, raw, types).await?;
         Ok(Response::new(statements::flight_data(messages)))
     }
 
@@ -296,15 +342,16 @@ impl FlightSqlService for FlightSql {
     async fn do_action_create_prepared_statement(
         &self,
         query: ActionCreatePreparedStatementRequest,
-        _request: Request<arrow_flight::Action>,
+        request: Request<arrow_flight::Action>,
     ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let types = ResultTypes::of(request.metadata())?;
         let sql = statements::check_sql(&query.query)?.to_string();
         let transaction_id =
             statements::transaction_id(query.transaction_id.as_ref())?.map(<[u8]>::to_vec);
         let store = Arc::clone(&self.prepared);
         let created = self
             .on_session(transaction_id.clone(), move |lease| {
-                store.create(&lease, sql, transaction_id)
+                store.create(&lease, sql, transaction_id, types)
             })
             .await?;
         Ok(ActionCreatePreparedStatementResult {
@@ -345,12 +392,15 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Answer<FlightInfo> {
         let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let types = ResultTypes::of(request.metadata())?;
         let descriptor = request.into_inner();
         if let Some(schema) = &statement.result_schema {
             prepared::check_query_rows(statement.parameters.as_ref())?;
             let ticket = query.as_any().encode_to_vec().into();
             return Ok(Response::new(statements::flight_info(
-                schema, ticket, descriptor,
+                &types.schema(schema),
+                ticket,
+                descriptor,
             )?));
         }
         // No result set: it runs now (see statements.rs), once per parameter row.
@@ -372,9 +422,11 @@ impl FlightSqlService for FlightSql {
     async fn do_get_prepared_statement(
         &self,
         query: CommandPreparedStatementQuery,
-        _request: Request<Ticket>,
+        request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
-        let messages = self.prepared_messages(query).await?;
+        let types = ResultTypes::of(request.metadata())?;
+        let raw = request.into_inner().ticket;
+        let messages = self.prepared_messages(query, raw, types).await?;
         Ok(Response::new(statements::flight_data(messages)))
     }
 
@@ -462,10 +514,11 @@ impl FlightSqlService for FlightSql {
     async fn do_get_tables(
         &self,
         query: CommandGetTables,
-        _request: Request<Ticket>,
+        request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
+        let types = ResultTypes::of(request.metadata())?;
         let batch = self
-            .on_session(None, move |lease| catalog::tables(&lease, query))
+            .on_session(None, move |lease| catalog::tables(&lease, query, types))
             .await?;
         Ok(Response::new(one_batch(batch)))
     }
@@ -485,6 +538,80 @@ impl FlightSqlService for FlightSql {
         _request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
         Ok(Response::new(one_batch(catalog::table_types(query)?)))
+    }
+
+    async fn get_flight_info_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        metadata_info(&catalog::primary_keys_schema(), &query, request)
+    }
+
+    async fn do_get_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let batch = self
+            .on_session(None, move |lease| catalog::primary_keys(&lease, query))
+            .await?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    async fn get_flight_info_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Answer<FlightInfo> {
+        let schema = query.into_builder(&self.type_info).schema();
+        metadata_info(&schema, &query, request)
+    }
+
+    async fn do_get_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        _request: Request<Ticket>,
+    ) -> Answer<DoGetStream> {
+        let batch = query
+            .into_builder(&self.type_info)
+            .build()
+            .map_err(|e| Status::internal(format!("type info: {e}")))?;
+        Ok(Response::new(one_batch(batch)))
+    }
+
+    /// Flight's own `CancelFlightInfo` action (arrow-flight's Flight SQL dispatch leaves it to
+    /// this fallback).
+    async fn do_action_fallback(
+        &self,
+        request: Request<Action>,
+    ) -> Answer<<FlightSql as FlightService>::DoActionStream> {
+        let action = request.into_inner();
+        if action.r#type != cancel::CANCEL_FLIGHT_INFO {
+            return Err(Status::invalid_argument(format!(
+                "unknown action {:?}",
+                action.r#type
+            )));
+        }
+        let body = cancel::cancel_flight_info(&self.running, &action.body)?;
+        let result = arrow_flight::Result { body };
+        Ok(Response::new(Box::pin(futures::stream::iter([Ok(result)]))))
+    }
+
+    async fn list_custom_actions(&self) -> Option<Vec<Result<ActionType, Status>>> {
+        Some(vec![Ok(ActionType {
+            r#type: cancel::CANCEL_FLIGHT_INFO.into(),
+            description: "Cancel the statements reading a FlightInfo's tickets".into(),
+        })])
+    }
+
+    /// Flight SQL's older `CancelQuery` action, the same cancel.
+    async fn do_action_cancel_query(
+        &self,
+        query: ActionCancelQueryRequest,
+        _request: Request<Action>,
+    ) -> Result<ActionCancelQueryResult, Status> {
+        cancel::cancel_query(&self.running, &query.info)
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
@@ -509,6 +636,23 @@ impl Drop for InterruptOnDrop {
             .take();
         if let Some(session) = session {
             session.interrupt();
+        }
+    }
+}
+
+/// A read whose call may be dropped before its stream starts; then the read is abandoned.
+struct AbandonOnDrop(Option<Arc<Read>>);
+
+impl AbandonOnDrop {
+    fn finish(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        if let Some(read) = self.0.take() {
+            read.abandon();
         }
     }
 }

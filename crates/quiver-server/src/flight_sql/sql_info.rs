@@ -22,8 +22,8 @@ pub fn sql_info() -> SqlInfoData {
         SqlInfo::FlightSqlServerTransaction,
         SqlSupportedTransaction::Transaction as i32,
     );
-    // A dropped DoGet stream is how a client cancels; CancelFlightInfo is not served.
-    info.append(SqlInfo::FlightSqlServerCancel, false);
+    // CancelFlightInfo (and a dropped DoGet stream) stops a statement (cancel.rs).
+    info.append(SqlInfo::FlightSqlServerCancel, true);
     info.append(SqlInfo::FlightSqlServerBulkIngestion, true);
     info.append(SqlInfo::FlightSqlServerIngestTransactionsSupported, true);
     // No server-side timeouts (0: none).

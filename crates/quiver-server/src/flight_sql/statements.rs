@@ -8,11 +8,12 @@
 //! previous result), so a `CREATE TABLE` must have happened when `GetFlightInfo` returns. Its ticket
 //! says so, and its `DoGet` is the empty result.
 //!
-//! The stream: a blocking thread pulls DuckDB's batches one at a time (`Cursor::next_batch` through
-//! `Session::with`, so the stop and `cancel` interrupt it), encodes each into its Flight message and
-//! puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC response drains. A slow
-//! client holds the thread at the channel; a client that goes away closes it, and the thread ends,
-//! closing the cursor and (outside a transaction) the session.
+//! The stream: a blocking thread pulls DuckDB's batches one at a time (the session's open result,
+//! `lease.rs`, read under `Session::with`, so the stop and `cancel` interrupt it), encodes each into
+//! its Flight message and puts it in a channel of [`STREAM_MESSAGES_MAX`] messages that the gRPC
+//! response drains. A slow client holds the thread at the channel; a client that goes away closes
+//! it, and the thread ends, closing the result and (outside a transaction) the session. The next
+//! statement on the session ends a result nobody reads to its end.
 
 use std::sync::Arc;
 
@@ -30,8 +31,10 @@ use quiver_server_protocol::limits::{BATCH_ROWS_DEFAULT, SQL_BYTES_MAX};
 use quiver_wire::BatchMessage;
 use tonic::Status;
 
-use super::lease::Lease;
+use super::lease::{superseded, Lease, Step};
 use super::prepared::Parameters;
+use super::result_types::ResultTypes;
+use super::running::{cancelled, Registered};
 use super::service::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;
@@ -171,7 +174,6 @@ pub fn transaction_id(id: Option<&Bytes>) -> Result<Option<&[u8]>, Status> {
 /// documentation) and has the empty schema. Blocks on DuckDB.
 pub fn plan(lease: &Lease, ticket: &mut StatementTicket) -> Result<SchemaRef, Status> {
     let (prepared, _, schema) = lease
-        .session()
         .with(|open| open.duck.prepare(&ticket.sql))
         .map_err(status)?;
     drop(prepared);
@@ -179,7 +181,6 @@ pub fn plan(lease: &Lease, ticket: &mut StatementTicket) -> Result<SchemaRef, St
         return Ok(schema);
     }
     lease
-        .session()
         .with(|open| open.duck.execute(&ticket.sql, None, None))
         .map_err(status)?;
     ticket.executed = true;
@@ -212,37 +213,84 @@ pub fn statement_ticket(ticket: &StatementTicket) -> Bytes {
 }
 
 /// Starts the query `start` opens on `lease` and streams its result. Blocks on DuckDB until the
-/// query has started (so its error is the call's), then streams from a blocking thread.
+/// query has started (so its error is the call's), then streams from a blocking thread. The result
+/// is the session's open result (`lease.rs`): a later statement on the session ends it.
+///
+/// `read` is the read's place among the running ones (`running.rs`): cancelled, it stops the
+/// query before it starts or at its next batch. The batches arrive in `types`
+/// (`result_types.rs`).
 pub fn stream(
     lease: Lease,
+    read: Option<Registered>,
+    types: ResultTypes,
     start: impl FnOnce(&mut Open) -> Result<Cursor, DuckError>,
 ) -> Result<MessageStream, Status> {
-    let cursor = lease.session().with(start).map_err(status)?;
+    if let Some(read) = &read {
+        read.read().attach(lease.session())?;
+    }
+    let cancelled = read.as_ref().map(|r| Arc::clone(r.read()));
+    let (number, schema) = lease
+        .start_result(|open| {
+            // Inside the session's lock, where a cancel's interrupt reaches the statement.
+            if cancelled.as_ref().is_some_and(|read| read.is_cancelled()) {
+                return Err(DuckError {
+                    type_name: "Interrupt".into(),
+                    message: cancelled_message(),
+                });
+            }
+            start(open)
+        })
+        .map_err(status)?;
+    let schema = types.schema(&schema);
     let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_MESSAGES_MAX);
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || pump(&runtime, Batches { cursor, lease }, sender));
+    let batches = Batches {
+        lease,
+        number,
+        schema,
+        read,
+        types,
+    };
+    tokio::task::spawn_blocking(move || pump(&runtime, batches, sender));
     let messages = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
     });
     Ok(Box::pin(messages))
 }
 
-/// A result's batches, pulled from DuckDB as they are asked for. The fields drop in order: the
-/// cursor before its session.
+/// A result's batches, pulled from DuckDB as they are asked for; dropped before its end (the
+/// client went away), it closes the result.
 struct Batches {
-    cursor: Cursor,
     lease: Lease,
+    number: u64,
+    schema: SchemaRef,
+    read: Option<Registered>,
+    types: ResultTypes,
 }
 
 impl Iterator for Batches {
     type Item = Result<RecordBatch, FlightError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let cursor = &mut self.cursor;
-        match self.lease.session().with(|_| cursor.next_batch()) {
-            Ok(batch) => batch.map(Ok),
+        if self.read.as_ref().is_some_and(|r| r.read().is_cancelled()) {
+            return Some(Err(FlightError::Tonic(Box::new(cancelled()))));
+        }
+        match self.lease.next_batch(self.number) {
+            Ok(Step::Batch(batch)) => Some(
+                self.types
+                    .batch(batch, &self.schema)
+                    .map_err(|e| FlightError::Tonic(Box::new(e))),
+            ),
+            Ok(Step::End) => None,
+            Ok(Step::Superseded) => Some(Err(FlightError::Tonic(Box::new(superseded())))),
             Err(report) => Some(Err(FlightError::Tonic(Box::new(status(report))))),
         }
+    }
+}
+
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.lease.end_result(self.number);
     }
 }
 
@@ -255,7 +303,7 @@ type Sender = tokio::sync::mpsc::Sender<Result<DataMessage, Status>>;
 /// transport's encoder); any other batch, and every result with dictionaries (whose dictionary
 /// messages arrow-flight's encoder makes), takes arrow-flight's encoder.
 fn pump(runtime: &tokio::runtime::Handle, mut batches: Batches, sender: Sender) {
-    let schema = batches.cursor.schema();
+    let schema = Arc::clone(&batches.schema);
     if schema
         .fields()
         .iter()
@@ -263,7 +311,7 @@ fn pump(runtime: &tokio::runtime::Handle, mut batches: Batches, sender: Sender) 
     {
         let encoder = encoder(schema).build(futures::stream::iter(batches));
         drive(runtime, encoder, &sender);
-        return; // dropping the encoder dropped its input: the cursor, then the session
+        return; // dropping the encoder dropped its input: the result, then the session
     }
     let options = IpcWriteOptions::default();
     let schema_message = FlightData::from(SchemaAsIpc::new(&schema, &options));
@@ -348,6 +396,10 @@ fn has_dictionary(data_type: &DataType) -> bool {
     }
 }
 
+fn cancelled_message() -> String {
+    cancelled().message().to_string()
+}
+
 /// The result of a statement that ran at `GetFlightInfo`: no rows, no columns.
 pub fn empty_result() -> MessageStream {
     let schema = Arc::new(Schema::empty());
@@ -371,7 +423,6 @@ pub fn record_count(rows: Option<i64>) -> i64 {
 pub fn execute(lease: &Lease, sql: &str, parameters: Option<&Parameters>) -> Result<i64, Status> {
     let parameters = parameters.map(Parameters::stream);
     let rows = lease
-        .session()
         .with(|open| open.duck.execute(sql, parameters, None))
         .map_err(status)?;
     Ok(record_count(rows))

@@ -108,7 +108,6 @@ impl Transactions {
         }
         let owned = OwnedSession::open(shared)?;
         owned
-            .session()
             .with(|open| open.duck.execute("BEGIN TRANSACTION", None, None))
             .map_err(status)?;
         let lease = Arc::new(owned);
@@ -125,7 +124,6 @@ impl Transactions {
         };
         let sql = if commit { "COMMIT" } else { "ROLLBACK" };
         lease
-            .session()
             .with(|open| open.duck.execute(sql, None, None))
             .map_err(status)?;
         Ok(())
