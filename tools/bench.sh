@@ -7,6 +7,7 @@
 #                           [--quiver-cmd CMD]                     (seed 002's suite: quiver's server vs its peers)
 #   ./tools/bench.sh gateway [--rows N] [--duration S] [--passes P] [--quick] [--peers a,b] [--scenarios a,b]
 #                                                                  (seed 004's suite: the gateway vs nginx, ROAPI, Datasette)
+#   ./tools/bench.sh soak [--clients N] [--duration S] [--rows N]   (a mixed load on one server: exact counts, RSS)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -72,5 +73,14 @@ case "$suite" in
         cargo build --release --locked --quiet -p quiver-gateway
         exec "$py" bench/peers/gateway_bench.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway" >&2; exit 2 ;;
+    soak)
+        shift
+        py="$ROOT/.venv/bin/python"
+        if [[ ! -x "$py" ]]; then
+            echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
+            exit 1
+        fi
+        exec "$py" bench/peers/server_soak.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway|soak" >&2; exit 2 ;;
 esac
