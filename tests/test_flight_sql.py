@@ -315,3 +315,41 @@ def test_any_duckdb_process_serves_flight_sql_with_one_sql_call(extension: Path)
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0,grpc://127.0.0.1:0')").fetchall()
     with pytest.raises(duckdb.Error, match="tls_cert and tls_key are for a grpc"):
         con.execute("SELECT * FROM quiver_serve('grpc://127.0.0.1:0', tls_cert := 'c', tls_key := 'k')").fetchall()
+
+
+def test_parameterized_changes_run_when_executed_not_when_read(server: ServerProcess) -> None:
+    """DuckDB cannot infer these parameters' types at prepare, and calls each statement a query of an
+    unknown column; the server must still run INSERT, UPDATE and DELETE at execute, in the transaction,
+    whether or not the client reads a result. With RETURNING they are queries, and their rows arrive.
+    """
+    with connect(server, autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE pchanges (k INTEGER, v VARCHAR)")
+        conn.commit()
+        cur.execute("INSERT INTO pchanges SELECT ?::INTEGER + range, ? FROM range(3)", parameters=(10, "a"))
+        cur.execute("UPDATE pchanges SET v = ? WHERE k = ?::INTEGER", parameters=("b", 11))
+        cur.execute("DELETE FROM pchanges WHERE k = ?::INTEGER", parameters=(12,))
+        conn.commit()
+        cur.execute("SELECT k, v FROM pchanges ORDER BY k")
+        assert cur.fetchall() == [(10, "a"), (11, "b")]
+        cur.execute("INSERT INTO pchanges VALUES (?::INTEGER, ?) RETURNING k * 2", parameters=(21, "r"))
+        assert cur.fetchall() == [(42,)]
+        conn.rollback()
+        assert count(cur, "pchanges") == 2
+
+
+def test_a_prepared_statement_kept_across_commits_runs_in_the_next_transaction(server: ServerProcess) -> None:
+    """ADBC's driver prepares a statement once and reuses it while the SQL is unchanged, across its
+    commits and rollbacks (each begins the next transaction at once): every execution lands in the
+    transaction open at that moment, so what is committed stays and what is rolled back goes.
+    """
+    insert = "INSERT INTO kept VALUES (?::INTEGER, ?)"
+    with connect(server, autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE kept (round INTEGER, kind VARCHAR)")
+        conn.commit()
+        for r in range(4):
+            cur.execute(insert, parameters=(r, "committed"))
+            conn.commit()
+            cur.execute(insert, parameters=(r, "rolled_back"))
+            conn.rollback()
+        cur.execute("SELECT kind, count(*) FROM kept GROUP BY kind")
+        assert cur.fetchall() == [("committed", 4)]

@@ -15,6 +15,13 @@
 #include "duckdb/main/prepared_statement.hpp"
 #include "duckdb/main/query_parameters.hpp"
 #include "duckdb/main/query_result_stream.hpp"
+#include "duckdb/parser/parser.hpp"
+#include "duckdb/parser/query_node/merge_query_node.hpp"
+#include "duckdb/parser/query_node/update_query_node.hpp"
+#include "duckdb/parser/statement/delete_statement.hpp"
+#include "duckdb/parser/statement/insert_statement.hpp"
+#include "duckdb/parser/statement/merge_into_statement.hpp"
+#include "duckdb/parser/statement/update_statement.hpp"
 #include "quiver_server.h"
 #include "server_batch.hpp"
 
@@ -252,14 +259,55 @@ vector<LogicalType> Resolved(const vector<LogicalType> &types) {
 	return resolved;
 }
 
+// Whether a data-changing statement of this kind has a RETURNING clause.
+template <class STATEMENT>
+static bool HasReturning(const duckdb::SQLStatement &statement) {
+	auto &node = statement.Cast<STATEMENT>().node;
+	return node && !node->returning_list.empty();
+}
+
+// Whether a prepared statement returns a result set. DuckDB reports a statement whose parameter types it
+// could not infer as a query of one UNKNOWN column, whatever its kind: a parameterized INSERT would then be
+// taken for a query and run only when (and if) its result is read. For such a statement the kind decides:
+// INSERT, UPDATE, DELETE and MERGE return rows only with RETURNING.
+static bool ReturnsResultSet(Connection &connection, const string &sql, PreparedStatement &statement) {
+	using duckdb::StatementType;
+	auto &properties = statement.GetStatementProperties();
+	if (properties.return_type != StatementReturnType::QUERY_RESULT) {
+		return false;
+	}
+	if (properties.bound_all_parameters) {
+		return true;
+	}
+	duckdb::Parser parser(*connection.context);
+	parser.ParseQuery(sql);
+	if (parser.statements.size() != 1) {
+		return true;
+	}
+	auto &parsed = *parser.statements[0];
+	switch (parsed.type) {
+	case StatementType::INSERT_STATEMENT:
+		return HasReturning<duckdb::InsertStatement>(parsed);
+	case StatementType::UPDATE_STATEMENT:
+		return HasReturning<duckdb::UpdateStatement>(parsed);
+	case StatementType::DELETE_STATEMENT:
+		return HasReturning<duckdb::DeleteStatement>(parsed);
+	case StatementType::MERGE_INTO_STATEMENT:
+		return HasReturning<duckdb::MergeIntoStatement>(parsed);
+	default:
+		return true;
+	}
+}
+
 int32_t Prepare(quiver_server_session *session, const char *sql_p, size_t sql_len, quiver_server_prepared **out,
                 int64_t *parameter_count, ArrowSchema *result_schema, quiver_server_error *err) {
 	result_schema->release = nullptr;
 	return Guarded(err, [&]() {
-		auto statement = session->connection.Prepare(string(sql_p, sql_len));
+		string sql(sql_p, sql_len);
+		auto statement = session->connection.Prepare(sql);
 		ThrowIfError(*statement);
 		*parameter_count = NumericCast<int64_t>(statement->GetParameterCount());
-		if (statement->GetStatementProperties().return_type == StatementReturnType::QUERY_RESULT) {
+		if (ReturnsResultSet(session->connection, sql, *statement)) {
 			ArrowSchemaOf(session->connection.context->GetClientProperties(), Resolved(statement->GetTypes()),
 			              statement->GetNames(), *result_schema);
 		}

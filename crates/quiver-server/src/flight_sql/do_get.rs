@@ -129,7 +129,11 @@ impl ServerStreamingService<Ticket> for DoGet {
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
                         .expect("is() said so");
                     let types = ResultTypes::of(request.metadata())?;
-                    let messages = this.service.prepared_messages(query, raw, types).await?;
+                    let peer = request.remote_addr();
+                    let messages = this
+                        .service
+                        .prepared_messages(query, raw, types, peer)
+                        .await?;
                     return Ok(Response::new(messages));
                 }
             }

@@ -138,6 +138,20 @@ impl FlightSql {
         .await
     }
 
+    /// The prepared statement `handle`, with the transaction it runs in now (see
+    /// [`Transactions::current`]) for a call from `peer`.
+    fn prepared_for_call(
+        &self,
+        handle: &[u8],
+        peer: Option<std::net::SocketAddr>,
+    ) -> Result<prepared::Statement, Status> {
+        let mut statement = self.prepared.get(handle)?;
+        if let Some(id) = &statement.transaction_id {
+            statement.transaction_id = Some(self.transactions.current(id, peer));
+        }
+        Ok(statement)
+    }
+
     /// `DoGet(CommandPreparedStatementQuery)`'s messages: the prepared statement's result with
     /// its bound parameters.
     pub async fn prepared_messages(
@@ -145,8 +159,9 @@ impl FlightSql {
         query: CommandPreparedStatementQuery,
         raw: Bytes,
         types: ResultTypes,
+        peer: Option<std::net::SocketAddr>,
     ) -> Result<MessageStream, Status> {
-        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let statement = self.prepared_for_call(&query.prepared_statement_handle, peer)?;
         prepared::check_query_rows(statement.parameters.as_ref())?;
         self.read_result(statement.transaction_id.clone(), raw, move |lease, read| {
             let parameters = statement
@@ -391,7 +406,8 @@ impl FlightSqlService for FlightSql {
         query: CommandPreparedStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Answer<FlightInfo> {
-        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let statement =
+            self.prepared_for_call(&query.prepared_statement_handle, request.remote_addr())?;
         let types = ResultTypes::of(request.metadata())?;
         let descriptor = request.into_inner();
         if let Some(schema) = &statement.result_schema {
@@ -425,8 +441,9 @@ impl FlightSqlService for FlightSql {
         request: Request<Ticket>,
     ) -> Answer<DoGetStream> {
         let types = ResultTypes::of(request.metadata())?;
+        let peer = request.remote_addr();
         let raw = request.into_inner().ticket;
-        let messages = self.prepared_messages(query, raw, types).await?;
+        let messages = self.prepared_messages(query, raw, types, peer).await?;
         Ok(Response::new(statements::flight_data(messages)))
     }
 
@@ -435,7 +452,8 @@ impl FlightSqlService for FlightSql {
         query: CommandPreparedStatementUpdate,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        let statement = self.prepared.get(&query.prepared_statement_handle)?;
+        let statement =
+            self.prepared_for_call(&query.prepared_statement_handle, request.remote_addr())?;
         let sent =
             prepared::read_parameters(request.into_inner(), self.shared.message_bytes_max).await?;
         let parameters = sent.or(statement.parameters);

@@ -93,6 +93,26 @@ impl Transactions {
         Ok(id)
     }
 
+    /// The transaction a statement prepared in transaction `id` runs in now: `id` while it is
+    /// open; once it has ended, the one transaction open on the same client connection, where
+    /// there is exactly one (ADBC's driver keeps a prepared statement across its commits and
+    /// begins the next transaction right after each). Otherwise `id`, which the call then reports
+    /// as unknown.
+    pub fn current(&self, id: &[u8], peer: Option<SocketAddr>) -> Vec<u8> {
+        let open = self.lock();
+        if open.contains_key(id) {
+            return id.to_vec();
+        }
+        let mut on_peer = open
+            .iter()
+            .filter(|(_, t)| peer.is_some() && t.peer == peer)
+            .map(|(id, _)| id);
+        match (on_peer.next(), on_peer.next()) {
+            (Some(only), None) => only.clone(),
+            _ => id.to_vec(),
+        }
+    }
+
     fn find(&self, id: &[u8]) -> Result<Arc<Transaction>, Status> {
         self.lock().get(id).cloned().ok_or_else(unknown)
     }
