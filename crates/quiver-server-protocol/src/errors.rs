@@ -7,8 +7,8 @@ use quiver_wire::{ErrorCode, ErrorReport};
 pub const KIND_SQL: &str = "sql";
 /// `kind` of a refused or missing token, and of any call before `connect`.
 pub const KIND_UNAUTHENTICATED: &str = "unauthenticated";
-/// `kind` of a value over one of the protocol's bounds.
-pub const KIND_LIMIT: &str = "limit_exceeded";
+/// `kind` of a value over one of the protocol's bounds (or a message over the wire's limit).
+pub const KIND_LIMIT: &str = quiver_wire::LIMIT_EXCEEDED_KIND;
 /// `kind` of a request this protocol does not allow (a malformed value, a second `connect`).
 pub const KIND_PROTOCOL: &str = "protocol";
 /// `kind` of an unknown prepared statement.
@@ -66,12 +66,7 @@ pub fn sql(duckdb_type: &str, message: impl Into<String>) -> ErrorReport {
 
 /// `what` is `size` where at most `max` is allowed.
 pub fn limit(what: &str, size: u64, max: u64) -> ErrorReport {
-    ErrorReport::new(
-        "LimitExceededError",
-        format!("{what} of {size} exceeds the limit of {max}"),
-    )
-    .with_code(ErrorCode::ResourceExhausted)
-    .with_kind(KIND_LIMIT)
+    ErrorReport::limit_exceeded(format!("{what} of {size} exceeds the limit of {max}"))
 }
 
 /// A request this protocol does not allow.
