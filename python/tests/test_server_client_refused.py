@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import quiver
@@ -87,3 +88,12 @@ def test_lossless_arrow_brings_the_value_back(conn: dbapi.Connection) -> None:
     ).fetchone()
     offset = datetime.timezone(datetime.timedelta(hours=5, minutes=30))
     assert row == (HUGEINT_MAX, -(2**127), 2**128 - 1, datetime.time(12, 34, 56, 789000, tzinfo=offset))
+
+
+def test_a_date_beyond_python_is_a_data_error_and_arrow_carries_it(conn: dbapi.Connection) -> None:
+    sql = "SELECT '5881580-07-10'::DATE AS d"
+    with pytest.raises(dbapi.DataError, match="no Python form") as caught:
+        conn.execute(sql).fetchall()
+    assert caught.value.error_type == "ValueOutOfRange"
+    table = conn.execute(sql).fetch_arrow_table()
+    assert table.column("d").type == pa.date32() and table.column("d").null_count == 0

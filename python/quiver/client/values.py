@@ -15,6 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from .errors import DataError
+
 # DuckDB's TIME WITH TIME ZONE in 64 bits: microseconds of the day above 24 bits of offset, stored as
 # MAX_OFFSET - offset seconds so that the bits order like the instants (duckdb/common/types/datetime.hpp).
 _TIME_TZ_OFFSET_BITS = 24
@@ -48,8 +50,15 @@ _DUCKDB_OPAQUE: dict[str, Callable[[bytes], Any]] = {
 
 
 def column_values(column: pa.Array | pa.ChunkedArray) -> list[Any]:
-    """The column's values as Python objects."""
-    values = column.to_pylist()
+    """The column's values as Python objects; a value Python cannot hold is a :class:`DataError`.
+
+    (DuckDB's dates and timestamps reach years far beyond ``datetime``'s 9999: ``fetch*`` refuses
+    them, the Arrow methods carry them.)
+    """
+    try:
+        values = column.to_pylist()
+    except (OverflowError, ValueError) as exc:
+        raise DataError(f"a {column.type} value has no Python form: {exc}", error_type="ValueOutOfRange") from exc
     kind = column.type
     if isinstance(kind, pa.OpaqueType) and kind.vendor_name == "DuckDB":
         read = _DUCKDB_OPAQUE.get(kind.type_name)
