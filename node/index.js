@@ -17,13 +17,20 @@ function loadNative() {
 }
 
 const native = loadNative()
-const CODE = /^\[(QUIVER_[A-Z_]+)\] /
+const CODE = /^\[(QUIVER_[A-Z_]+)(?:\|([^|\]]*)\|([^\]]*))?\] /
 
-/** The native error's sort, in brackets before its message, becomes `error.code`. */
+/**
+ * The native error's sort, in brackets before its message, becomes `error.code`; a server's error
+ * also brings its type (`errorType`, DuckDB's name for a SQL error) and `kind` (`sql`, `limit_exceeded`, ...).
+ */
 function coded(error) {
   const match = error && typeof error.message === 'string' ? CODE.exec(error.message) : null
   if (match) {
     error.code = match[1]
+    if (match[2] !== undefined) {
+      error.errorType = match[2]
+      error.kind = match[3] || null
+    }
     error.message = error.message.slice(match[0].length)
   }
   return error
@@ -241,7 +248,7 @@ class Connection {
       }
     } finally {
       // An early `break` stops the statement on the server.
-      await stream.close()
+      await call(stream.close())
     }
   }
 
