@@ -142,9 +142,12 @@ class ArrowInserter {
       // A slice's buffers start at different offsets (its bitmap at the slice, its values
       // already cut): IPC bytes.
       const sliced = batches.some((batch) => batch.data.children.some((child) => child.offset !== 0))
+      // Nested columns (lists, structs, maps, unions) and the null type have no flat values
+      // buffer to lend: IPC bytes.
+      const flat = batches.every((batch) => batch.data.children.every((child) => child.values && child.children.length === 0))
       const schema = asBuffer(tableToIPC(new Table(data.schema), 'stream'))
       const stage = (batch) => callSync(() => this._inner.stage(schema, batch.numRows, columnBuffers(batch)))
-      if (!sliced && batches.length > 0 && stage(batches[0])) {
+      if (!sliced && flat && batches.length > 0 && stage(batches[0])) {
         for (const batch of batches.slice(1)) stage(batch)
         return call(this._inner.writeStaged())
       }

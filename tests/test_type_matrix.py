@@ -1,11 +1,12 @@
 """Type fidelity as a matrix: every DuckDB type (extremes, NULLs, nested) and the Arrow types DuckDB
 has no type of its own for, through each client, in both directions.
 
-Query: a column of the type on the server, read by the DB-API client, quiver_native and ADBC (Flight
-SQL). The Arrow a client receives must be what DuckDB itself produces in process (quiver changes
-nothing on the way); its values are then read back into DuckDB and compared with the originals.
-Insert: the same values as DuckDB's Arrow (and the Arrow-only cases) inserted by the DB-API client and
-quiver_native into a new table, compared on the server with the originals.
+Query: a column of the type on the server, read by the DB-API client, quiver_native, the Node package
+(through apache-arrow, ``node/test/arrow_relay.js``) and ADBC (Flight SQL). The Arrow a client
+receives must be what DuckDB itself produces in process (quiver changes nothing on the way); its
+values are then read back into DuckDB and compared with the originals.
+Insert: the same values as DuckDB's Arrow (and the Arrow-only cases) inserted by the DB-API client,
+quiver_native and the Node package into a new table, compared on the server with the originals.
 
 Each cell is ``exact``, ``converted`` (values equal under another type), ``lossy``, ``invalid`` (an
 Arrow array that fails validation) or ``error`` (a clear error). The expectations are in
@@ -15,8 +16,11 @@ Arrow array that fails validation) or ``error`` (a clear error). The expectation
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +36,10 @@ from server_support import ServerProcess
 from type_matrix_cases import ARROW_CASES, DUCK_CASES, ArrowCase, DuckCase
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "types.md"
-QUERY_CLIENTS = ("dbapi", "quiver_native", "adbc")
-LOSSLESS_CLIENTS = ("dbapi", "quiver_native")
-INSERT_CLIENTS = ("dbapi", "quiver_native")
+QUERY_CLIENTS = ("dbapi", "quiver_native", "node", "adbc")
+LOSSLESS_CLIENTS = ("dbapi", "quiver_native", "node")
+INSERT_CLIENTS = ("dbapi", "quiver_native", "node")
+NODE_RELAY = Path(__file__).resolve().parent.parent / "node" / "test" / "arrow_relay.js"
 LOSSLESS = "SET arrow_lossless_conversion = true"
 
 
@@ -47,6 +52,53 @@ class Cell:
 # -- the clients ------------------------------------------------------------------------------
 
 
+class NodeError(Exception):
+    """An error the Node package threw, with its ``code`` and ``errorType``."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        super().__init__(reply["message"])
+        self.code = reply["code"]
+        self.error_type = reply["errorType"]
+
+
+class NodeClient:
+    """The Node package driven through ``node/test/arrow_relay.js``: apache-arrow Tables both ways."""
+
+    def __init__(self, address: str) -> None:
+        self.process = subprocess.Popen(
+            ["node", str(NODE_RELAY), address], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def request(self, **request: Any) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"the Node relay ended (exit {self.process.poll()})"
+        reply = json.loads(line)
+        if "error" in reply:
+            raise NodeError(reply["error"])
+        return reply
+
+    def query(self, sql: str) -> pa.Table:
+        ipc = base64.b64decode(self.request(op="query", sql=sql)["ipc"])
+        return pa.ipc.open_stream(ipc).read_all()
+
+    def execute(self, sql: str) -> None:
+        self.request(op="execute", sql=sql)
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write_table(data)
+        self.request(op="insert", table=table, ipc=base64.b64encode(sink.getvalue().to_pybytes()).decode())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(60)
+
+
 class Clients:
     """One connection per client to the same server; each can query into Arrow and insert Arrow."""
 
@@ -57,11 +109,13 @@ class Clients:
         self.dbapi = quiver.connect(f"unix://{server.unix}", autocommit=True)
         self.native = quiver_native.connect(f"unix://{server.unix}")
         self.adbc = adbc_connect(server, autocommit=True)
+        self.node = NodeClient(f"unix://{server.unix}")
 
     def close(self) -> None:
         self.dbapi.close()
         self.native.close()
         self.adbc.close()
+        self.node.close()
 
     def execute(self, sql: str) -> None:
         self.dbapi.execute(sql)
@@ -73,6 +127,8 @@ class Clients:
             return table
         if client == "quiver_native":
             return self.native.query(sql).read_all()
+        if client == "node":
+            return self.node.query(sql)
         with self.adbc.cursor() as cursor:
             cursor.execute(sql)
             return cursor.fetch_arrow_table()
@@ -81,12 +137,16 @@ class Clients:
         sql = LOSSLESS if on else "RESET arrow_lossless_conversion"
         if client == "dbapi":
             self.dbapi.execute(sql)
+        elif client == "node":
+            self.node.execute(sql)
         else:
             self.native.execute(sql)
 
     def insert(self, client: str, table: str, data: pa.Table) -> None:
         if client == "dbapi":
             self.dbapi.insert_arrow(table, data, mode="create")
+        elif client == "node":
+            self.node.insert(table, data)
         else:
             self.native.insert_arrow(table, data, "create")
 
@@ -321,7 +381,7 @@ def test_the_type_matrix_holds_and_is_documented(clients: Clients) -> None:
             expect(
                 mismatches,
                 f"{acase.name} insert {client}",
-                acase.insert,
+                acase.expected_insert(client),
                 observed.arrow[acase.name][f"insert {client}"],
             )
     assert not mismatches, "\n".join(mismatches)
