@@ -14,6 +14,15 @@ export type QuiverErrorCode =
   | 'QUIVER_INVALID_INPUT'
   | 'QUIVER_SPAWN'
 
+/** What this package throws: an Error with its sort and, for an error the server answered with, its type and kind. */
+export interface QuiverError extends Error {
+  code: QuiverErrorCode
+  /** The server's name for the error: DuckDB's exception name for SQL errors, `LimitExceededError`, ... */
+  errorType?: string
+  /** The protocol's kind token: `sql`, `limit_exceeded`, `unauthenticated`, ... */
+  kind?: string | null
+}
+
 /** Insert modes: append to a table, create it, create it unless it exists, or replace it. */
 export type InsertMode = 'append' | 'create' | 'create_append' | 'replace'
 

@@ -17,13 +17,20 @@ function loadNative() {
 }
 
 const native = loadNative()
-const CODE = /^\[(QUIVER_[A-Z_]+)\] /
+const CODE = /^\[(QUIVER_[A-Z_]+)(?:\|([^|\]]*)\|([^\]]*))?\] /
 
-/** The native error's sort, in brackets before its message, becomes `error.code`. */
+/**
+ * The native error's sort, in brackets before its message, becomes `error.code`; a server's error
+ * also brings its type (`errorType`, DuckDB's name for a SQL error) and `kind` (`sql`, `limit_exceeded`, ...).
+ */
 function coded(error) {
   const match = error && typeof error.message === 'string' ? CODE.exec(error.message) : null
   if (match) {
     error.code = match[1]
+    if (match[2] !== undefined) {
+      error.errorType = match[2]
+      error.kind = match[3] || null
+    }
     error.message = error.message.slice(match[0].length)
   }
   return error
@@ -135,9 +142,12 @@ class ArrowInserter {
       // A slice's buffers start at different offsets (its bitmap at the slice, its values
       // already cut): IPC bytes.
       const sliced = batches.some((batch) => batch.data.children.some((child) => child.offset !== 0))
+      // Nested columns (lists, structs, maps, unions) and the null type have no flat values
+      // buffer to lend: IPC bytes.
+      const flat = batches.every((batch) => batch.data.children.every((child) => child.values && child.children.length === 0))
       const schema = asBuffer(tableToIPC(new Table(data.schema), 'stream'))
       const stage = (batch) => callSync(() => this._inner.stage(schema, batch.numRows, columnBuffers(batch)))
-      if (!sliced && batches.length > 0 && stage(batches[0])) {
+      if (!sliced && flat && batches.length > 0 && stage(batches[0])) {
         for (const batch of batches.slice(1)) stage(batch)
         return call(this._inner.writeStaged())
       }
@@ -241,7 +251,7 @@ class Connection {
       }
     } finally {
       // An early `break` stops the statement on the server.
-      await stream.close()
+      await call(stream.close())
     }
   }
 

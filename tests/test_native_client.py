@@ -170,12 +170,25 @@ def test_a_wrong_token_and_a_bad_address_are_refused(qn: ModuleType, server: obj
         qn.connect("http://example")
 
 
-def test_a_new_statement_discards_an_unfinished_result(db: object) -> None:
+def test_a_new_statement_discards_an_unfinished_result(qn: ModuleType, db: object) -> None:
     reader = db.query("SELECT range AS i FROM range(10000000)")  # type: ignore[attr-defined]
     assert reader.read_next_batch().num_rows > 0
     assert db.query("SELECT 7 AS x").read_all().column("x")[0].as_py() == 7  # type: ignore[attr-defined]
-    with pytest.raises(pa.ArrowInvalid, match="the result was discarded"):
+    with pytest.raises(qn.InvalidInputError, match="the result was discarded"):
         reader.read_next_batch()
+
+
+def test_an_error_mid_stream_keeps_its_quiver_type(qn: ModuleType, db: object) -> None:
+    """The first batch arrives; DuckDB fails further on: the reader raises quiver's SqlError with its report."""
+    reader = db.query(  # type: ignore[attr-defined]
+        "SELECT CASE WHEN range = 9000000 THEN error('failed at the end')::BIGINT ELSE range END AS i "
+        "FROM range(10000000)"
+    )
+    assert reader.read_next_batch().num_rows > 0
+    with pytest.raises(qn.SqlError, match="failed at the end") as caught:
+        reader.read_all()
+    assert caught.value.error_type == "InvalidInputException" and caught.value.kind == "sql"
+    assert db.query("SELECT 1 AS x").read_all().num_rows == 1  # type: ignore[attr-defined]
 
 
 def test_an_empty_result_keeps_its_schema(db: object) -> None:
@@ -211,5 +224,5 @@ def test_closed_connection_refuses_calls(qn: ModuleType, server: object) -> None
     assert db.closed
     with pytest.raises(qn.InvalidInputError, match="closed"):
         db.execute("SELECT 1")
-    with pytest.raises(pa.ArrowInvalid, match="discarded"):
+    with pytest.raises(qn.InvalidInputError, match="discarded"):
         reader.read_all()

@@ -1,7 +1,7 @@
 'use strict'
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { Bool, Float64, Int64, Table, Utf8, tableFromArrays, tableToIPC, vectorFromArray } = require('apache-arrow')
+const { Bool, Field, Float64, Int64, List, Null, Struct, Table, Utf8, tableFromArrays, tableToIPC, vectorFromArray } = require('apache-arrow')
 const { spawnServer, table } = require('./support')
 
 let server
@@ -162,4 +162,23 @@ test('a stopped server fails calls as a lost connection', async () => {
   await own.stop()
   await assert.rejects(connection.execute('SELECT 1'), { code: 'QUIVER_CONNECTION' })
   await assert.rejects(own.connect(), { code: 'QUIVER_CONNECTION', message: /cannot connect/ })
+})
+
+test('insertArrow takes Tables with nested and null columns', async () => {
+  const name = table('nested')
+  const data = tableFromArrays({
+    id: new Int32Array([1, 2]),
+    tags: vectorFromArray([['a', 'b'], []], new List(new Field('item', new Utf8(), true))),
+    point: vectorFromArray(
+      [{ x: 1.5, y: 2 }, { x: -1, y: 0 }],
+      new Struct([new Field('x', new Float64(), true), new Field('y', new Float64(), true)]),
+    ),
+    nothing: vectorFromArray([null, null], new Null()),
+  })
+  assert.equal(await db.insertArrow(name, data, { mode: 'create' }), 2)
+  const rows = await db.executeQuery(`SELECT id, tags::VARCHAR AS tags, point.x AS x, nothing IS NULL AS empty FROM ${name} ORDER BY id`)
+  assert.deepEqual(rows, [
+    { id: 1, tags: '[a, b]', x: 1.5, empty: true },
+    { id: 2, tags: '[]', x: -1, empty: true },
+  ])
 })

@@ -169,3 +169,17 @@ test('cancel interrupts a running statement', async () => {
   assert.match(error.message, /interrupt|cancel/i)
   other.close()
 })
+
+test('errors keep the server\'s type and kind, mid-stream too', async () => {
+  await assert.rejects(db.executeQuery('SELEC 1'), { code: 'QUIVER_SQL', errorType: 'ParserException', kind: 'sql' })
+  const failing = 'SELECT CASE WHEN range = 9000000 THEN error(\'failed at the end\')::BIGINT ELSE range END AS i FROM range(10000000)'
+  let rows = 0
+  await assert.rejects(
+    (async () => {
+      for await (const batch of db.executeQueryStream(failing)) rows += batch.numRows
+    })(),
+    { code: 'QUIVER_SQL', errorType: 'InvalidInputException', kind: 'sql', message: /failed at the end/ }
+  )
+  assert.ok(rows > 0, 'batches arrived before the error')
+  assert.deepEqual(await db.executeQuery('SELECT 1 AS x'), [{ x: 1 }])
+})

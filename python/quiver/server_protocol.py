@@ -196,6 +196,9 @@ TOKEN_BYTES_MAX = 1024
 IDENTIFIER_BYTES_MAX = 1024
 CONNECTIONS_DEFAULT = 64
 MESSAGE_BYTES_DEFAULT = 256 << 20
+#: Most bytes a client puts in one insert batch; larger batches go as slices (a quarter of the default
+#: message limit, so a slice with its framing fits).
+INSERT_BATCH_BYTES_MAX = 64 << 20
 
 # -- addresses (address.rs) ----------------------------------------------------------------------
 

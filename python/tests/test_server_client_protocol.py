@@ -86,7 +86,7 @@ def test_insert_handshake_errors_and_limits() -> None:
     ):
         assert f'"{error_type}"' in errors_rs
     limits = {name: int(base) << int(shift or 0) for name, base, shift in _INT_CONST.findall(source("limits.rs"))}
-    assert len(limits) == 12
+    assert len(limits) == 13
     assert {k: getattr(sp, k) for k in limits} == limits
     session = _INT_CONST.findall(source("session.rs"))
     assert [(name, int(value)) for name, value, _ in session] == [("SESSION_ID_HEX_DIGITS", sp.SESSION_ID_HEX_DIGITS)]

@@ -97,14 +97,26 @@ impl ArrowInserter<'_> {
         self.rows_sent
     }
 
-    /// Appends one batch; returns once the server has appended it.
+    /// Appends one batch; returns once the server has appended it. A batch larger than
+    /// [`limits::INSERT_BATCH_BYTES_MAX`] goes as slices of about that size (no copy).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let batch = self.conform(batch)?;
-        if batch.num_rows() == 0 {
+        let rows = batch.num_rows();
+        if rows == 0 {
             return Ok(());
         }
-        self.rows_sent += batch.num_rows() as u64;
-        self.send(&batch, BatchMetadata::new())
+        let bytes = batch.get_array_memory_size().max(1);
+        let rows_per_slice = if bytes <= limits::INSERT_BATCH_BYTES_MAX {
+            rows
+        } else {
+            (rows * limits::INSERT_BATCH_BYTES_MAX / bytes).max(1)
+        };
+        for start in (0..rows).step_by(rows_per_slice) {
+            let slice = batch.slice(start, rows_per_slice.min(rows - start));
+            self.rows_sent += slice.num_rows() as u64;
+            self.send(&slice, BatchMetadata::new())?;
+        }
+        Ok(())
     }
 
     /// Commits: the rows become visible at once (or with the session's open transaction).

@@ -1,7 +1,8 @@
 //! Client errors as JS errors: the message is the client's (the server's error type and message
 //! for a server error) after its sort in brackets (`[QUIVER_SQL] `, `[QUIVER_CONNECTION] `, ...),
 //! which `node/index.js` moves into the error's `code`, so JS can tell them apart without
-//! reading messages.
+//! reading messages. A server's error adds its type and kind (`[QUIVER_SQL|ParserException|sql] `),
+//! which become `errorType` and `kind`, as quiver_native's `error_type` and `kind`.
 
 use quiver_client::Error;
 
@@ -16,7 +17,15 @@ pub fn to_js(error: Error) -> napi::Error {
         Error::InvalidInput(_) => "QUIVER_INVALID_INPUT",
         Error::Spawn(_) => "QUIVER_SPAWN",
     };
-    napi::Error::from_reason(format!("[{sort}] {error}"))
+    let tag = match error.report() {
+        Some(report) => format!(
+            "{sort}|{}|{}",
+            report.error_type,
+            report.kind.as_deref().unwrap_or("")
+        ),
+        None => sort.to_string(),
+    };
+    napi::Error::from_reason(format!("[{tag}] {error}"))
 }
 
 /// A JS error for input this package refuses before calling the client.

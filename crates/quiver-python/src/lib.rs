@@ -1,6 +1,7 @@
 //! `quiver_native`: the Rust client of the quiver server (`crates/quiver-client`) as a Python
-//! extension module. Query results reach Python as `pyarrow.RecordBatchReader`s and inserts leave
-//! it from pyarrow objects through the Arrow C stream interface, without a copy; every call that
+//! extension module. Query results reach Python as `pyarrow.RecordBatchReader`s (each batch through
+//! the Arrow C data interface) and inserts leave it from pyarrow objects through the Arrow C stream
+//! interface, both without a copy; errors keep quiver's exception types; every call that
 //! waits on the server releases the GIL. `import quiver` stays pure Python and names this module
 //! `quiver.native` when it is installed (`python/quiver/native_module.py`).
 //!

@@ -1,15 +1,19 @@
-//! A query result as a `pyarrow.RecordBatchReader`: the reader pyarrow imports through the Arrow C
-//! stream interface pulls one batch per `next` from the session's open query stream, so Python
-//! holds one batch at a time and the batches cross without a copy. pyarrow calls `next` with the
-//! GIL released.
+//! A query result as a `pyarrow.RecordBatchReader`: `RecordBatchReader.from_batches` over
+//! [`Batches`], which pulls one batch per `next` from the session's open query stream (the GIL
+//! released while it waits), so Python holds one batch at a time and each batch crosses through
+//! the Arrow C data interface without a copy. An error mid-stream reaches the caller as quiver's
+//! own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a Python
+//! iterator raised, where the C stream interface would have turned it into `ArrowInvalid`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_pyarrow::ToPyArrow;
+use arrow_schema::{Schema, SchemaRef};
 use pyo3::prelude::*;
 use quiver_client::{Connection, Error, QueryStream, Result};
 
+use crate::errors::IntoPy;
 use crate::session::{Session, State};
 
 /// The batches of one query, read from the session that holds its stream.
@@ -93,30 +97,46 @@ impl QueryReader {
 
     /// The reader as a `pyarrow.RecordBatchReader`.
     pub(crate) fn into_pyarrow(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        use arrow_pyarrow::IntoPyArrow;
-        let boxed: Box<dyn RecordBatchReader + Send> = Box::new(self);
-        boxed.into_pyarrow(py)
+        let schema = self.schema.to_pyarrow(py)?;
+        let batches = Batches {
+            reader: Mutex::new(self),
+        };
+        py.import("pyarrow")?
+            .getattr("RecordBatchReader")?
+            .call_method1("from_batches", (schema, batches))
     }
-}
 
-impl Iterator for QueryReader {
-    type Item = std::result::Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(batch) = self.first.take() {
-            return Some(Ok(batch));
-        }
-        match self.pull() {
-            Ok(batch) => batch.map(Ok),
-            // The error's text crosses the C stream interface as pyarrow's exception message.
-            Err(error) => Some(Err(ArrowError::ExternalError(Box::new(error)))),
+    /// The next batch: the one read at open first, then the stream's.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match self.first.take() {
+            Some(batch) => Ok(Some(batch)),
+            None => self.pull(),
         }
     }
 }
 
-impl RecordBatchReader for QueryReader {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+/// The iterator `pyarrow.RecordBatchReader.from_batches` reads: one `pyarrow.RecordBatch` per
+/// `next`, quiver's exception on an error.
+#[pyclass(module = "quiver_native")]
+pub(crate) struct Batches {
+    reader: Mutex<QueryReader>,
+}
+
+#[pymethods]
+impl Batches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let next = py.detach(|| {
+            let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+            reader.next_batch()
+        });
+        match next.into_py_result()? {
+            Some(batch) => Ok(Some(batch.to_pyarrow(py)?.unbind())),
+            None => Ok(None),
+        }
     }
 }
 

@@ -7,7 +7,8 @@ use quiver_wire::{ErrorCode, ErrorReport};
 pub const KIND_SQL: &str = "sql";
 /// `kind` of a refused or missing token, and of any call before `connect`.
 pub const KIND_UNAUTHENTICATED: &str = "unauthenticated";
-/// `kind` of a value over one of the protocol's bounds.
+/// `kind` of a value over one of the protocol's bounds (or a message over the wire's limit: the same
+/// `quiver_wire::ErrorReport::limit_exceeded`, so a client sees one error for both).
 pub const KIND_LIMIT: &str = "limit_exceeded";
 /// `kind` of a request this protocol does not allow (a malformed value, a second `connect`).
 pub const KIND_PROTOCOL: &str = "protocol";
@@ -66,12 +67,7 @@ pub fn sql(duckdb_type: &str, message: impl Into<String>) -> ErrorReport {
 
 /// `what` is `size` where at most `max` is allowed.
 pub fn limit(what: &str, size: u64, max: u64) -> ErrorReport {
-    ErrorReport::new(
-        "LimitExceededError",
-        format!("{what} of {size} exceeds the limit of {max}"),
-    )
-    .with_code(ErrorCode::ResourceExhausted)
-    .with_kind(KIND_LIMIT)
+    ErrorReport::limit_exceeded(format!("{what} of {size} exceeds the limit of {max}"))
 }
 
 /// A request this protocol does not allow.
@@ -111,6 +107,16 @@ pub fn busy(max: usize) -> ErrorReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protocol_limit_is_the_same_error_as_a_wire_limit() {
+        let error = limit("sql", 2, 1);
+        assert_eq!(error.error_type, "LimitExceededError");
+        assert_eq!(error.error_type, quiver_wire::LIMIT_EXCEEDED_TYPE);
+        assert_eq!(KIND_LIMIT, quiver_wire::LIMIT_EXCEEDED_KIND);
+        assert_eq!(error.kind.as_deref(), Some(KIND_LIMIT));
+        assert_eq!(error.code, ErrorCode::ResourceExhausted);
+    }
 
     #[test]
     fn sql_errors_keep_duckdb_types() {

@@ -28,3 +28,8 @@ pub const IDENTIFIER_BYTES_MAX: usize = 1024;
 pub const CONNECTIONS_DEFAULT: usize = 64;
 /// Largest message (one IPC stream: a request, or one batch) the server reads by default.
 pub const MESSAGE_BYTES_DEFAULT: u64 = 256 << 20;
+/// Most bytes a client puts in one insert batch: larger batches are sent as slices of this size
+/// (a quarter of [`MESSAGE_BYTES_DEFAULT`], so a slice with its framing always fits, and large
+/// enough that the per-batch round trip vanishes). A single row larger than the server's message
+/// limit is refused by the server with a `LimitExceededError` naming that limit.
+pub const INSERT_BATCH_BYTES_MAX: usize = 64 << 20;

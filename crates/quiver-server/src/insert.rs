@@ -24,6 +24,7 @@ use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::duck::{batch_stream, one_batch_stream};
 use crate::insert_queue::{queue, QueueWriter};
+use crate::insert_types;
 use crate::service::bounded_str;
 use crate::session::Session;
 
@@ -273,6 +274,8 @@ pub struct TableInsert {
     rows: i64,
     /// `None` once the call ended.
     append: Option<Append>,
+    /// The schema DuckDB scans when the batches need widening first (`insert_types.rs`).
+    widened: Option<SchemaRef>,
 }
 
 impl TableInsert {
@@ -290,7 +293,10 @@ impl TableInsert {
             finished: false,
             rows: 0,
             append: None,
+            widened: insert_types::widened(schema),
         };
+        let schema = insert.widened.clone().unwrap_or_else(|| Arc::clone(schema));
+        let schema = &schema;
         if insert.owns_transaction {
             session.with(|open| open.duck.execute("BEGIN TRANSACTION", None, None))?;
         }
@@ -328,14 +334,19 @@ impl TableInsert {
             .append
             .as_ref()
             .expect("a running call has its statement");
-        if batch.num_rows() > 0 && append.queue.push(batch.clone()).is_err() {
+        let batch = match &self.widened {
+            Some(schema) => insert_types::widen(batch, schema)?,
+            None => batch.clone(),
+        };
+        let rows = batch.num_rows();
+        if rows > 0 && append.queue.push(batch).is_err() {
             return Err(self.fail());
         }
         // The statement ends early only by failing: report it at this acknowledgement.
         if append.statement.is_finished() {
             return Err(self.fail());
         }
-        self.rows += batch.num_rows() as i64;
+        self.rows += rows as i64;
         Ok(())
     }
 

@@ -26,6 +26,7 @@ pub mod ffi;
 pub mod flight_sql;
 mod insert;
 mod insert_queue;
+mod insert_types;
 mod query;
 pub mod server;
 pub mod service;

@@ -22,6 +22,15 @@ pub enum WireError {
         /// The configured limit.
         limit_bytes: u64,
     },
+    /// A message body over the limit that the reader read past without keeping it: the
+    /// stream is still in step, so the reader may answer the peer and go on.
+    #[error("message body of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")]
+    BodySkipped {
+        /// The announced body size.
+        size_bytes: u64,
+        /// The configured limit.
+        limit_bytes: u64,
+    },
     /// Arrow rejected a schema or batch.
     #[error("arrow: {0}")]
     Arrow(#[from] ArrowError),

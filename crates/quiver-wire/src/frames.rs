@@ -87,8 +87,21 @@ impl<R: Read> FrameSource for IoFrames<'_, R> {
             return Ok(None);
         }
         let header = read_buffer(self.reader, len as usize, "message metadata")?;
-        let (header, body_len, not_utf8_at) = verify_header(header, limits)?;
-        let body = read_buffer(self.reader, body_len, "message body")?;
+        let (header, body_len, not_utf8_at) = match verify_header(header, limits) {
+            Err(WireError::LimitExceeded {
+                what: BODY,
+                size_bytes,
+                limit_bytes,
+            }) if size_bytes <= SKIP_BYTES_MAX => {
+                skip_bytes(self.reader, size_bytes)?;
+                return Err(WireError::BodySkipped {
+                    size_bytes,
+                    limit_bytes,
+                });
+            }
+            verified => verified?,
+        };
+        let body = read_buffer(self.reader, body_len, BODY)?;
         Ok(Some(Frame {
             size_bytes: prefix_bytes + len as u64 + body_len as u64,
             header,
@@ -203,7 +216,7 @@ pub(crate) fn verify_header(
                 "negative body length {body_len}"
             )));
         }
-        check_limit("message body", body_len as u64, limits.body_bytes_max)?;
+        check_limit(BODY, body_len as u64, limits.body_bytes_max)?;
         return Ok((header, body_len as usize, not_utf8_at));
     }
     Err(WireError::Malformed(format!(
@@ -229,6 +242,29 @@ fn metadata_length(word: [u8; 4], limits: &Limits) -> Result<u32> {
         limits.metadata_bytes_max as u64,
     )?;
     Ok(len as u32)
+}
+
+/// What a message body is called in errors.
+const BODY: &str = "message body";
+
+/// The largest body over the limit that a reader reads past (discarding it, in pieces of
+/// [`SKIP_CHUNK_BYTES`]) so that it can answer the peer, whose write would otherwise fail before
+/// it could read why. Costs bandwidth, never memory; a larger announcement ends the connection.
+pub(crate) const SKIP_BYTES_MAX: u64 = Limits::DEFAULT.body_bytes_max;
+const SKIP_CHUNK_BYTES: usize = 64 << 10;
+
+/// Reads and discards `len` bytes.
+fn skip_bytes<R: Read>(reader: &mut R, len: u64) -> Result<()> {
+    let mut chunk = vec![0u8; SKIP_CHUNK_BYTES];
+    let mut left = len;
+    while left > 0 {
+        let take = left.min(SKIP_CHUNK_BYTES as u64) as usize;
+        reader
+            .read_exact(&mut chunk[..take])
+            .map_err(truncated(BODY))?;
+        left -= take as u64;
+    }
+    Ok(())
 }
 
 /// Refuses a size over its limit before anything is allocated for it.

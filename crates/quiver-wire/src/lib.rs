@@ -48,7 +48,10 @@ pub use error::{Result, WireError};
 pub use frames::{BufferFrames, FrameSource, IoFrames};
 pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
 pub use limits::Limits;
-pub use log::{ErrorCode, ErrorReport, LogLevel, LogRecord, ERROR_DETAILS_BYTES_MAX};
+pub use log::{
+    ErrorCode, ErrorReport, LogLevel, LogRecord, ERROR_DETAILS_BYTES_MAX, LIMIT_EXCEEDED_KIND,
+    LIMIT_EXCEEDED_TYPE,
+};
 pub use metadata::BatchMetadata;
 pub use reader::{decode_region, decode_stream, StreamReader};
 pub use role::{classify, BatchRole};

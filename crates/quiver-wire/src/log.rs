@@ -228,7 +228,19 @@ pub struct ErrorReport {
     pub extra: Map<String, Value>,
 }
 
+/// `error_type` of a value over a limit, at any layer (a message on the wire, a bound of a protocol).
+pub const LIMIT_EXCEEDED_TYPE: &str = "LimitExceededError";
+/// `kind` of a value over a limit.
+pub const LIMIT_EXCEEDED_KIND: &str = "limit_exceeded";
+
 impl ErrorReport {
+    /// A value over a limit; `message` names the value, its size and the limit.
+    pub fn limit_exceeded(message: impl Into<String>) -> Self {
+        Self::new(LIMIT_EXCEEDED_TYPE, message)
+            .with_code(ErrorCode::ResourceExhausted)
+            .with_kind(LIMIT_EXCEEDED_KIND)
+    }
+
     /// A new error with code `Unknown` and no kind.
     pub fn new(error_type: impl Into<String>, message: impl Into<String>) -> Self {
         Self {

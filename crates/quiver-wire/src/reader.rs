@@ -186,6 +186,8 @@ impl StreamReader {
                     self.finished = true;
                     return Ok(None);
                 }
+                // A skipped body leaves framing intact: the caller may answer and drain.
+                Err(error @ WireError::BodySkipped { .. }) => return Err(error),
                 Err(error) => {
                     let error = at_stream_byte(error, offset);
                     self.framing_lost = Some((error.is_disconnect(), error.to_string()));

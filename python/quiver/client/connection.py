@@ -25,10 +25,10 @@ from .. import server_protocol as sp
 from ..rpc import Client, RpcError
 from ..shm.config import ShmConfig
 from ..transport import connect_tcp, connect_unix
-from ..wire.error import WireError
+from ..wire.error import Malformed, WireError
 from . import insert as inserting
 from .cursor import Cursor
-from .errors import InterfaceError, OperationalError, ProgrammingError, connection_lost, from_rpc
+from .errors import InterfaceError, OperationalError, ProgrammingError, connection_lost, from_rpc, refused_reply
 from .result import QueryResult
 from .statements import transaction_control
 
@@ -230,6 +230,11 @@ class Connection:
             return action()
         except RpcError as exc:
             raise from_rpc(exc) from None
+        except Malformed as exc:
+            if exc.recoverable:  # the call ended cleanly (rpc/client.py): the connection lives on
+                raise refused_reply(exc) from exc
+            self.close()
+            raise connection_lost(str(self.address), exc) from exc
         except (WireError, OSError) as exc:
             self.close()
             raise connection_lost(str(self.address), exc) from exc

@@ -119,6 +119,15 @@ def connection_lost(address: str, cause: BaseException) -> OperationalError:
     )
 
 
+def refused_reply(cause: BaseException) -> DataError:
+    """The error for a reply this client refused (a batch that fails Arrow's validation).
+
+    The call is over and the connection lives on. DuckDB's HUGEINT beyond 38 digits is the known
+    case: its default Arrow form, decimal128(38, 0), cannot hold it (docs/types.md).
+    """
+    return DataError(f"the server's reply was refused: {cause}", error_type="InvalidReply")
+
+
 __all__ = [
     "DataError",
     "DatabaseError",
@@ -132,4 +141,5 @@ __all__ = [
     "Warning",
     "connection_lost",
     "from_rpc",
+    "refused_reply",
 ]

@@ -17,9 +17,9 @@ from .. import server_protocol as sp
 from ..rpc import StreamCall
 from .errors import InterfaceError, ProgrammingError
 
-# Why 64 MiB: a quarter of the server's default message limit (MESSAGE_BYTES_DEFAULT, 256 MiB), so a
-# batch with its framing always fits, and large enough that the per-turn round trip vanishes.
-BATCH_BYTES_MAX = 64 << 20
+# Why 64 MiB (server_protocol.INSERT_BATCH_BYTES_MAX): a quarter of the server's default message
+# limit, so a batch with its framing always fits, and large enough that the per-turn round trip vanishes.
+BATCH_BYTES_MAX = sp.INSERT_BATCH_BYTES_MAX
 
 
 def arrow_source(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..rpc import StreamCall
 from .errors import InterfaceError
+from .values import column_values
 
 Row = tuple[Any, ...]
 
@@ -68,7 +69,7 @@ class QueryResult:
             if batch is None:
                 break
             if self._rows is None:
-                columns = [column.to_pylist() for column in batch.columns]
+                columns = [column_values(column) for column in batch.columns]
                 self._rows = list(zip(*columns, strict=True)) if columns else [()] * batch.num_rows
             want = len(self._rows) - self._offset if count is None else count - len(taken)
             end = min(self._offset + want, len(self._rows))

@@ -29,7 +29,7 @@ from ..shm.segment import BudgetExceeded, Segment
 from ..transport.connection import Connection
 from ..wire import keys
 from ..wire.error import ConnectionClosed, Malformed
-from ..wire.framing import END_OF_STREAM
+from ..wire.framing import END_OF_STREAM, skip_stream
 from ..wire.limits import DEFAULT_LIMITS, Limits
 from ..wire.log import ErrorReport, LogRecord
 from ..wire.metadata import BatchMetadata
@@ -247,8 +247,8 @@ class Client(Generic[P]):
         return [answer for answer in answers if answer is not None]
 
     def _open_reply(self) -> StreamReader:
-        """The output stream of a stream call, to be read batch by batch."""
-        reader = StreamReader.open(self.connection.reader, self.limits)
+        """The output stream of a stream call, to be read batch by batch (in lockstep with the input)."""
+        reader = StreamReader.open(self.connection.reader, self.limits, lockstep=True)
         if reader is None:
             raise ConnectionClosed("the server closed the connection")
         return reader
@@ -280,13 +280,9 @@ class Client(Generic[P]):
         return batch, metadata
 
     def _read(self, reader: StreamReader) -> Item | None:
+        """The next batch; a batch refused here leaves the stream unread for the call to end first."""
         started = time.perf_counter()
-        try:
-            item = reader.read()
-        except Malformed as exc:
-            if exc.recoverable:
-                reader.drain()
-            raise
+        item = reader.read()
         self._count_inbound(started, item is not None)
         return item
 
@@ -428,9 +424,13 @@ class StreamCall:
 
     def _receive(self) -> AnnotatedBatch | None:
         client = self._client
-        if self._output is None:
-            self._output = client._open_reply()
-        item = client._next_item(self._output)
+        try:
+            if self._output is None:
+                self._output = client._open_reply()
+            item = client._next_item(self._output)
+        except Malformed as exc:
+            self._refuse(exc)
+            raise
         if isinstance(item, RpcError):
             self._drain_output(raise_errors=False)
             self._finish()
@@ -439,6 +439,25 @@ class StreamCall:
             self._finish()
             return None
         return AnnotatedBatch(*item)
+
+    def _refuse(self, error: Malformed) -> None:
+        """Ends the call after this client refused a message of its output.
+
+        The server writes the rest of the output only as the client takes turns, so the client
+        cancels first (the server then ends its output) and skips the rest afterwards; the
+        connection stays usable. An unrecoverable error leaves the byte stream unaligned: the
+        caller must drop the connection.
+        """
+        self.closed = True
+        if not error.recoverable:
+            return
+        client = self._client
+        self._end_input({keys.CANCEL: "1"})
+        if self._output is not None:
+            self._output.drain()
+        elif not error.stream_ended:
+            skip_stream(client.connection.reader, client.limits)
+        client._end_turn()
 
     def _finish(self) -> None:
         """The output ended: close the input stream and release the connection."""
@@ -464,8 +483,14 @@ class StreamCall:
             error, _ = split_answers(client._read_whole())
         else:
             error = None
-            while (item := client._next_item(self._output)) is not None:
-                error = error or (item if isinstance(item, RpcError) else None)
+            try:
+                while (item := client._next_item(self._output)) is not None:
+                    error = error or (item if isinstance(item, RpcError) else None)
+            except Malformed as exc:
+                # The input has ended, so the server ends its output by itself: skip what is left.
+                if exc.recoverable:
+                    self._output.drain()
+                raise
         client._end_turn()
         if error is not None and raise_errors:
             raise error

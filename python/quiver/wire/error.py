@@ -23,11 +23,15 @@ class Truncated(WireError):
 
 
 class Malformed(WireError):
-    """The bytes are not a valid Arrow IPC stream, or a batch failed validation."""
+    """The bytes are not a valid Arrow IPC stream, or a batch failed validation.
 
-    def __init__(self, message: str, *, recoverable: bool) -> None:
+    ``stream_ended``: the offending stream's end marker was read too, so nothing is left to skip.
+    """
+
+    def __init__(self, message: str, *, recoverable: bool, stream_ended: bool = False) -> None:
         super().__init__(message)
         self.recoverable = recoverable
+        self.stream_ended = stream_ended
 
 
 class LimitExceeded(Malformed):

@@ -103,11 +103,16 @@ class StreamReader:
     Open with :meth:`open`, then call :meth:`read` until it returns ``None``. After an
     error, :meth:`drain` skips what is left of the stream when the error was
     recoverable, so the next stream on the connection starts on a clean boundary.
+
+    ``lockstep``: the peer writes the rest of this stream only as the reader's side takes its
+    turns (a stream call's output), so skipping it at once would wait forever. An error then
+    leaves the rest unread: the caller ends its turns first, then skips (:meth:`drain`, or
+    :func:`~quiver.wire.framing.skip_stream` on the source when opening failed).
     """
 
     __slots__ = ("_feeder", "_finished", "_limits", "_reader", "_source", "schema")
 
-    def __init__(self, source: ByteSource, limits: Limits, feeder: _Feeder) -> None:
+    def __init__(self, source: ByteSource, limits: Limits, feeder: _Feeder, *, lockstep: bool = False) -> None:
         self._source = source
         self._limits = limits
         self._feeder = feeder
@@ -117,19 +122,22 @@ class StreamReader:
         except WireError:
             raise
         except (pa.ArrowException, ValueError) as exc:
-            self.drain()
+            if not lockstep:
+                self.drain()
             raise Malformed(f"invalid IPC schema message: {exc}", recoverable=True) from exc
         self.schema: pa.Schema = self._reader.schema
 
     @classmethod
-    def open(cls, source: ByteSource, limits: Limits = DEFAULT_LIMITS) -> StreamReader | None:
+    def open(
+        cls, source: ByteSource, limits: Limits = DEFAULT_LIMITS, *, lockstep: bool = False
+    ) -> StreamReader | None:
         """Reads the schema of the next stream; ``None`` if the input ended cleanly before it."""
-        first = _first_message(source, limits)
+        first = _first_message(source, limits, skip_on_error=not lockstep)
         if first is None:
             return None
         feeder = _Feeder(source, limits)
         feeder.queue(first)
-        return cls(source, limits, feeder)
+        return cls(source, limits, feeder, lockstep=lockstep)
 
     def read(self) -> Item | None:
         """The next batch and its custom metadata, or ``None`` at the end of the stream."""
@@ -166,16 +174,17 @@ def _at_stream_byte(exc: Malformed, offset: int) -> Malformed:
     return type(exc)(f"{exc} (message at stream byte {offset})", recoverable=exc.recoverable)
 
 
-def _first_message(source: ByteSource, limits: Limits) -> Message | None:
+def _first_message(source: ByteSource, limits: Limits, *, skip_on_error: bool = True) -> Message | None:
     """The schema message opening a stream; ``None`` on a clean end of input."""
     try:
         first = read_message(source, limits)
     except ConnectionClosed:
         return None
     if first is None:
-        raise Malformed("IPC stream ended before its schema message", recoverable=True)
+        raise Malformed("IPC stream ended before its schema message", recoverable=True, stream_ended=True)
     if first.kind is not MessageKind.SCHEMA:
-        skip_stream(source, limits)
+        if skip_on_error:
+            skip_stream(source, limits)
         raise Malformed(f"IPC stream starts with a {first.kind.name} message, not a schema", recoverable=True)
     return first
 

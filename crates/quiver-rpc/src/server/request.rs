@@ -52,9 +52,12 @@ impl Session<'_> {
             return Ok(None);
         };
         let first = first.map_err(|error| {
-            RequestError::Rejected(errors::protocol_error(format!(
-                "unreadable request batch: {error}"
-            )))
+            RequestError::Rejected(match error {
+                WireError::BodySkipped { .. } => {
+                    ErrorReport::limit_exceeded(format!("request batch: {error}"))
+                }
+                error => errors::protocol_error(format!("unreadable request batch: {error}")),
+            })
         })?;
         let Some((batch, metadata)) = first else {
             return Err(RequestError::Rejected(errors::rpc_error(

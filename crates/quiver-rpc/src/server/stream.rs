@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use quiver_wire::{empty_schema, keys, BatchMetadata, StreamReader, StreamWriter, WireError};
+use quiver_wire::{
+    empty_schema, keys, BatchMetadata, ErrorReport, StreamReader, StreamWriter, WireError,
+};
 
 use super::{origin, Session};
 use crate::conform;
@@ -59,7 +61,17 @@ impl Session<'_> {
             let next = self
                 .link
                 .wait_for_peer(self.shm.as_mut(), |peer| input.next(peer));
-            let Some((batch, metadata)) = next? else {
+            let next = match next {
+                // The body was read past: answer with the limit, then drain as after any error.
+                Err(error @ WireError::BodySkipped { .. }) => {
+                    let report = ErrorReport::limit_exceeded(format!("input batch: {error}"))
+                        .with_synthesized_traceback(&origin(method, request_metadata));
+                    self.write_record(&mut output, &report.to_record())?;
+                    break;
+                }
+                next => next?,
+            };
+            let Some((batch, metadata)) = next else {
                 break;
             };
             if metadata.contains(keys::CANCEL) && batch.num_rows() == 0 {
