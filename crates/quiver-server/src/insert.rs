@@ -336,6 +336,7 @@ impl TableInsert {
             return Err(self.fail());
         }
         self.rows += batch.num_rows() as i64;
+        crate::metrics::metrics().batch_in(batch.num_rows(), batch.get_array_memory_size());
         Ok(())
     }
 
