@@ -69,9 +69,9 @@ def test_events_are_logged_as_json_lines(env: dict[str, str]) -> None:
     assert server.stop() == 0
     events = [json.loads(line) for line in server.stderr_text.splitlines() if line.startswith("{")]
     by_name = {event["event"]: event for event in events}
-    assert {"session_opened", "session_closed", "statement_failed", "slow_statement", "auth_failed"} <= set(
-        by_name
-    ), events
+    assert {"session_opened", "session_closed", "statement_failed", "slow_statement", "auth_failed"} <= set(by_name), (
+        events
+    )
     assert by_name["session_opened"]["door"] == "tcp"
     assert by_name["session_opened"]["peer"].startswith("127.0.0.1:")
     assert by_name["session_closed"]["statements"] == 2

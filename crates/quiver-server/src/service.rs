@@ -190,7 +190,11 @@ fn connect(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, 
         }
     }
     if let Err(report) = session.open() {
-        session.hang_up();
+        // A connection that cannot open (busy, stopping) is told once and closed; one already
+        // open keeps serving.
+        if !session.is_open() {
+            session.hang_up();
+        }
         return Err(report);
     }
     session.shared.events.emit(

@@ -439,11 +439,6 @@ impl Registry {
         metrics().sessions.dec();
     }
 
-    /// How many places are taken.
-    pub fn admitted(&self) -> usize {
-        self.admitted.load(Ordering::SeqCst)
-    }
-
     /// How many connections are open.
     pub fn len(&self) -> usize {
         self.lock().len()
