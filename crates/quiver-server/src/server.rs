@@ -331,17 +331,18 @@ pub fn start(
         rpc_config,
         stopping: AtomicBool::new(false),
     });
-    let flight_sql = match &grpc {
+    // Before the Flight SQL listener: a bad metrics address fails the start with nothing to undo.
+    let metrics = match &options.metrics {
         Some(address) => {
-            let (server, line) = flight_sql::start(&shared, address, tls.as_ref())?;
+            let (server, line) = crate::metrics_http::start(address)?;
             lines.push(line);
             Some(server)
         }
         None => None,
     };
-    let metrics = match &options.metrics {
+    let flight_sql = match &grpc {
         Some(address) => {
-            let (server, line) = crate::metrics_http::start(address)?;
+            let (server, line) = flight_sql::start(&shared, address, tls.as_ref())?;
             lines.push(line);
             Some(server)
         }
