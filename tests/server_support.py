@@ -116,6 +116,8 @@ class ServerProcess:
         self.unix: str | None = None
         self.token: str | None = None
         self.flight_sql: str | None = None
+        #: Every announcement line before READY, in order.
+        self.announced: list[str] = []
         deadline = time.monotonic() + WAIT_SECONDS
         assert self.process.stdout is not None
         while time.monotonic() < deadline:
@@ -124,6 +126,7 @@ class ServerProcess:
                 return
             if not line:
                 raise AssertionError(f"server ended before READY: {self.process.stderr.read()}")  # type: ignore[union-attr]
+            self.announced.append(line)
             kind, _, value = line.partition(":")
             if kind == "PORT":
                 self.port = int(value)

@@ -68,6 +68,16 @@ def test_basic_auth_handshake_yields_the_bearer_token(server: ServerProcess) -> 
     assert "authentication failed" in refusal(server.flight_sql, wrong)
 
 
+@pytest.mark.parametrize("user", ["u", "us", "usr", "user", "admin", "anyone"])
+def test_basic_auth_takes_every_user_name_length(server: ServerProcess, user: str) -> None:
+    # ADBC's Go driver sends Basic credentials as base64 without padding: every length of
+    # user:token modulo 3 must reach the token.
+    db_kwargs = {"username": user, "password": server.token}
+    with flightsql.connect(server.flight_sql, db_kwargs=db_kwargs) as conn, conn.cursor() as cur:
+        cur.execute("SELECT 8")
+        assert cur.fetchone() == (8,)
+
+
 def test_no_token_is_refused(server: ServerProcess) -> None:
     assert "authentication failed" in refusal(server.flight_sql)
 

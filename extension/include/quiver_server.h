@@ -33,7 +33,7 @@ struct ArrowArray;
 struct ArrowArrayStream;
 
 /* Bumped on any change to this file's signatures or conventions; quiver_serve refuses a mismatch. */
-#define QUIVER_SERVER_ABI_VERSION 2
+#define QUIVER_SERVER_ABI_VERSION 3
 
 #define QUIVER_SERVER_OK 0
 #define QUIVER_SERVER_ERR 1
@@ -117,6 +117,11 @@ typedef struct quiver_serve_options {
 	const char *duckdb_version; /* what connect reports as DuckDB's version */
 	const char *tls_cert;     /* PEM certificate chain of a grpc+tls:// listener; NULL: none */
 	const char *tls_key;      /* PEM private key of a grpc+tls:// listener; NULL: none */
+	int64_t auth_deadline_ms; /* how long a connection may take to authenticate; <= 0: the default (10 s) */
+	int64_t unauthenticated_max; /* connections each listener holds before they authenticate; <= 0: 16 */
+	int64_t slow_statement_ms; /* statements at least this slow are logged (0: all); < 0: none */
+	int32_t log_json;         /* log events as JSON lines instead of key=value text */
+	const char *metrics;      /* tcp://HOST:PORT of the metrics listener (announced METRICS:<url>); NULL: none */
 } quiver_serve_options;
 
 /* Starts serving on listen_urls (newline-separated tcp://host:port, unix:///path, and at most one

@@ -6,7 +6,8 @@
 //
 // returns one row per announcement (kind PORT / UNIX / FLIGHT_SQL / TOKEN, value) and keeps serving in
 // background threads until quiver_serve_stop() (or the process ends). A grpc+tls:// listener takes
-// tls_cert := and tls_key := (PEM files).
+// tls_cert := and tls_key := (PEM files). auth_deadline_ms, unauthenticated_max, slow_statement_ms,
+// log_json and metrics := 'tcp://127.0.0.1:0' (a METRICS row) tune admission, the log and the metrics.
 //===----------------------------------------------------------------------===//
 #include "quiver_functions.hpp"
 
@@ -50,6 +51,11 @@ struct ServeBindData : public TableFunctionData {
 	int64_t message_bytes_max = 0;
 	string tls_cert;
 	string tls_key;
+	int64_t auth_deadline_ms = 0;
+	int64_t unauthenticated_max = 0;
+	int64_t slow_statement_ms = -1;
+	bool log_json = false;
+	string metrics;
 };
 
 struct RowsState : public GlobalTableFunctionState {
@@ -83,6 +89,16 @@ unique_ptr<FunctionData> ServeBind(ClientContext &, TableFunctionBindInput &inpu
 			data->tls_cert = entry.second.ToString();
 		} else if (name == "tls_key") {
 			data->tls_key = entry.second.ToString();
+		} else if (name == "auth_deadline_ms") {
+			data->auth_deadline_ms = entry.second.GetValue<int64_t>();
+		} else if (name == "unauthenticated_max") {
+			data->unauthenticated_max = entry.second.GetValue<int64_t>();
+		} else if (name == "slow_statement_ms") {
+			data->slow_statement_ms = entry.second.GetValue<int64_t>();
+		} else if (name == "log_json") {
+			data->log_json = entry.second.GetValue<bool>();
+		} else if (name == "metrics") {
+			data->metrics = entry.second.ToString();
 		}
 	}
 	return_types = {LogicalType::VARCHAR, LogicalType::VARCHAR};
@@ -141,6 +157,11 @@ void Start(ClientContext &context, const ServeBindData &data, RowsState &state) 
 	options.duckdb_version = version.c_str();
 	options.tls_cert = data.tls_cert.empty() ? nullptr : data.tls_cert.c_str();
 	options.tls_key = data.tls_key.empty() ? nullptr : data.tls_key.c_str();
+	options.auth_deadline_ms = data.auth_deadline_ms;
+	options.unauthenticated_max = data.unauthenticated_max;
+	options.slow_statement_ms = data.slow_statement_ms;
+	options.log_json = data.log_json ? 1 : 0;
+	options.metrics = data.metrics.empty() ? nullptr : data.metrics.c_str();
 	vector<char> bound(ANNOUNCEMENT_BYTES_MAX, '\0');
 	char error[ERROR_BYTES_MAX] = {0};
 	auto listen = ListenLines(data.listen);
@@ -208,6 +229,11 @@ void RegisterServerFunctions(ExtensionLoader &loader) {
 		options.Add(Identifier("message_bytes_max"), LogicalType::BIGINT);
 		options.Add(Identifier("tls_cert"), LogicalType::VARCHAR);
 		options.Add(Identifier("tls_key"), LogicalType::VARCHAR);
+		options.Add(Identifier("auth_deadline_ms"), LogicalType::BIGINT);
+		options.Add(Identifier("unauthenticated_max"), LogicalType::BIGINT);
+		options.Add(Identifier("slow_statement_ms"), LogicalType::BIGINT);
+		options.Add(Identifier("log_json"), LogicalType::BOOLEAN);
+		options.Add(Identifier("metrics"), LogicalType::VARCHAR);
 	});
 	loader.RegisterFunction(serve);
 	TableFunction stop("quiver_serve_stop", {}, StopScan, StopBind, RowsInit);

@@ -10,10 +10,16 @@ listener — ``PORT:<n>`` for TCP, ``UNIX:<absolute path>`` for a Unix socket,
 ``FLIGHT_SQL:<uri>`` for Flight SQL (the exact URI an ADBC client passes) — then ``TOKEN:<hex>``
 when the server generated the token, then ``READY``. TCP and gRPC listeners require the token.
 
+With ``--metrics tcp://127.0.0.1:0`` a Prometheus ``/metrics`` listener is announced as
+``METRICS:<url>``. Events (sessions, failed authentication, failed and slow statements) are
+logged on stderr, as JSON lines with ``--log-format json``.
+
 The end: ``SIGTERM``/``SIGINT``, or with ``--watch-stdin`` the end of stdin (the dead-man switch of
 a spawning client, which holds the write end open and never writes). Then the server stops
 (running statements get ``ServerStoppingError``, open transactions roll back), a file database is
-checkpointed, the socket files are removed, and the process exits 0.
+checkpointed, the socket files are removed, and the process exits 0. A server that cannot start
+(a bad flag, a database it cannot open or that another process holds, a listener it cannot bind)
+says why in one line on stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from . import __version__
 from .sql import connect
 
 __all__ = ["main"]
@@ -35,6 +42,42 @@ STOP_POLL_SECONDS = 0.2
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
+
+
+def _version() -> str:
+    import duckdb
+
+    return f"quiver server {__version__} (DuckDB {duckdb.__version__})"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,11 +99,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-auth", action="store_true", help="serve TCP and gRPC without a token (loopback only)")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when stdin reaches end of file")
-    parser.add_argument("--threads", type=int, help="DuckDB's threads setting")
+    parser.add_argument("--threads", type=_positive_int, help="DuckDB's threads setting")
     parser.add_argument("--memory-limit", help="DuckDB's memory_limit setting, e.g. 4GB")
-    parser.add_argument("--max-connections", type=int, help="sessions served at once (default 64)")
-    parser.add_argument("--max-message-bytes", type=int, help="largest message read (default 256 MiB)")
+    parser.add_argument("--max-connections", type=_positive_int, help="sessions served at once (default 64)")
+    parser.add_argument("--max-message-bytes", type=_positive_int, help="largest message read (default 256 MiB)")
+    parser.add_argument(
+        "--auth-deadline",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="time a connection has to authenticate before it is closed (default 10)",
+    )
+    parser.add_argument(
+        "--max-unauthenticated",
+        type=_positive_int,
+        metavar="N",
+        help="connections each listener holds before they authenticate; the oldest make room (default 16)",
+    )
+    parser.add_argument(
+        "--slow-statement",
+        type=_seconds,
+        metavar="SECONDS",
+        help="log statements that take at least this long, 0 for every one (default: none)",
+    )
+    parser.add_argument("--log-format", choices=("text", "json"), default="text", help="stderr events (default text)")
+    parser.add_argument(
+        "--metrics",
+        metavar="URL",
+        help="serve Prometheus /metrics on tcp://HOST:PORT (announced as METRICS:<url>); use a loopback host",
+    )
     parser.add_argument("--extension", help="the extension file (default: this tree's build)")
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     return parser
 
 
@@ -79,6 +147,16 @@ def _serve_sql(args: argparse.Namespace, listen: Sequence[str]) -> str:
         options.append(f"tls_cert := {_literal(os.path.abspath(args.tls_cert))}")
     if args.tls_key is not None:
         options.append(f"tls_key := {_literal(os.path.abspath(args.tls_key))}")
+    if args.auth_deadline is not None:
+        options.append(f"auth_deadline_ms := {max(1, round(args.auth_deadline * 1000))}")
+    if args.max_unauthenticated is not None:
+        options.append(f"unauthenticated_max := {int(args.max_unauthenticated)}")
+    if args.slow_statement is not None:
+        options.append(f"slow_statement_ms := {round(args.slow_statement * 1000)}")
+    if args.log_format == "json":
+        options.append("log_json := true")
+    if args.metrics is not None:
+        options.append(f"metrics := {_literal(args.metrics)}")
     arguments = ", ".join([_literal(",".join(listen)), *options])
     return f"SELECT kind, value FROM quiver_serve({arguments})"
 
@@ -94,9 +172,18 @@ def _watch_stdin(stop: threading.Event) -> None:
     stop.set()
 
 
+def _fail(message: object) -> int:
+    """One line on stderr (DuckDB's messages may span several: the first says what failed)."""
+    text = str(message).strip().splitlines()
+    print(f"quiver server: {text[0] if text else 'failed'}", file=sys.stderr, flush=True)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.extension:
+        if not os.path.isfile(args.extension):
+            return _fail(f"no extension file at {args.extension}")
         os.environ["QUIVER_EXTENSION"] = args.extension
     config: dict[str, str] = {}
     if args.threads is not None:
@@ -106,13 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    con = connect(args.database, config=config)
+    try:
+        con = connect(args.database, config=config)
+    except Exception as exc:  # a path it cannot open, a database another process holds, a bad setting
+        return _fail(exc)
     try:
         rows = con.execute(_serve_sql(args, args.listen or ["tcp://127.0.0.1:0"])).fetchall()
     except Exception as exc:  # the server's own message says what was refused
-        print(f"quiver server: {exc}", file=sys.stderr, flush=True)
         con.close()
-        return 2
+        return _fail(exc)
     for kind, value in rows:
         print(f"{kind}:{value}")
     print("READY", flush=True)

@@ -50,7 +50,7 @@ pub use method::{
 };
 pub use params::Params;
 pub use protocol_hash::{protocol_hash, type_token};
-pub use server::{Admission, Server, ServerConfig, SessionEnd};
+pub use server::{Admission, Guard, Server, ServerConfig, SessionEnd, UNADMITTED_BODY_BYTES_MAX};
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};
 pub use stats::ShmStats;

@@ -72,11 +72,21 @@ pub struct Server {
     /// Decides, before any method of any hosted protocol runs, whether this connection may call
     /// it (see [`Server::with_admission`]).
     admission: Option<Arc<Admission>>,
+    /// Says whether the connection is admitted yet (see [`Server::with_guard`]).
+    guard: Option<Arc<Guard>>,
 }
 
 /// An admission check: given the protocol and method a request names, `None` lets it run and
 /// `Some(report)` answers with that error instead (the method never runs).
 pub type Admission = dyn Fn(&str, &str) -> Option<ErrorReport> + Send + Sync;
+
+/// A connection's guard: `Some(refusal)` while the connection is not admitted (before it
+/// authenticated), `None` once it is.
+pub type Guard = dyn Fn() -> Option<ErrorReport> + Send + Sync;
+
+/// Largest request body read from a connection its guard does not admit yet: what a stranger
+/// may make the server allocate is an authentication request's worth, not a data message's.
+pub const UNADMITTED_BODY_BYTES_MAX: u64 = 64 * 1024;
 
 /// Why a session stopped.
 #[derive(Debug)]
@@ -117,6 +127,7 @@ impl Server {
             config,
             request_id_prefix: format!("{:08x}", std::process::id()),
             admission: None,
+            guard: None,
         }
     }
 
@@ -128,6 +139,20 @@ impl Server {
         admit: impl Fn(&str, &str) -> Option<ErrorReport> + Send + Sync + 'static,
     ) -> Self {
         self.admission = Some(Arc::new(admit));
+        self
+    }
+
+    /// Guards the connection with `guard` (`Some(refusal)` until the connection is admitted,
+    /// typically by an authenticating method of the primary protocol). Until then a peer learns
+    /// nothing from the framework: every request the framework itself would refuse (unreadable
+    /// bytes, an unknown protocol or method, parameters that do not conform) is answered with the
+    /// refusal alone and the connection ends; no reply names the server; requests are read
+    /// within [`UNADMITTED_BODY_BYTES_MAX`]. Methods still answer for themselves.
+    pub fn with_guard(
+        mut self,
+        guard: impl Fn() -> Option<ErrorReport> + Send + Sync + 'static,
+    ) -> Self {
+        self.guard = Some(Arc::new(guard));
         self
     }
 
@@ -187,6 +212,8 @@ struct Session<'s> {
     /// Id of the request being served: the client's `vgi_rpc.request_id`, or one
     /// generated here, stamped on every log and error of the call.
     request_id: String,
+    /// Set when the guard refused a request: the connection ends after the answer.
+    refused: bool,
 }
 
 impl<'s> Session<'s> {
@@ -198,11 +225,35 @@ impl<'s> Session<'s> {
             shm: None,
             requests_served: 0,
             request_id: String::new(),
+            refused: false,
         }
     }
 
     fn limits(&self) -> Limits {
-        self.server.config.limits
+        let limits = self.server.config.limits;
+        if self.refusal().is_none() {
+            return limits;
+        }
+        Limits {
+            body_bytes_max: limits.body_bytes_max.min(UNADMITTED_BODY_BYTES_MAX),
+            ..limits
+        }
+    }
+
+    /// The guard's refusal while the connection is not admitted.
+    fn refusal(&self) -> Option<ErrorReport> {
+        self.server.guard.as_ref().and_then(|guard| guard())
+    }
+
+    /// `report`, or the guard's refusal in its place (and the connection then ends).
+    fn framework_error(&mut self, report: ErrorReport) -> ErrorReport {
+        match self.refusal() {
+            Some(refusal) => {
+                self.refused = true;
+                refusal
+            }
+            None => report,
+        }
     }
 
     /// Serves one request; `Ok(false)` when the client closed the connection.
@@ -216,20 +267,22 @@ impl<'s> Session<'s> {
                         ErrorReport::new("RpcError", format!("unreadable request: {error}"))
                             .with_code(ErrorCode::InvalidArgument)
                             .with_kind("malformed_request");
+                    let report = self.framework_error(report);
                     let _ = self.write_error_stream(&empty_schema(), &report);
                     let _ = self.flush();
                 }
                 return Err(error);
             }
             Err(RequestError::Rejected(report)) => {
+                let report = self.framework_error(report);
                 self.write_error_stream(&empty_schema(), &report)?;
                 self.flush()?;
-                return Ok(true);
+                return Ok(!self.refused);
             }
         };
         self.dispatch(request)?;
         self.flush()?;
-        Ok(true)
+        Ok(!self.refused)
     }
 
     /// Attaches (or re-attaches) the segment a request advertises.
@@ -316,6 +369,7 @@ impl<'s> Session<'s> {
         };
         let service = self.server.route(request.metadata.get(keys::PROTOCOL));
         if let Some(report) = self.check_protocol(&service, &request) {
+            let report = self.framework_error(report);
             return self.write_error_stream(&empty_schema(), &report);
         }
         if is_reserved(&request.method) {
@@ -328,6 +382,7 @@ impl<'s> Session<'s> {
         }
         let Some(method) = service.method(&request.method) else {
             let report = errors::method_not_found(&request.method, &service.protocol_name);
+            let report = self.framework_error(report);
             return self.write_error_stream(&empty_schema(), &report);
         };
         let reply_schema = if method.is_unary() {
@@ -337,7 +392,10 @@ impl<'s> Session<'s> {
         };
         let params = match conform::conform_params(method, request.batch) {
             Ok(batch) => Params::new(batch),
-            Err(report) => return self.write_error_stream(&reply_schema, &report),
+            Err(report) => {
+                let report = self.framework_error(report);
+                return self.write_error_stream(&reply_schema, &report);
+            }
         };
         match &method.body {
             Body::Unary(body) => {
@@ -357,17 +415,20 @@ impl<'s> Session<'s> {
     fn serve_reserved(&mut self, request: &Request) -> Result<(), ConnectionError> {
         if request.method != TRANSPORT_OPTIONS {
             let report = errors::reserved_not_implemented(&request.method);
+            let report = self.framework_error(report);
             return self.write_error_stream(&empty_schema(), &report);
         }
         let shm_usable = !self.server.config.shm.disabled && self.link.kind().is_local();
-        let metadata = BatchMetadata::from_pairs([
+        let mut metadata = BatchMetadata::from_pairs([
             (
                 keys::TRANSPORT_SHM,
                 if shm_usable { "true" } else { "false" },
             ),
             (keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION),
-            (keys::SERVER_ID, self.server.config.server_id.as_str()),
         ]);
+        if self.refusal().is_none() {
+            metadata.insert(keys::SERVER_ID, self.server.config.server_id.as_str());
+        }
         let schema = empty_schema();
         let mut writer = StreamWriter::begin(&schema, &mut self.out)?;
         writer.write(
@@ -485,8 +546,12 @@ impl<'s> Session<'s> {
         writer.write(&empty, &metadata, &mut self.out)
     }
 
-    /// Adds the server id and the request id to a log or error record's metadata.
+    /// Adds the server id and the request id to a log or error record's metadata (once admitted).
     fn stamp(&self, mut metadata: BatchMetadata) -> BatchMetadata {
+        // Before admission nothing names the server (its id, or the pid in generated request ids).
+        if self.refusal().is_some() {
+            return metadata;
+        }
         metadata.insert(keys::SERVER_ID, self.server.config.server_id.as_str());
         if !self.request_id.is_empty() {
             metadata.insert(keys::REQUEST_ID, self.request_id.as_str());

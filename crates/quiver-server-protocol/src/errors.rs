@@ -98,7 +98,7 @@ pub fn stopping() -> ErrorReport {
 pub fn busy(max: usize) -> ErrorReport {
     ErrorReport::new(
         "ServerBusyError",
-        format!("the server serves at most {max} connections at once; try again later"),
+        format!("the server serves at most {max} connections at once (max_connections); try again later"),
     )
     .with_code(ErrorCode::ResourceExhausted)
     .with_kind(KIND_BUSY)

@@ -1,8 +1,20 @@
 //! The access token: compared as SHA-256 digests in constant time, so neither the comparison's
 //! duration nor an early exit tells a guesser how much of a token was right; generated tokens are
-//! 128 random bits.
+//! 128 random bits. [`verify`] is every door's one check of presented credentials: the per-peer
+//! throttle, the comparison, the count and the log line (which names the peer, never what it
+//! presented).
 
+use std::net::IpAddr;
+use std::time::Instant;
+
+use quiver_server_protocol::limits::TOKEN_BYTES_MAX;
 use sha2::{Digest, Sha256};
+
+use crate::admission::Door;
+use crate::events::Field;
+use crate::metrics::metrics;
+use crate::server::Shared;
+use crate::throttle::Peer;
 
 /// Hex digits of a generated token.
 pub const GENERATED_TOKEN_HEX_DIGITS: usize = 32;
@@ -30,6 +42,49 @@ impl Token {
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         difference == 0
     }
+}
+
+/// Whether the credentials `presented` by `peer` (at `ip`, for a TCP peer) at `door` are the
+/// server's token; always `true` on a server without one. A peer locked out by the throttle is
+/// refused without a comparison; every refusal is counted, and each one compared is logged.
+pub fn verify(
+    shared: &Shared,
+    door: Door,
+    peer: &str,
+    ip: Option<IpAddr>,
+    presented: Option<&str>,
+) -> bool {
+    let Some(token) = &shared.token else {
+        return true;
+    };
+    let key = ip.map(Peer::of);
+    let now = Instant::now();
+    let admitted = key.is_none_or(|key| shared.throttle.admits(key, now));
+    let accepted = admitted
+        && presented.is_some_and(|text| text.len() <= TOKEN_BYTES_MAX && token.accepts(text));
+    if accepted {
+        if let Some(key) = key {
+            shared.throttle.succeeded(key);
+        }
+        return true;
+    }
+    metrics().auth_failure(door.as_str());
+    let failure = key.map(|key| shared.throttle.failed(key, now));
+    // A locked-out peer's attempts are counted, not logged: one line per lockout, not per try.
+    if admitted {
+        let mut fields = vec![
+            ("door", Field::Text(door.as_str())),
+            ("peer", Field::Text(peer)),
+        ];
+        if let Some(failure) = failure {
+            fields.push(("failures", Field::Count(failure.count.into())));
+            if let Some(window) = failure.locked_for {
+                fields.push(("locked_out", Field::Millis(window)));
+            }
+        }
+        shared.events.emit("auth_failed", &fields);
+    }
+    false
 }
 
 /// `bytes` random bytes from the kernel, as lowercase hex.

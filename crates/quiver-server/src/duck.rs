@@ -348,6 +348,8 @@ impl Cursor {
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns.columns().to_vec())
             .map_err(arrow_error)?;
+        // Every door's results come through here: the spine's query streams and Flight SQL's DoGet.
+        crate::metrics::metrics().batch_out(batch.num_rows(), batch.get_array_memory_size());
         Ok(Some(batch))
     }
 }

@@ -9,10 +9,14 @@ use std::sync::Mutex;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 
+use std::time::Duration;
+
+use crate::admission::AdmissionLimits;
+use crate::events::EventLog;
 use crate::server::{self as listen, Running, ServeOptions};
 
 /// `QUIVER_SERVER_ABI_VERSION` of the header this mirrors.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// `QUIVER_SERVER_OK`.
 pub const OK: i32 = 0;
 /// `QUIVER_SERVER_NO_COUNT`.
@@ -136,6 +140,11 @@ pub struct RawServeOptions {
     pub duckdb_version: *const c_char,
     pub tls_cert: *const c_char,
     pub tls_key: *const c_char,
+    pub auth_deadline_ms: i64,
+    pub unauthenticated_max: i64,
+    pub slow_statement_ms: i64,
+    pub log_json: i32,
+    pub metrics: *const c_char,
 }
 
 static RUNNING: Mutex<Option<Running>> = Mutex::new(None);
@@ -170,6 +179,23 @@ unsafe fn optional_text(text: *const c_char) -> Option<String> {
             .to_string_lossy()
             .into_owned(),
     )
+}
+
+/// `value` when it is positive (the header's "<= 0: the default").
+fn positive(value: i64) -> Option<u64> {
+    u64::try_from(value).ok().filter(|&n| n > 0)
+}
+
+fn admission_limits(options: &RawServeOptions) -> AdmissionLimits {
+    let defaults = AdmissionLimits::default();
+    AdmissionLimits {
+        deadline: positive(options.auth_deadline_ms)
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.deadline),
+        unauthenticated_max: positive(options.unauthenticated_max)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            .unwrap_or(defaults.unauthenticated_max),
+    }
 }
 
 /// Starts serving; see `quiver_server.h`.
@@ -220,6 +246,16 @@ pub unsafe extern "C" fn quiver_serve_start(
             tls_cert: unsafe { optional_text(options.tls_cert) },
             // SAFETY: as above.
             tls_key: unsafe { optional_text(options.tls_key) },
+            admission: admission_limits(options),
+            events: EventLog {
+                json: options.log_json != 0,
+                // 0 logs every statement; below 0, none.
+                slow_statement: u64::try_from(options.slow_statement_ms)
+                    .ok()
+                    .map(Duration::from_millis),
+            },
+            // SAFETY: as above.
+            metrics: unsafe { optional_text(options.metrics) },
         };
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         if running.is_some() {

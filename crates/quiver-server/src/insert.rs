@@ -339,6 +339,7 @@ impl TableInsert {
             None => batch.clone(),
         };
         let rows = batch.num_rows();
+        let bytes = batch.get_array_memory_size();
         if rows > 0 && append.queue.push(batch).is_err() {
             return Err(self.fail());
         }
@@ -347,6 +348,7 @@ impl TableInsert {
             return Err(self.fail());
         }
         self.rows += rows as i64;
+        crate::metrics::metrics().batch_in(rows, bytes);
         Ok(())
     }
 

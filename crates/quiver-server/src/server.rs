@@ -23,19 +23,20 @@ use quiver_transport::socket::UnixListener;
 use quiver_transport::{Connection, TransportKind};
 use quiver_wire::Limits;
 
+use crate::admission::{AdmissionLimits, Door, Expiry, PendingPool};
 use crate::auth::{generate_token, Token};
+use crate::events::{EventLog, Field};
 use crate::ffi::Ops;
 use crate::flight_sql::{self, FlightSqlServer, GrpcAddress, TlsFiles};
+use crate::metrics::metrics;
 use crate::service::session_service;
-use crate::session::{HangUpReader, Registry, Session, SocketHandle};
+use crate::session::{HangUpReader, Origin, Registry, Session, SocketHandle};
+use crate::throttle::Throttle;
 
 /// Longest the stop waits for open sessions to end.
 pub const STOP_WAIT: Duration = Duration::from_secs(10);
 /// How often accept loops look whether the server stops.
 const ACCEPT_POLL: Duration = Duration::from_millis(100);
-/// Connections over the maximum that still get the `busy` answer; beyond them a connection is
-/// closed unanswered.
-const BUSY_ANSWERS_MAX: usize = 16;
 /// Most listeners one server opens.
 pub const LISTENERS_MAX: usize = 16;
 
@@ -57,6 +58,12 @@ pub struct ServeOptions {
     pub tls_cert: Option<String>,
     /// The PEM private key file of a `grpc+tls://` listener.
     pub tls_key: Option<String>,
+    /// How long a connection may take to authenticate, and how many may wait at each door.
+    pub admission: AdmissionLimits,
+    /// How events are logged.
+    pub events: EventLog,
+    /// The address of the metrics listener (`tcp://127.0.0.1:0`); `None`: none.
+    pub metrics: Option<String>,
 }
 
 /// What every session of one server shares.
@@ -75,6 +82,12 @@ pub struct Shared {
     pub duckdb_version: String,
     /// Largest message read (the spine's and the Flight SQL service's).
     pub message_bytes_max: u64,
+    /// Admission before authentication.
+    pub admission: AdmissionLimits,
+    /// Failed authentication, per peer.
+    pub throttle: Throttle,
+    /// The log.
+    pub events: EventLog,
     rpc_config: ServerConfig,
     stopping: AtomicBool,
 }
@@ -91,6 +104,7 @@ pub struct Running {
     shared: Arc<Shared>,
     accept_threads: Vec<JoinHandle<()>>,
     flight_sql: Option<FlightSqlServer>,
+    metrics: Option<crate::metrics_http::MetricsServer>,
 }
 
 enum Listener {
@@ -133,8 +147,9 @@ impl Listener {
         }
     }
 
-    /// The next client: its connection, a handle to wake its reads, and its hang-up flag.
-    fn accept(&self) -> std::io::Result<(Connection, SocketHandle, Arc<AtomicBool>)> {
+    /// The next client: its connection, a handle to wake its reads, its hang-up flag, and where
+    /// it came from.
+    fn accept(&self) -> std::io::Result<(Connection, SocketHandle, Arc<AtomicBool>, Origin)> {
         let hung_up = Arc::new(AtomicBool::new(false));
         match self {
             Listener::Tcp(listener) => {
@@ -149,7 +164,12 @@ impl Listener {
                     TransportKind::Tcp,
                     peer.to_string(),
                 );
-                Ok((connection, handle, hung_up))
+                let origin = Origin {
+                    door: Door::Tcp,
+                    peer: peer.to_string(),
+                    ip: Some(peer.ip()),
+                };
+                Ok((connection, handle, hung_up, origin))
             }
             Listener::Unix(listener) => {
                 let (stream, _) = listener.inner().accept()?;
@@ -157,19 +177,31 @@ impl Listener {
                 let handle = SocketHandle::Unix(stream.try_clone()?);
                 let reader = HangUpReader::new(stream.try_clone()?, Arc::clone(&hung_up));
                 let peer = format!("{} client", listener.path().display());
+                let origin = Origin {
+                    door: Door::Unix,
+                    peer: format!("unix:{}", listener.path().display()),
+                    ip: None,
+                };
                 let connection = Connection::new(
                     Box::new(reader),
                     Box::new(stream),
                     TransportKind::Unix,
                     peer,
                 );
-                Ok((connection, handle, hung_up))
+                Ok((connection, handle, hung_up, origin))
             }
         }
     }
 
     fn requires_token(&self) -> bool {
         matches!(self, Listener::Tcp(_))
+    }
+
+    fn door(&self) -> Door {
+        match self {
+            Listener::Tcp(_) => Door::Tcp,
+            Listener::Unix(_) => Door::Unix,
+        }
     }
 }
 
@@ -293,9 +325,21 @@ pub fn start(
         database: options.database,
         duckdb_version: options.duckdb_version,
         message_bytes_max,
+        admission: options.admission,
+        throttle: Throttle::default(),
+        events: options.events,
         rpc_config,
         stopping: AtomicBool::new(false),
     });
+    // Before the Flight SQL listener: a bad metrics address fails the start with nothing to undo.
+    let metrics = match &options.metrics {
+        Some(address) => {
+            let (server, line) = crate::metrics_http::start(address)?;
+            lines.push(line);
+            Some(server)
+        }
+        None => None,
+    };
     let flight_sql = match &grpc {
         Some(address) => {
             let (server, line) = flight_sql::start(&shared, address, tls.as_ref())?;
@@ -320,6 +364,7 @@ pub fn start(
             shared,
             accept_threads,
             flight_sql,
+            metrics,
         },
         lines,
     ))
@@ -336,16 +381,28 @@ fn wait_readable(fd: i32, timeout: Duration) {
 }
 
 fn accept_until_stopped(shared: &Arc<Shared>, listener: &Listener) {
+    let door = listener.door();
+    let pending = PendingPool::new(shared.admission);
+    let waiting = metrics().unauthenticated_at(door.as_str());
     while !shared.is_stopping() {
         wait_readable(listener.raw_fd(), ACCEPT_POLL);
+        let closed = pending.sweep(Instant::now());
+        log_closed_unauthenticated(shared, door, &closed);
         match listener.accept() {
-            Ok((connection, socket, hung_up)) => spawn_session(
-                shared,
-                connection,
-                socket,
-                hung_up,
-                listener.requires_token(),
-            ),
+            Ok((connection, socket, hung_up, origin)) => {
+                let session = spawn_session(
+                    shared,
+                    connection,
+                    socket,
+                    hung_up,
+                    listener.requires_token(),
+                    origin,
+                );
+                if let Some(session) = session {
+                    let closed = pending.admit(session, Instant::now());
+                    log_closed_unauthenticated(shared, door, &closed);
+                }
+            }
             Err(error)
                 if matches!(
                     error.kind(),
@@ -356,46 +413,63 @@ fn accept_until_stopped(shared: &Arc<Shared>, listener: &Listener) {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        waiting.set(pending.len() as i64);
+    }
+    waiting.set(0);
+}
+
+/// Counts (and, past the deadline, logs) connections closed before they authenticated.
+pub(crate) fn log_closed_unauthenticated(shared: &Shared, door: Door, closed: &[(Expiry, String)]) {
+    for (expiry, peer) in closed {
+        metrics().unauthenticated_closed(door.as_str(), expiry.as_str());
+        // Evictions come as fast as a flood connects: counted, not logged one by one.
+        if *expiry == Expiry::Deadline {
+            shared.events.emit(
+                "connection_closed",
+                &[
+                    ("door", Field::Text(door.as_str())),
+                    ("peer", Field::Text(peer)),
+                    ("reason", Field::Text(expiry.as_str())),
+                ],
+            );
+        }
     }
 }
 
+/// Starts a connection's session on a thread of its own; the session, to wait in its door's
+/// pool until it authenticates.
 fn spawn_session(
     shared: &Arc<Shared>,
     connection: Connection,
     socket: SocketHandle,
     hung_up: Arc<AtomicBool>,
     token_required: bool,
-) {
-    let open = shared.registry.len();
-    if open >= shared.max_connections + BUSY_ANSWERS_MAX {
-        log_line!(
-            "quiver server: closing {} unanswered: {open} connections open",
-            connection.peer
-        );
-        return;
-    }
-    let over_capacity = open >= shared.max_connections;
+    origin: Origin,
+) -> Option<Arc<Session>> {
     let session = Arc::new(Session::new(
         Arc::clone(shared),
         Some(socket),
         hung_up,
         token_required && shared.token.is_some(),
-        over_capacity,
+        origin,
     ));
     let number = shared.registry.add(Arc::clone(&session));
     let config = shared.rpc_config.clone();
+    let pending = Arc::clone(&session);
     let spawned = std::thread::Builder::new()
         .name("quiver-session".into())
         .spawn(move || {
             let admitted = Arc::clone(&session);
+            let guarded = Arc::clone(&session);
             // quiver.server's methods answer for themselves (`connect` first); every other protocol
-            // the spine hosts beside it (reflection) is for connected sessions only.
-            let server = Server::new(session_service(Arc::clone(&session)), config).with_admission(
-                move |protocol, _method| {
+            // the spine hosts beside it (reflection) is for connected sessions only. Until
+            // `connect` succeeds the framework tells a peer nothing but "authentication failed".
+            let server = Server::new(session_service(Arc::clone(&session)), config)
+                .with_admission(move |protocol, _method| {
                     (protocol != PROTOCOL_NAME && (admitted.is_hung_up() || !admitted.is_open()))
                         .then(errors::unauthenticated)
-                },
-            );
+                })
+                .with_guard(move || (!guarded.is_open()).then(errors::unauthenticated));
             let peer = connection.peer.clone();
             if let quiver_rpc::SessionEnd::Failed(error) = server.serve(connection) {
                 log_line!("quiver server: connection {peer} ended: {error}");
@@ -404,9 +478,13 @@ fn spawn_session(
             session.close();
             session.shared.registry.remove(number);
         });
-    if let Err(error) = spawned {
-        log_line!("quiver server: cannot start a session thread: {error}");
-        shared.registry.remove(number);
+    match spawned {
+        Ok(_) => Some(pending),
+        Err(error) => {
+            log_line!("quiver server: cannot start a session thread: {error}");
+            shared.registry.remove(number);
+            None
+        }
     }
 }
 
@@ -437,6 +515,9 @@ impl Running {
         }
         if let Some(flight_sql) = flight_sql {
             flight_sql.finish_stop();
+        }
+        if let Some(metrics) = self.metrics {
+            metrics.stop();
         }
     }
 }

@@ -9,14 +9,16 @@ use arrow_array::{ArrayRef, BinaryArray, Int64Array, StructArray};
 use arrow_schema::DataType;
 use quiver_rpc::{reply, CallContext, Method, Params, Service, StreamKind, StreamSetup};
 use quiver_server_protocol::limits::{
-    BATCH_ROWS_DEFAULT, BATCH_ROWS_MAX, IDENTIFIER_BYTES_MAX, SQL_BYTES_MAX, TOKEN_BYTES_MAX,
+    BATCH_ROWS_DEFAULT, BATCH_ROWS_MAX, IDENTIFIER_BYTES_MAX, SQL_BYTES_MAX,
 };
 use quiver_server_protocol::methods::{self, param};
 use quiver_server_protocol::parameters::{decode_parameters, encode_schema};
 use quiver_server_protocol::{errors, session, SessionInfo, PROTOCOL_NAME, PROTOCOL_VERSION};
 use quiver_wire::ErrorReport;
 
+use crate::auth::verify;
 use crate::duck::batch_stream;
+use crate::events::Field;
 use crate::query::QueryStream;
 use crate::session::Session;
 
@@ -129,9 +131,11 @@ pub(crate) fn bounded_str<'p>(
     Ok(value)
 }
 
-fn sql(params: &Params) -> Result<&str, ErrorReport> {
-    bounded_str(params, param::SQL, SQL_BYTES_MAX)?
-        .ok_or_else(|| errors::protocol("sql must not be null"))
+fn sql<'p>(session: &Session, params: &'p Params) -> Result<&'p str, ErrorReport> {
+    let sql = bounded_str(params, param::SQL, SQL_BYTES_MAX)?
+        .ok_or_else(|| errors::protocol("sql must not be null"))?;
+    session.note_statement(sql);
+    Ok(sql)
 }
 
 /// The nested parameters stream, as DuckDB's input.
@@ -169,26 +173,38 @@ fn connect(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, 
         session.hang_up();
         return Err(errors::stopping());
     }
-    if session.over_capacity {
-        session.hang_up();
-        return Err(errors::busy(session.shared.max_connections));
-    }
     bounded_str(params, param::CLIENT_NAME, IDENTIFIER_BYTES_MAX)?;
     if session.token_required {
-        let presented = params.opt_str(param::TOKEN)?.unwrap_or("");
-        let accepted = presented.len() <= TOKEN_BYTES_MAX
-            && session
-                .shared
-                .token
-                .as_ref()
-                .is_some_and(|token| token.accepts(presented));
-        if !accepted {
+        let origin = &session.origin;
+        let presented = params.opt_str(param::TOKEN)?;
+        if !verify(
+            &session.shared,
+            origin.door,
+            &origin.peer,
+            origin.ip,
+            presented,
+        ) {
             // One answer, then the connection closes: nothing more to learn here.
             session.hang_up();
             return Err(errors::unauthenticated());
         }
     }
-    session.open()?;
+    if let Err(report) = session.open() {
+        // A connection that cannot open (busy, stopping) is told once and closed; one already
+        // open keeps serving.
+        if !session.is_open() {
+            session.hang_up();
+        }
+        return Err(report);
+    }
+    session.shared.events.emit(
+        "session_opened",
+        &[
+            ("door", Field::Text(session.origin.door.as_str())),
+            ("peer", Field::Text(&session.origin.peer)),
+            ("session", Field::Text(&session.id)),
+        ],
+    );
     let info = SessionInfo {
         server_version: env!("CARGO_PKG_VERSION").to_string(),
         duckdb_version: session.shared.duckdb_version.clone(),
@@ -199,14 +215,14 @@ fn connect(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, 
 }
 
 fn execute(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, ErrorReport> {
-    let sql = sql(params)?;
+    let sql = sql(session, params)?;
     let parameters = parameters(params)?;
     let rows = session.with(|open| open.duck.execute(sql, parameters, None))?;
     Ok(rows_changed(rows))
 }
 
 fn prepare(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, ErrorReport> {
-    let sql = sql(params)?;
+    let sql = sql(session, params)?;
     let (prepared, parameter_count, schema) = session.with(|open| open.duck.prepare(sql))?;
     let statement_id = session.with(|open| Ok(open.keep_prepared(prepared)))??;
     let schema_bytes = schema.map(|schema| encode_schema(&schema));
@@ -281,7 +297,7 @@ fn cancel(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, E
 }
 
 fn query(session: &Arc<Session>, params: &Params) -> Result<StreamSetup, ErrorReport> {
-    let sql = sql(params)?;
+    let sql = sql(session, params)?;
     let parameters = parameters(params)?;
     let batch_rows = batch_rows(params)?;
     let cursor = session.with(|open| open.duck.query(sql, parameters, batch_rows))?;

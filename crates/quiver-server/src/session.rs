@@ -4,16 +4,34 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::net::{IpAddr, Shutdown};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use quiver_server_protocol::errors;
 use quiver_server_protocol::limits::PREPARED_PER_SESSION_MAX;
 use quiver_wire::ErrorReport;
 
+use crate::admission::{Door, Pending};
 use crate::duck::{DuckError, DuckSession, InterruptHandle, Prepared};
+use crate::events::Field;
+use crate::metrics::metrics;
 use crate::server::Shared;
+
+/// Longest statement text kept for the slow-statement log.
+const STATEMENT_CHARS_MAX: usize = 256;
+
+/// Where a session's client came from.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    /// The door it came through.
+    pub door: Door,
+    /// The peer, as logs name it.
+    pub peer: String,
+    /// The peer's address, for a TCP peer (what failed authentication is throttled by).
+    pub ip: Option<IpAddr>,
+}
 
 /// A socket another thread may hang up, ending the session after its current call.
 pub enum SocketHandle {
@@ -74,8 +92,8 @@ pub struct Session {
     pub id: String,
     /// Whether the listener it came through requires a token.
     pub token_required: bool,
-    /// Set when the server already serves its maximum: `connect` answers `busy`.
-    pub over_capacity: bool,
+    /// Where its client came from.
+    pub origin: Origin,
     /// The spine connection's socket; `None` for a Flight SQL call, which has no socket of its own.
     socket: Option<SocketHandle>,
     /// Shared with the session's `HangUpReader`.
@@ -85,6 +103,15 @@ pub struct Session {
     interrupt: Mutex<Option<InterruptHandle>>,
     /// Whether a statement runs now (what `cancel` reports).
     running: AtomicBool,
+    /// Whether it holds one of the `max_connections` places (from `open` to `close`).
+    admitted: AtomicBool,
+    /// Set by `close`.
+    closed: AtomicBool,
+    /// The statement the next `with` runs, as the slow-statement log names it.
+    statement: Mutex<Option<String>>,
+    /// Statements run, and when the session opened (for the log).
+    statements: AtomicU64,
+    opened_at: Mutex<Option<Instant>>,
 }
 
 impl Session {
@@ -94,18 +121,23 @@ impl Session {
         socket: Option<SocketHandle>,
         hung_up: Arc<AtomicBool>,
         token_required: bool,
-        over_capacity: bool,
+        origin: Origin,
     ) -> Session {
         Session {
             shared,
             id: crate::auth::random_hex(16),
             token_required,
-            over_capacity,
+            origin,
             socket,
             hung_up,
             open: Mutex::new(None),
             interrupt: Mutex::new(None),
             running: AtomicBool::new(false),
+            admitted: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            statement: Mutex::new(None),
+            statements: AtomicU64::new(0),
+            opened_at: Mutex::new(None),
         }
     }
 
@@ -123,7 +155,7 @@ impl Session {
         self.hung_up.load(Ordering::SeqCst)
     }
 
-    /// Opens the DuckDB connection (`connect`).
+    /// Opens the DuckDB connection (`connect`), within `max_connections`: over it, `busy`.
     pub fn open(&self) -> Result<(), ErrorReport> {
         let mut open = self.lock_open();
         if open.is_some() {
@@ -131,14 +163,51 @@ impl Session {
                 "connect: this connection is connected already",
             ));
         }
-        let duck = DuckSession::open(Arc::clone(&self.shared.ops)).map_err(|e| e.report())?;
+        // Checked under the lock `expire` takes: a connection closed for its deadline stays closed.
+        if self.is_hung_up() {
+            return Err(errors::unauthenticated());
+        }
+        let max = self.shared.max_connections;
+        if !self.shared.registry.admit(max) {
+            return Err(errors::busy(max));
+        }
+        self.admitted.store(true, Ordering::SeqCst);
+        let duck = match DuckSession::open(Arc::clone(&self.shared.ops)) {
+            Ok(duck) => duck,
+            Err(error) => {
+                self.release();
+                return Err(error.report());
+            }
+        };
         *self.interrupt.lock().unwrap_or_else(|e| e.into_inner()) = Some(duck.interrupt_handle());
         *open = Some(Open {
             duck,
             prepared: BTreeMap::new(),
             next_statement_id: 1,
         });
+        *self.opened_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        if self.origin.door != Door::FlightSql {
+            metrics().sessions_opened_at(self.origin.door);
+        }
         Ok(())
+    }
+
+    /// Gives back the session's place among `max_connections`.
+    fn release(&self) {
+        if self.admitted.swap(false, Ordering::SeqCst) {
+            self.shared.registry.release();
+        }
+    }
+
+    /// Names the statement the next `with` runs (for the slow-statement log), and counts it.
+    pub fn note_statement(&self, sql: &str) {
+        let start = match sql.char_indices().nth(STATEMENT_CHARS_MAX) {
+            Some((end, _)) => &sql[..end],
+            None => sql,
+        };
+        *self.statement.lock().unwrap_or_else(|e| e.into_inner()) = Some(start.to_string());
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        metrics().statements.inc();
     }
 
     fn lock_open(&self) -> MutexGuard<'_, Option<Open>> {
@@ -158,10 +227,60 @@ impl Session {
         let Some(open) = guard.as_mut().filter(|_| !self.is_hung_up()) else {
             return Err(errors::unauthenticated());
         };
+        let statement = self
+            .statement
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         self.running.store(true, Ordering::SeqCst);
+        let started = Instant::now();
         let outcome = body(open);
+        let took = started.elapsed();
         self.running.store(false, Ordering::SeqCst);
-        outcome.map_err(|error| self.report(&error))
+        drop(guard);
+        if let Some(statement) = &statement {
+            self.log_if_slow(statement, took);
+        }
+        outcome.map_err(|error| {
+            let report = self.report(&error);
+            self.log_error(&report, statement.as_deref());
+            report
+        })
+    }
+
+    fn log_if_slow(&self, statement: &str, took: Duration) {
+        let events = &self.shared.events;
+        if events
+            .slow_statement
+            .is_none_or(|threshold| took < threshold)
+        {
+            return;
+        }
+        metrics().slow_statements.inc();
+        events.emit(
+            "slow_statement",
+            &[
+                ("door", Field::Text(self.origin.door.as_str())),
+                ("session", Field::Text(&self.id)),
+                ("took", Field::Millis(took)),
+                ("sql", Field::Text(statement)),
+            ],
+        );
+    }
+
+    /// Logs and counts an error a statement ended with.
+    fn log_error(&self, report: &ErrorReport, statement: Option<&str>) {
+        metrics().error(report.kind.as_deref());
+        let mut fields = vec![
+            ("door", Field::Text(self.origin.door.as_str())),
+            ("session", Field::Text(&self.id)),
+            ("error_type", Field::Text(&report.error_type)),
+            ("message", Field::Text(&report.message)),
+        ];
+        if let Some(statement) = statement {
+            fields.push(("sql", Field::Text(statement)));
+        }
+        self.shared.events.emit("statement_failed", &fields);
     }
 
     /// DuckDB's error as the client sees it: an interrupt during the stop is the stop's.
@@ -206,7 +325,58 @@ impl Session {
         if let Some(mut open) = open {
             open.prepared.clear();
             drop(open.duck);
+            self.log_closed();
         }
+        self.release();
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// The end of an authenticated spine session (a Flight SQL call's session is not logged: its
+    /// gRPC connection is).
+    fn log_closed(&self) {
+        if self.origin.door == Door::FlightSql {
+            return;
+        }
+        let opened_at = *self.opened_at.lock().unwrap_or_else(|e| e.into_inner());
+        let lasted = opened_at.map(|t| t.elapsed()).unwrap_or_default();
+        self.shared.events.emit(
+            "session_closed",
+            &[
+                ("door", Field::Text(self.origin.door.as_str())),
+                ("peer", Field::Text(&self.origin.peer)),
+                ("session", Field::Text(&self.id)),
+                (
+                    "statements",
+                    Field::Count(self.statements.load(Ordering::Relaxed)),
+                ),
+                ("lasted", Field::Millis(lasted)),
+            ],
+        );
+    }
+}
+
+impl Pending for Session {
+    fn is_settled(&self) -> bool {
+        self.is_open() || self.closed.load(Ordering::SeqCst)
+    }
+
+    fn expire(&self) -> bool {
+        // The lock `open` holds: either the session opens first and stays, or it is hung up
+        // first and `open` refuses. A held lock means it is opening (or running): not idle.
+        let open = match self.open.try_lock() {
+            Ok(open) => open,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        if open.is_some() || self.closed.load(Ordering::SeqCst) || self.is_hung_up() {
+            return false;
+        }
+        self.hang_up();
+        true
+    }
+
+    fn peer(&self) -> String {
+        self.origin.peer.clone()
     }
 }
 
@@ -227,11 +397,13 @@ impl Open {
     }
 }
 
-/// The open connections, by a number local to this server.
+/// The open connections, by a number local to this server, and how many of them hold one of
+/// the `max_connections` places (the authenticated ones).
 #[derive(Default)]
 pub struct Registry {
     sessions: Mutex<BTreeMap<u64, Arc<Session>>>,
     next: AtomicU64,
+    admitted: AtomicUsize,
 }
 
 impl Registry {
@@ -245,6 +417,26 @@ impl Registry {
     /// Removes a session.
     pub fn remove(&self, number: u64) {
         self.lock().remove(&number);
+    }
+
+    /// Takes one of `max` places; `false` when all are taken.
+    pub fn admit(&self, max: usize) -> bool {
+        let taken = self
+            .admitted
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok();
+        if taken {
+            metrics().sessions.inc();
+        }
+        taken
+    }
+
+    /// Gives a place back.
+    pub fn release(&self) {
+        self.admitted.fetch_sub(1, Ordering::SeqCst);
+        metrics().sessions.dec();
     }
 
     /// How many connections are open.

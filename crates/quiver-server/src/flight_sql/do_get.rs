@@ -7,7 +7,7 @@
 //!
 //! [`Routed`] sends the `DoGet` path here and every other path to the generated server. Other
 //! tickets (catalog listings, SqlInfo) take the generated service's `do_get`, credentials
-//! included; the two data tickets check the credentials here, the same way (`auth::check`).
+//! included; the two data tickets check the credentials here, through the same gate.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,11 +26,10 @@ use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
-use super::auth::{self, Authenticated};
+use super::auth::{Authenticated, Gate};
 use super::result_types::ResultTypes;
 use super::service::FlightSql;
 use super::statements::{padded, DataMessage, MessageStream};
-use crate::auth::Token;
 
 const DO_GET_PATH: &str = "/arrow.flight.protocol.FlightService/DoGet";
 const DATA_HEADER_FIELD: u32 = 2;
@@ -47,9 +46,9 @@ pub struct Routed {
 }
 
 impl Routed {
-    /// `service` behind `token`, no message over `message_bytes_max` bytes either way.
-    pub fn new(service: FlightSql, token: Option<Token>, message_bytes_max: usize) -> Routed {
-        let authenticated = Arc::new(Authenticated::new(service.clone(), token.clone()));
+    /// `service` behind `gate`, no message over `message_bytes_max` bytes either way.
+    pub fn new(service: FlightSql, gate: Gate, message_bytes_max: usize) -> Routed {
+        let authenticated = Arc::new(Authenticated::new(service.clone(), gate));
         let flight = FlightServiceServer::from_arc(Arc::clone(&authenticated))
             .max_decoding_message_size(message_bytes_max)
             .max_encoding_message_size(message_bytes_max);
@@ -58,7 +57,6 @@ impl Routed {
             do_get: DoGet {
                 service,
                 authenticated,
-                token,
             },
             message_bytes_max,
         }
@@ -98,7 +96,6 @@ impl NamedService for Routed {
 pub struct DoGet {
     service: FlightSql,
     authenticated: Arc<Authenticated<FlightSql>>,
-    token: Option<Token>,
 }
 
 impl ServerStreamingService<Ticket> for DoGet {
@@ -113,7 +110,7 @@ impl ServerStreamingService<Ticket> for DoGet {
             let command = Any::decode(&*raw).ok();
             if let Some(command) = &command {
                 if command.is::<TicketStatementQuery>() {
-                    auth::check(this.token.as_ref(), request.metadata())?;
+                    this.authenticated.check(&request)?;
                     let ticket = command
                         .unpack::<TicketStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?
@@ -123,7 +120,7 @@ impl ServerStreamingService<Ticket> for DoGet {
                     return Ok(Response::new(messages));
                 }
                 if command.is::<CommandPreparedStatementQuery>() {
-                    auth::check(this.token.as_ref(), request.metadata())?;
+                    this.authenticated.check(&request)?;
                     let query = command
                         .unpack::<CommandPreparedStatementQuery>()
                         .map_err(|e| Status::invalid_argument(e.to_string()))?

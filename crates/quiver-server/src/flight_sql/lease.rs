@@ -21,9 +21,10 @@ use quiver_wire::ErrorReport;
 use tonic::Status;
 
 use super::service::status;
+use crate::admission::Door;
 use crate::duck::{Cursor, DuckError};
 use crate::server::Shared;
-use crate::session::{Open, Session};
+use crate::session::{Open, Origin, Session};
 
 /// An open session in the registry; dropping the last holder closes it (which rolls back a
 /// transaction left open) and removes it from the registry.
@@ -66,19 +67,18 @@ impl OwnedSession {
         if shared.is_stopping() {
             return Err(status(errors::stopping()));
         }
-        let open = shared.registry.len();
-        if open >= shared.max_connections {
-            return Err(Status::resource_exhausted(format!(
-                "the server serves at most {} connections at once (max_connections); try again later",
-                shared.max_connections
-            )));
-        }
+        // `open` takes one of the `max_connections` places, or answers `busy`.
+        let origin = Origin {
+            door: Door::FlightSql,
+            peer: "flight_sql".into(),
+            ip: None,
+        };
         let session = Arc::new(Session::new(
             Arc::clone(shared),
             None,
             Arc::new(AtomicBool::new(false)),
             false,
-            false,
+            origin,
         ));
         let number = shared.registry.add(Arc::clone(&session));
         let owned = OwnedSession {

@@ -40,6 +40,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::server::Shared;
+use auth::Gate;
+use connections::Connections;
 use prepared::PreparedStatements;
 use service::FlightSql;
 use transactions::{Transactions, REAP_INTERVAL};
@@ -49,6 +51,8 @@ pub const WORKER_THREADS: usize = 2;
 /// HTTP/2 flow-control windows: large enough that a scan is not bound by the window round trip.
 const STREAM_WINDOW_BYTES: u32 = 8 << 20;
 const CONNECTION_WINDOW_BYTES: u32 = 32 << 20;
+/// How often connections that did not authenticate in time are looked for.
+const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 /// How long the stop waits for gRPC connections to end after sessions have.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
@@ -102,13 +106,14 @@ pub fn start(
     let transactions = Arc::new(Transactions::default());
     let prepared = Arc::new(PreparedStatements::default());
     let message_bytes_max = usize::try_from(shared.message_bytes_max).unwrap_or(usize::MAX);
+    let connections = Arc::new(Connections::new(shared));
     let service = do_get::Routed::new(
         FlightSql::new(
             Arc::clone(shared),
             Arc::clone(&transactions),
             Arc::clone(&prepared),
         ),
-        shared.token.clone(),
+        Gate::new(Arc::clone(shared), Arc::clone(&connections)),
         message_bytes_max,
     );
     let mut builder = Server::builder()
@@ -124,12 +129,23 @@ pub fn start(
         let _context = runtime.enter();
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-        let incoming = connections::watched(incoming, Arc::clone(&transactions));
+        let incoming = connections::watched(
+            incoming,
+            Arc::clone(&transactions),
+            Arc::clone(&connections),
+        );
         let router = builder.add_service(service);
         runtime.spawn(router.serve_with_incoming_shutdown(incoming, async {
             let _ = stopped.await;
         }))
     };
+    runtime.spawn(async move {
+        let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+        loop {
+            ticks.tick().await;
+            connections.sweep();
+        }
+    });
     let reaped = Arc::clone(&transactions);
     runtime.spawn(async move {
         let mut ticks = tokio::time::interval(REAP_INTERVAL);
