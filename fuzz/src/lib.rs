@@ -26,6 +26,7 @@ pub const LIMITS: Limits = Limits {
     metadata_bytes_max: 64 << 10,
     body_bytes_max: 1 << 20,
     messages_per_stream_max: 512,
+    skip_body_bytes_max: 0,
 };
 
 /// Most back-to-back streams decoded from one input.

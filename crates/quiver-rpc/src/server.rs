@@ -234,8 +234,10 @@ impl<'s> Session<'s> {
         if self.refusal().is_none() {
             return limits;
         }
+        // A stranger's oversized body is not read past: its answer is the guard's, at once.
         Limits {
             body_bytes_max: limits.body_bytes_max.min(UNADMITTED_BODY_BYTES_MAX),
+            skip_body_bytes_max: 0,
             ..limits
         }
     }

@@ -47,6 +47,7 @@ pub fn decode_parameters(bytes: &[u8]) -> Result<(SchemaRef, Vec<RecordBatch>), 
         metadata_bytes_max: SCHEMA_BYTES_MAX as u32,
         body_bytes_max: PARAMETERS_BYTES_MAX as u64,
         messages_per_stream_max: 1 << 16,
+        skip_body_bytes_max: 0,
     };
     // A copy into an owned, aligned buffer: the decoded arrays outlive the request batch.
     let buffer = arrow_buffer::Buffer::from(bytes.to_vec());

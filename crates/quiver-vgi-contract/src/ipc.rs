@@ -16,6 +16,7 @@ const NESTED_LIMITS: Limits = Limits {
     metadata_bytes_max: SCHEMA_MESSAGE_BYTES_MAX as u32,
     body_bytes_max: NESTED_IPC_BYTES_MAX as u64,
     messages_per_stream_max: 4096,
+    skip_body_bytes_max: 0,
 };
 
 /// A complete IPC stream holding `batch` (schema, dictionaries, batch, EOS).

@@ -92,7 +92,7 @@ impl<R: Read> FrameSource for IoFrames<'_, R> {
                 what: BODY,
                 size_bytes,
                 limit_bytes,
-            }) if size_bytes <= SKIP_BYTES_MAX => {
+            }) if size_bytes <= limits.skip_body_bytes_max => {
                 skip_bytes(self.reader, size_bytes)?;
                 return Err(WireError::BodySkipped {
                     size_bytes,
@@ -247,10 +247,7 @@ fn metadata_length(word: [u8; 4], limits: &Limits) -> Result<u32> {
 /// What a message body is called in errors.
 const BODY: &str = "message body";
 
-/// The largest body over the limit that a reader reads past (discarding it, in pieces of
-/// [`SKIP_CHUNK_BYTES`]) so that it can answer the peer, whose write would otherwise fail before
-/// it could read why. Costs bandwidth, never memory; a larger announcement ends the connection.
-pub(crate) const SKIP_BYTES_MAX: u64 = Limits::DEFAULT.body_bytes_max;
+/// The pieces a body over the limit is read past in (`Limits::skip_body_bytes_max`).
 const SKIP_CHUNK_BYTES: usize = 64 << 10;
 
 /// Reads and discards `len` bytes.

@@ -10,6 +10,10 @@ pub struct Limits {
     pub body_bytes_max: u64,
     /// Most messages in one stream (schema, dictionaries, batches).
     pub messages_per_stream_max: u32,
+    /// The largest body over `body_bytes_max` a reader reads past, discarding it in pieces, so
+    /// that it can answer the peer (whose write would otherwise fail before it could read why).
+    /// Costs bandwidth, never memory; a larger body, or any with 0 here, ends the stream at once.
+    pub skip_body_bytes_max: u64,
 }
 
 impl Limits {
@@ -18,6 +22,7 @@ impl Limits {
         metadata_bytes_max: 16 << 20,
         body_bytes_max: 4 << 30,
         messages_per_stream_max: 1 << 24,
+        skip_body_bytes_max: 4 << 30,
     };
 }
 

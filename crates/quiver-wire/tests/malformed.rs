@@ -30,6 +30,7 @@ const SMALL: Limits = Limits {
     metadata_bytes_max: 64 << 10,
     body_bytes_max: 1 << 20,
     messages_per_stream_max: 64,
+    skip_body_bytes_max: 4 << 30,
 };
 
 fn assert_clean_error(error: &WireError, context: &str) {
