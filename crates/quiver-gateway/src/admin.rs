@@ -117,6 +117,10 @@ async fn status(State(state): State<AdminState>) -> Json<Value> {
             "spawned": gateway.backend.server_pid().is_some(),
             "pid": gateway.backend.server_pid(),
         },
+        "connections": {
+            "public": gateway.public_connections.json(),
+            "admin": gateway.admin_connections.json(),
+        },
         "keys": {
             "count": gateway.keys.keys().len(),
             "reloads_ok": gateway.keys.reloads_ok(),

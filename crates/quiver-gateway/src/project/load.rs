@@ -9,7 +9,8 @@ use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
-    AuthMode, Column, ColumnType, Dataset, Project, ReadyPolicy, Settings, SnapshotSource,
+    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
+    SnapshotSource,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -28,6 +29,10 @@ pub const DEFAULT_CACHE_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_POOL_SIZE: usize = 4;
 pub const DEFAULT_POOL_WAIT_MS: u64 = 2000;
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_CONNECTIONS_MAX: usize = 8192;
+pub const DEFAULT_ADMIN_CONNECTIONS_MAX: usize = 256;
+pub const DEFAULT_PER_PEER_CONNECTIONS_MAX: usize = 1024;
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 
 /// Reads the project in `dir` and checks all of it.
 pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
@@ -266,6 +271,12 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            connections: ConnectionSettings {
+                max: DEFAULT_CONNECTIONS_MAX,
+                admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
+                per_peer_max: DEFAULT_PER_PEER_CONNECTIONS_MAX,
+                header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+            },
         },
         datasets_dir: dir.join("datasets"),
         endpoints_dir: dir.join("endpoints"),
@@ -343,6 +354,7 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "cache",
             "pool",
             "request_timeout_ms",
+            "connections",
         ],
         &[],
     ) else {
@@ -428,6 +440,38 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
         .and_then(|node| reader.integer(node, "`request_timeout_ms`", 1, 3_600_000))
     {
         settings.request_timeout = Duration::from_millis(value as u64);
+    }
+    if let Some(node) = fields.get("connections") {
+        read_connections(reader, node, &mut settings.connections);
+    }
+}
+
+/// `gateway: connections:` (both ports).
+fn read_connections(reader: &mut Reader<'_>, node: &Node, settings: &mut ConnectionSettings) {
+    let Some(fields) = reader.mapping(
+        node,
+        "`connections`",
+        &["max", "admin_max", "per_peer_max", "header_read_timeout_ms"],
+        &[],
+    ) else {
+        return;
+    };
+    let mut count = |key: &str, value: &mut usize| {
+        if let Some(read) = fields
+            .get(key)
+            .and_then(|node| reader.integer(node, &format!("`{key}`"), 1, 1 << 20))
+        {
+            *value = read as usize;
+        }
+    };
+    count("max", &mut settings.max);
+    count("admin_max", &mut settings.admin_max);
+    count("per_peer_max", &mut settings.per_peer_max);
+    if let Some(value) = fields
+        .get("header_read_timeout_ms")
+        .and_then(|node| reader.integer(node, "`header_read_timeout_ms`", 1, 3_600_000))
+    {
+        settings.header_read_timeout = Duration::from_millis(value as u64);
     }
 }
 

@@ -52,6 +52,22 @@ pub struct Settings {
     pub pool_wait: Duration,
     /// quiver: a request's whole time, after which it answers `503`.
     pub request_timeout: Duration,
+    /// quiver: both ports' connection bounds and header-read deadline.
+    pub connections: ConnectionSettings,
+}
+
+/// quiver: how many connections the ports hold, and how long a request head may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// The public port's bound on open connections.
+    pub max: usize,
+    /// The admin port's.
+    pub admin_max: usize,
+    /// Either port's bound on connections from one address.
+    pub per_peer_max: usize,
+    /// How long a request head may take to arrive whole (a kept-alive connection waits that long
+    /// for its next request); silent and trickling connections are closed past it.
+    pub header_read_timeout: Duration,
 }
 
 /// Who may call endpoints.
