@@ -6,6 +6,7 @@ project written from parquet files passes check, and its key's token is printed 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -62,6 +63,27 @@ KEYS = """keys:
     status: active
 """
 
+#: The dataset's snapshot: check opens its manifest and parts.
+DATA = {
+    "data/customer_usage/manifest.json": json.dumps(
+        {
+            "dataset_id": "customer_usage",
+            "snapshot_id": "s1",
+            "created_at": "2026-06-01T00:00:00Z",
+            "watermark": "2026-06-01T00:00:00Z",
+            "schema": [
+                {"name": "usage_date", "type": "DATE"},
+                {"name": "tenant_id", "type": "VARCHAR"},
+                {"name": "account_id", "type": "VARCHAR"},
+                {"name": "api_calls", "type": "BIGINT"},
+            ],
+            "files": [{"path": "usage.csv", "format": "csv"}],
+            "sort_columns": ["usage_date"],
+        }
+    ),
+    "data/customer_usage/usage.csv": "usage_date,tenant_id,account_id,api_calls\n2026-05-01,tenant_acme,a1,3\n",
+}
+
 #: Every line of a failed check: ``path:line: message`` (line 0 is left out for whole-file problems).
 DIAGNOSTIC = re.compile(r"^(?P<path>[^:]+?)(?::(?P<line>\d+))?: (?P<message>.+)$")
 
@@ -88,6 +110,7 @@ def test_a_good_project_passes_with_a_summary(quiver_bin: Path, tmp_path: Path) 
             "datasets/customer_usage.yml": DATASET,
             "endpoints/summary.yml": SUMMARY,
             "keys/keys.yml": KEYS,
+            **DATA,
         },
     )
     result = gateway(quiver_bin, "check", project)
@@ -185,6 +208,7 @@ def test_keys_create_prints_a_token_once_and_an_entry_that_checks(quiver_bin: Pa
             "datasets/customer_usage.yml": DATASET,
             "endpoints/summary.yml": SUMMARY,
             "keys/keys.yml": KEYS + entry,
+            **DATA,
         },
     )
     check = gateway(quiver_bin, "check", project)

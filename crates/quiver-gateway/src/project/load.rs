@@ -36,6 +36,16 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 
 /// Reads the project in `dir` and checks all of it.
 pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
+    let (project, diagnostics) = read(dir);
+    match project {
+        Some(project) if diagnostics.is_empty() => Ok(project),
+        _ => Err(diagnostics),
+    }
+}
+
+/// Reads the project in `dir`: what of it loaded (`None` when the project file itself did not),
+/// and every problem found; `check` goes on from here to the manifests and their parts.
+pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
     let mut diagnostics = Diagnostics::default();
     let Some(project_file) = PROJECT_FILES
         .iter()
@@ -47,10 +57,10 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             0,
             format!("no project file: expected {}", PROJECT_FILES.join(" or ")),
         );
-        return Err(diagnostics);
+        return (None, diagnostics);
     };
     let Some(root) = parse_file(&project_file, &mut diagnostics) else {
-        return Err(diagnostics);
+        return (None, diagnostics);
     };
     let mut reader = Reader {
         file: project_file.clone(),
@@ -169,14 +179,15 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
         }
     };
 
-    diagnostics.into_result(Project {
+    let project = Project {
         root: dir.to_path_buf(),
         settings: layout.settings,
         datasets,
         endpoints,
         keys_file: layout.keys_file,
         keys,
-    })
+    };
+    (Some(project), diagnostics)
 }
 
 /// The `*.yml` / `*.yaml` files of a directory, sorted by name (so problems come in a stable order).
@@ -214,6 +225,8 @@ fn yaml_files(
 
 /// What the project file says: settings and where the other files are.
 struct Layout {
+    /// The project directory.
+    root: PathBuf,
     settings: Settings,
     datasets_dir: PathBuf,
     endpoints_dir: PathBuf,
@@ -261,6 +274,7 @@ fn define(
 
 fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout {
     let mut layout = Layout {
+        root: dir.to_path_buf(),
         settings: Settings {
             auth: AuthMode::Required,
             ready: ReadyPolicy::All,
@@ -271,6 +285,7 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            data_roots: vec![dir.to_path_buf()],
             connections: ConnectionSettings {
                 max: DEFAULT_CONNECTIONS_MAX,
                 admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
@@ -355,6 +370,7 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "pool",
             "request_timeout_ms",
             "connections",
+            "data_roots",
         ],
         &[],
     ) else {
@@ -444,6 +460,34 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     if let Some(node) = fields.get("connections") {
         read_connections(reader, node, &mut settings.connections);
     }
+    if let Some(roots) = fields
+        .get("data_roots")
+        .and_then(|node| read_data_roots(reader, node, &layout.root))
+    {
+        settings.data_roots = roots;
+    }
+}
+
+/// `gateway: data_roots:` — directories, relative to the project directory or absolute.
+fn read_data_roots(reader: &mut Reader<'_>, node: &Node, dir: &Path) -> Option<Vec<PathBuf>> {
+    let items = reader.sequence(node, "`data_roots`")?;
+    if items.is_empty() {
+        reader.error(node.line, "`data_roots` lists no directory");
+        return None;
+    }
+    let mut roots = Vec::with_capacity(items.len());
+    for item in items {
+        let path = dir.join(reader.string(item, "a `data_roots` entry")?);
+        if !path.is_dir() {
+            reader.error(
+                item.line,
+                format!("data root `{}` is not a directory", path.display()),
+            );
+            return None;
+        }
+        roots.push(path);
+    }
+    Some(roots)
 }
 
 /// `gateway: connections:` (both ports).
@@ -560,12 +604,17 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
         .get("materialize_budget_seconds")
         .and_then(|node| reader.integer(node, "`materialize_budget_seconds`", 1, 86_400))
         .map(|seconds| Duration::from_secs(seconds as u64));
+    let manifest_at = (
+        reader.file.clone(),
+        fields.key_line("manifest").unwrap_or(fields.line),
+    );
     Some(Dataset {
         id: id?,
         description,
         schema: schema?,
         tenant_column,
         source: source?,
+        manifest_at,
         materialize_budget,
     })
 }

@@ -54,6 +54,9 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// quiver: both ports' connection bounds and header-read deadline.
     pub connections: ConnectionSettings,
+    /// quiver: the directories local manifests and their parts must resolve inside (symlinks
+    /// followed); the project directory unless `data_roots` says otherwise.
+    pub data_roots: Vec<PathBuf>,
 }
 
 /// quiver: how many connections the ports hold, and how long a request head may take.
@@ -98,6 +101,8 @@ pub struct Dataset {
     pub schema: Vec<Column>,
     pub tenant_column: Option<String>,
     pub source: SnapshotSource,
+    /// Where `manifest:` is written (its file and line), for `check`'s reports.
+    pub manifest_at: (PathBuf, usize),
     /// quiver: this dataset's own materialize budget.
     pub materialize_budget: Option<Duration>,
 }

@@ -281,6 +281,7 @@ mod tests {
             ],
             tenant_column: None,
             source: SnapshotSource::Manifest("m.json".into()),
+            manifest_at: ("usage.yml".into(), 3),
             materialize_budget: None,
         }
     }
