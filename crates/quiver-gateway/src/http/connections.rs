@@ -22,6 +22,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tower::ServiceExt;
 
+use super::parse_errors::WithErrorBodies;
+
 /// One port's bounds and deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -93,8 +95,10 @@ pub async fn serve(
         let Some(slot) = admit(&table, peer, &mut stop).await else {
             continue;
         };
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), service(router.clone(), &slot));
+        let connection = builder.serve_connection(
+            TokioIo::new(WithErrorBodies::new(stream)),
+            service(router.clone(), &slot),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             tokio::select! {

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod errors;
 pub mod etag;
 pub mod limits;
+pub mod parse_errors;
 pub mod query;
 pub mod rate_limit;
 pub mod request_id;
