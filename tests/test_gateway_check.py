@@ -221,3 +221,59 @@ def test_keys_create_refuses_a_bad_id(quiver_bin: Path, bad_id: str) -> None:
     result = gateway(quiver_bin, "keys", "create", "--id", bad_id)
     assert result.returncode == 1
     assert "key id" in result.stderr
+
+
+ONE_PASS_DATASET = """id: usage
+manifest: m.json
+schema:
+  - { name: day, type: DATE }
+  - { name: account_id, type: VARCHAR }
+  - { name: calls, type: BIGNUM }
+"""
+
+ONE_PASS_ENDPOINT = """name: e
+version: 1
+dataset: usage
+params:
+  - { name: from, type: date }
+query:
+  select:
+    - { column: day }
+    - { column: account_id, agg: median }
+    - { column: calls }
+  filters:
+    - { column: day, op: gte, param: from }
+  order_by:
+    - { column: day, dir: sideways }
+columns: [day, account_id, nothere]
+pagination: { default_limit: 500, max_limit: 10 }
+cache: { policy: forever }
+"""
+
+
+def test_check_finds_every_problem_in_one_pass_with_exact_lines(quiver_bin: Path, tmp_path: Path) -> None:
+    project = write(
+        tmp_path,
+        {
+            "offloader.yml": "version: 1\nauth: none\ndatasets_dir: datasets\nendpoints_dir: endpoints\n",
+            "datasets/usage.yml": ONE_PASS_DATASET,
+            "datasets/tabbed.yml": "id: tabbed\nmanifest: m.json\n\tschema: x\n",
+            "endpoints/e.yml": ONE_PASS_ENDPOINT,
+        },
+    )
+    result = gateway(quiver_bin, "check", project)
+    assert result.returncode == 1, result.stdout + result.stderr
+    parsed = [DIAGNOSTIC.match(line) for line in result.stdout.splitlines()]
+    assert all(parsed), result.stdout
+    found = {(Path(m["path"]).relative_to(project).as_posix(), int(m["line"] or 0)) for m in parsed if m}
+    assert found == {
+        ("datasets/tabbed.yml", 3),  # the tab's own line
+        ("datasets/usage.yml", 6),  # BIGNUM
+        ("endpoints/e.yml", 9),  # agg median
+        ("endpoints/e.yml", 14),  # dir sideways
+        ("endpoints/e.yml", 15),  # columns: nothere
+        ("endpoints/e.yml", 16),  # default_limit above max_limit
+        ("endpoints/e.yml", 17),  # cache policy forever
+    }, result.stdout
+    # The dataset with a problem is still known to its endpoints.
+    assert "not defined" not in result.stdout

@@ -10,7 +10,7 @@ use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
     AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
-    SnapshotSource,
+    SnapshotSource, ALL_UNCHECKED,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -69,6 +69,9 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
     let layout = read_project_file(&mut reader, &root, dir);
 
     let mut datasets: Vec<Dataset> = Vec::new();
+    // Datasets whose files have problems, as far as they were read: endpoints over them are still
+    // checked (one pass finds every problem), but they are no part of the project.
+    let mut drafts: Vec<Dataset> = Vec::new();
     let mut dataset_lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
     for file in yaml_files(
         &layout.datasets_dir,
@@ -83,9 +86,11 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
             file: file.clone(),
             diagnostics: &mut diagnostics,
         };
+        let problems_before = reader.diagnostics.len();
         let Some(dataset) = read_dataset(&mut reader, &node) else {
             continue;
         };
+        let sound = reader.diagnostics.len() == problems_before;
         match define(
             &mut dataset_lines,
             &mut reader,
@@ -94,12 +99,14 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
             node.line,
             MAX_DATASETS,
         ) {
-            Defined::First => datasets.push(dataset),
+            Defined::First if sound => datasets.push(dataset),
+            Defined::First => drafts.push(dataset),
             Defined::Again => continue,
             Defined::OverLimit => break,
         }
     }
 
+    let checkable: Vec<Dataset> = datasets.iter().chain(&drafts).cloned().collect();
     let mut endpoints = Vec::new();
     // Names of endpoint files that failed their checks: keys granting them are not also reported.
     let mut failed_endpoints = BTreeSet::new();
@@ -117,7 +124,7 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
             file: file.clone(),
             diagnostics: &mut diagnostics,
         };
-        let Some(endpoint) = read_endpoint(&mut reader, &node, &datasets, layout.settings.auth)
+        let Some(endpoint) = read_endpoint(&mut reader, &node, &checkable, layout.settings.auth)
         else {
             if let Value::Map(entries) = &node.value {
                 if let Some(Value::Str(name)) = entries
@@ -545,8 +552,11 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
     let tenant_column = match fields.get("tenant_column") {
         Some(node) => {
             let column = reader.identifier(node, "`tenant_column`");
-            if let (Some(column), Some(schema)) = (&column, &schema) {
-                match schema.iter().find(|c| &c.name == column) {
+            let known = |name: &str| {
+                !schema.unchecked.contains(name) && !schema.unchecked.contains(ALL_UNCHECKED)
+            };
+            if let Some(column) = column.as_ref().filter(|column| known(column)) {
+                match schema.columns.iter().find(|c| &c.name == column) {
                     None => reader.error(
                         node.line,
                         format!("`tenant_column` `{column}` is not a column of the schema"),
@@ -608,39 +618,57 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
         reader.file.clone(),
         fields.key_line("manifest").unwrap_or(fields.line),
     );
+    // With problems above, what was read still serves to check the endpoints over this dataset
+    // (the caller keeps it apart from the project); a missing source is never read from.
     Some(Dataset {
         id: id?,
         description,
-        schema: schema?,
+        schema: schema.columns,
         tenant_column,
-        source: source?,
+        source: source.unwrap_or_else(|| SnapshotSource::Manifest(PathBuf::new())),
         manifest_at,
         materialize_budget,
+        unchecked_columns: schema.unchecked,
     })
 }
 
-fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<Vec<Column>> {
-    let node = fields.required(reader, "schema", "a dataset")?;
-    let items = reader.sequence(node, "`schema`")?;
+/// The columns that passed their checks, and the names of those that did not (`*` when which
+/// names is not known).
+struct Schema {
+    columns: Vec<Column>,
+    unchecked: BTreeSet<String>,
+}
+
+fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Schema {
+    let mut schema = Schema {
+        columns: Vec::new(),
+        unchecked: BTreeSet::from([ALL_UNCHECKED.to_string()]),
+    };
+    let Some(node) = fields.required(reader, "schema", "a dataset") else {
+        return schema;
+    };
+    let Some(items) = reader.sequence(node, "`schema`") else {
+        return schema;
+    };
     if items.is_empty() {
         reader.error(node.line, "`schema` lists no column");
-        return None;
+        return schema;
     }
     if items.len() > MAX_COLUMNS {
         reader.error(
             node.line,
             format!("`schema` lists more than {MAX_COLUMNS} columns"),
         );
-        return None;
+        return schema;
     }
-    let mut columns = Vec::with_capacity(items.len());
+    schema.unchecked.clear();
+    let Schema { columns, unchecked } = &mut schema;
     let mut seen = BTreeSet::new();
-    let mut complete = true;
     for item in items {
         let Some(column) =
             reader.mapping(item, "a schema column", &["name", "type"], &["description"])
         else {
-            complete = false;
+            unchecked.insert(ALL_UNCHECKED.to_string());
             continue;
         };
         let name = column
@@ -665,15 +693,20 @@ fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<Vec<Colum
         if let Some(name) = &name {
             if !seen.insert(name.clone()) {
                 reader.error(item.line, format!("column `{name}` is listed twice"));
-                complete = false;
+                continue;
             }
         }
         match (name, column_type) {
             (Some(name), Some(column_type)) => columns.push(Column { name, column_type }),
-            _ => complete = false,
+            (Some(name), None) => {
+                unchecked.insert(name);
+            }
+            (None, _) => {
+                unchecked.insert(ALL_UNCHECKED.to_string());
+            }
         }
     }
-    complete.then_some(columns)
+    schema
 }
 
 /// A schema type's name, in any case.

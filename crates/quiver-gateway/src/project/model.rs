@@ -105,13 +105,25 @@ pub struct Dataset {
     pub manifest_at: (PathBuf, usize),
     /// quiver: this dataset's own materialize budget.
     pub materialize_budget: Option<Duration>,
+    /// Only while checking a dataset file that has problems: the columns whose definition failed.
+    /// Endpoints over it are still checked, and are not told such a column does not exist. Empty
+    /// in a loaded project.
+    pub unchecked_columns: BTreeSet<String>,
 }
 
 impl Dataset {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.schema.iter().find(|column| column.name == name)
     }
+
+    /// Whether `name` is a column whose definition failed (see `unchecked_columns`).
+    pub fn is_unchecked(&self, name: &str) -> bool {
+        self.unchecked_columns.contains(name) || self.unchecked_columns.contains(ALL_UNCHECKED)
+    }
 }
+
+/// In `unchecked_columns`: which columns failed is not known (the schema itself did).
+pub const ALL_UNCHECKED: &str = "*";
 
 /// Where a dataset's snapshot manifest is.
 #[derive(Clone, Debug, PartialEq, Eq)]
