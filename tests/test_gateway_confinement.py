@@ -101,9 +101,13 @@ def test_check_opens_every_manifest_and_part(tmp_path):
         if text.startswith("manifest:")
     )
     usage = lines[f"datasets/customer_usage.yml:{usage_line}"]
-    for named in ("files[0].path ../../../outside/secret.csv", f"files[1].path {secret}", "files[2].path linked.csv"):
-        assert f"{named}: resolves outside the project's data roots" in usage, usage
-    assert "files[3].path gone.csv: is missing" in usage, usage
+    for named in (
+        "files[0].path: ../../../outside/secret.csv",
+        f"files[1].path: {secret}",
+        "files[2].path: linked.csv",
+    ):
+        assert f"{named} resolves outside the project's data roots" in usage, usage
+    assert "files[3].path: gone.csv is missing" in usage, usage
     assert "files[4]" not in usage, "the part inside the project is fine"
     products_line = next(
         n for n, text in enumerate(products.read_text().splitlines(), 1) if text.startswith("manifest:")

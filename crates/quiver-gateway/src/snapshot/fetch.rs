@@ -146,7 +146,7 @@ fn resolve_local(
                 }
                 files.push(path);
             }
-            Err(why) => problems.push(format!("files[{index}].path {}: {why}", part.path)),
+            Err(why) => problems.push(format!("files[{index}].path: {} {why}", part.path)),
         }
     }
     if problems.is_empty() {
