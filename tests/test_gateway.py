@@ -56,7 +56,11 @@ def test_status_shows_each_dataset_ready(gateway):
         assert entry["snapshot_id"], entry
     assert gateway.admin("GET", "/live").status == 200
     ready = gateway.admin("GET", "/ready").json()
-    assert ready == {"ready": True, "datasets": {"customer_usage": "ready", "products": "ready", "invoices": "ready"}}
+    assert ready == {
+        "ready": True,
+        "datasets": {"customer_usage": "ready", "products": "ready", "invoices": "ready"},
+        "keys": "ok",
+    }
 
 
 def test_json_envelope_and_per_request_headers(gateway):
@@ -315,11 +319,12 @@ def test_keys_file_edits_apply_without_restart(gateway):
     try:
         keys_file.write_text(revoked)
         poll(lambda: gateway.call("customer_usage_summary", GLOBEX, **MAY).status == 401, "the revocation")
-        # A broken file keeps the keys in force.
+        # A file that does not parse puts no key in force (fail closed), and says so.
         failed_before = gateway.status()["keys"]["reloads_failed"]
         keys_file.write_text("keys: [this is not: a key list\n")
         poll(lambda: gateway.status()["keys"]["reloads_failed"] > failed_before, "the failed reload")
-        assert gateway.call("customer_usage_summary", ACME, **MAY).status == 200
+        assert gateway.status()["keys"]["state"] == "degraded"
+        assert gateway.call("customer_usage_summary", ACME, **MAY).status == 401
         assert gateway.call("customer_usage_summary", GLOBEX, **MAY).status == 401
     finally:
         keys_file.write_text(original)

@@ -6,6 +6,7 @@ project written from parquet files passes check, and its key's token is printed 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -62,6 +63,27 @@ KEYS = """keys:
     status: active
 """
 
+#: The dataset's snapshot: check opens its manifest and parts.
+DATA = {
+    "data/customer_usage/manifest.json": json.dumps(
+        {
+            "dataset_id": "customer_usage",
+            "snapshot_id": "s1",
+            "created_at": "2026-06-01T00:00:00Z",
+            "watermark": "2026-06-01T00:00:00Z",
+            "schema": [
+                {"name": "usage_date", "type": "DATE"},
+                {"name": "tenant_id", "type": "VARCHAR"},
+                {"name": "account_id", "type": "VARCHAR"},
+                {"name": "api_calls", "type": "BIGINT"},
+            ],
+            "files": [{"path": "usage.csv", "format": "csv"}],
+            "sort_columns": ["usage_date"],
+        }
+    ),
+    "data/customer_usage/usage.csv": "usage_date,tenant_id,account_id,api_calls\n2026-05-01,tenant_acme,a1,3\n",
+}
+
 #: Every line of a failed check: ``path:line: message`` (line 0 is left out for whole-file problems).
 DIAGNOSTIC = re.compile(r"^(?P<path>[^:]+?)(?::(?P<line>\d+))?: (?P<message>.+)$")
 
@@ -88,6 +110,7 @@ def test_a_good_project_passes_with_a_summary(quiver_bin: Path, tmp_path: Path) 
             "datasets/customer_usage.yml": DATASET,
             "endpoints/summary.yml": SUMMARY,
             "keys/keys.yml": KEYS,
+            **DATA,
         },
     )
     result = gateway(quiver_bin, "check", project)
@@ -185,6 +208,7 @@ def test_keys_create_prints_a_token_once_and_an_entry_that_checks(quiver_bin: Pa
             "datasets/customer_usage.yml": DATASET,
             "endpoints/summary.yml": SUMMARY,
             "keys/keys.yml": KEYS + entry,
+            **DATA,
         },
     )
     check = gateway(quiver_bin, "check", project)
@@ -197,3 +221,59 @@ def test_keys_create_refuses_a_bad_id(quiver_bin: Path, bad_id: str) -> None:
     result = gateway(quiver_bin, "keys", "create", "--id", bad_id)
     assert result.returncode == 1
     assert "key id" in result.stderr
+
+
+ONE_PASS_DATASET = """id: usage
+manifest: m.json
+schema:
+  - { name: day, type: DATE }
+  - { name: account_id, type: VARCHAR }
+  - { name: calls, type: BIGNUM }
+"""
+
+ONE_PASS_ENDPOINT = """name: e
+version: 1
+dataset: usage
+params:
+  - { name: from, type: date }
+query:
+  select:
+    - { column: day }
+    - { column: account_id, agg: median }
+    - { column: calls }
+  filters:
+    - { column: day, op: gte, param: from }
+  order_by:
+    - { column: day, dir: sideways }
+columns: [day, account_id, nothere]
+pagination: { default_limit: 500, max_limit: 10 }
+cache: { policy: forever }
+"""
+
+
+def test_check_finds_every_problem_in_one_pass_with_exact_lines(quiver_bin: Path, tmp_path: Path) -> None:
+    project = write(
+        tmp_path,
+        {
+            "offloader.yml": "version: 1\nauth: none\ndatasets_dir: datasets\nendpoints_dir: endpoints\n",
+            "datasets/usage.yml": ONE_PASS_DATASET,
+            "datasets/tabbed.yml": "id: tabbed\nmanifest: m.json\n\tschema: x\n",
+            "endpoints/e.yml": ONE_PASS_ENDPOINT,
+        },
+    )
+    result = gateway(quiver_bin, "check", project)
+    assert result.returncode == 1, result.stdout + result.stderr
+    parsed = [DIAGNOSTIC.match(line) for line in result.stdout.splitlines()]
+    assert all(parsed), result.stdout
+    found = {(Path(m["path"]).relative_to(project).as_posix(), int(m["line"] or 0)) for m in parsed if m}
+    assert found == {
+        ("datasets/tabbed.yml", 3),  # the tab's own line
+        ("datasets/usage.yml", 6),  # BIGNUM
+        ("endpoints/e.yml", 9),  # agg median
+        ("endpoints/e.yml", 14),  # dir sideways
+        ("endpoints/e.yml", 15),  # columns: nothere
+        ("endpoints/e.yml", 16),  # default_limit above max_limit
+        ("endpoints/e.yml", 17),  # cache policy forever
+    }, result.stdout
+    # The dataset with a problem is still known to its endpoints.
+    assert "not defined" not in result.stdout

@@ -90,7 +90,12 @@ async fn ready(State(state): State<AdminState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (code, Json(json!({"ready": ready, "datasets": datasets}))).into_response()
+    let keys = state.gateway.keys.state();
+    (
+        code,
+        Json(json!({"ready": ready, "datasets": datasets, "keys": keys})),
+    )
+        .into_response()
 }
 
 /// The snapshots' own status (`ready`, `datasets`), with the cache, the pool and the keys.
@@ -117,8 +122,14 @@ async fn status(State(state): State<AdminState>) -> Json<Value> {
             "spawned": gateway.backend.server_pid().is_some(),
             "pid": gateway.backend.server_pid(),
         },
+        "connections": {
+            "public": gateway.public_connections.json(),
+            "admin": gateway.admin_connections.json(),
+        },
         "keys": {
             "count": gateway.keys.keys().len(),
+            "state": gateway.keys.state(),
+            "problems": gateway.keys.problems().as_slice(),
             "reloads_ok": gateway.keys.reloads_ok(),
             "reloads_failed": gateway.keys.reloads_failed(),
         },

@@ -11,6 +11,7 @@ use crate::cache::ResponseCache;
 use crate::cursor::CursorKey;
 use crate::http::admission::Admission;
 use crate::http::auth::KeyRing;
+use crate::http::connections::ConnectionStats;
 use crate::http::rate_limit::RateLimiter;
 use crate::metrics::Metrics;
 use crate::project::Project;
@@ -27,6 +28,9 @@ pub struct Gateway {
     /// Signs this process's keyset cursors: a cursor outlives neither the process nor its snapshot.
     pub cursor_key: CursorKey,
     pub admission: Admission,
+    /// What each port did with its connections (shown by `/status`).
+    pub public_connections: Arc<ConnectionStats>,
+    pub admin_connections: Arc<ConnectionStats>,
 }
 
 /// Where the server is and where the gateway keeps its state.
@@ -85,6 +89,8 @@ impl Gateway {
             metrics: Metrics::new(),
             cursor_key,
             admission: Admission::new(settings.pool_size, settings.pool_wait),
+            public_connections: Arc::default(),
+            admin_connections: Arc::default(),
             project,
             backend,
             snapshots,

@@ -129,8 +129,17 @@ fn run_serve(args: ServeArgs) -> ExitCode {
     }
 }
 
+/// The project's files, then (for what loaded) its manifests and parts: every problem in one
+/// pass.
 fn check(project_dir: &std::path::Path) -> ExitCode {
-    match project::load(project_dir) {
+    let (project, mut diagnostics) = project::read(project_dir);
+    if let Some(project) = &project {
+        quiver_gateway::snapshot::check::check_sources(project, &mut diagnostics);
+    }
+    match project
+        .filter(|_| diagnostics.is_empty())
+        .ok_or(diagnostics)
+    {
         Ok(project) => {
             println!(
                 "ok: {} datasets, {} endpoints, {} keys",

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::gateway::{Gateway, GatewayOptions};
-use crate::http::listener::{BoundedListener, ADMIN_CONNECTIONS_MAX, CONNECTIONS_MAX};
+use crate::http::connections::{self, ConnectionLimits};
 use crate::{admin, http, project};
 
 /// How long in-flight requests may take to finish once a stop is asked.
@@ -119,24 +119,36 @@ async fn serve(
 
     let public_router = http::app::router(gateway.clone());
     let admin_router = admin::router(gateway.clone(), admin_token);
-    let public_stop = stopped(stop.clone());
-    let public_task = tokio::spawn(async move {
-        axum::serve(BoundedListener::new(public, CONNECTIONS_MAX), public_router)
-            .with_graceful_shutdown(public_stop)
-            .await
-    });
-    let admin_stop = stopped(stop.clone());
-    let admin_task = tokio::spawn(async move {
-        axum::serve(
-            BoundedListener::new(admin_port, ADMIN_CONNECTIONS_MAX),
-            admin_router,
-        )
-        .with_graceful_shutdown(admin_stop)
-        .await
-    });
+    let settings = gateway.project.settings.connections;
+    let public_limits = ConnectionLimits {
+        max: settings.max,
+        per_peer_max: settings.per_peer_max,
+        header_read_timeout: settings.header_read_timeout,
+    };
+    let admin_limits = ConnectionLimits {
+        max: settings.admin_max,
+        ..public_limits
+    };
+    let public_task = tokio::spawn(connections::serve(
+        public,
+        public_router,
+        public_limits,
+        gateway.public_connections.clone(),
+        stopped(stop.clone()),
+        STOP_GRACE,
+    ));
+    let admin_task = tokio::spawn(connections::serve(
+        admin_port,
+        admin_router,
+        admin_limits,
+        gateway.admin_connections.clone(),
+        stopped(stop.clone()),
+        STOP_GRACE,
+    ));
     stopped(stop).await;
     tracing::info!("stopping: finishing in-flight requests");
-    let finished = tokio::time::timeout(STOP_GRACE, async {
+    // Each port gives its connections STOP_GRACE; this bound is a backstop.
+    let finished = tokio::time::timeout(STOP_GRACE + Duration::from_secs(1), async {
         let _ = public_task.await;
         let _ = admin_task.await;
     })

@@ -1,7 +1,9 @@
 //! API keys: a caller's bearer token is hashed (SHA-256) and compared in constant time against
 //! every key's digest, so neither the time taken nor an early exit tells how close a guess was.
 //! The keys file is polled for changes while serving: a revoked or expired key is refused without
-//! a restart; a new file that does not load keeps the old keys (logged and counted).
+//! a restart. A reload fails closed: the keys in force become the new file's sound entries only
+//! (an entry with a problem, an unreadable, emptied or deleted file: those keys stop working), and
+//! the problems are logged, counted and shown by `/status` and `/ready` until the file is fixed.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +42,8 @@ impl Refusal {
 /// The keys in force, swapped whole on reload.
 pub struct KeyRing {
     keys: RwLock<Arc<Vec<Key>>>,
+    /// The last load's problems (`path:line: message`); empty when the file is sound.
+    problems: RwLock<Arc<Vec<String>>>,
     file: Option<PathBuf>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
@@ -49,6 +53,7 @@ impl KeyRing {
     pub fn new(keys: Vec<Key>, file: Option<PathBuf>) -> KeyRing {
         KeyRing {
             keys: RwLock::new(Arc::new(keys)),
+            problems: RwLock::default(),
             file,
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
@@ -92,25 +97,46 @@ impl KeyRing {
         Ok(key.clone())
     }
 
-    /// Reloads the keys file; on failure the keys in force stay.
+    /// Reloads the keys file: its sound entries become the keys in force, whatever else is wrong
+    /// with it. `Err`: the problems found (those entries are not in force).
     pub fn reload(&self) -> Result<usize, String> {
         let Some(file) = &self.file else {
             return Ok(self.keys().len());
         };
-        match keys::load_keys(file) {
-            Ok(keys) => {
-                let count = keys.len();
-                *self
-                    .keys
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(keys);
-                self.reloads_ok.fetch_add(1, Ordering::Relaxed);
-                Ok(count)
-            }
-            Err(diagnostics) => {
-                self.reloads_failed.fetch_add(1, Ordering::Relaxed);
-                Err(diagnostics.to_string())
-            }
+        let (keys, diagnostics) = keys::load_keys_in_force(file, None);
+        let count = keys.len();
+        let problems: Vec<String> = diagnostics.items.iter().map(ToString::to_string).collect();
+        *self
+            .keys
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(keys);
+        *self
+            .problems
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(problems);
+        if diagnostics.is_empty() {
+            self.reloads_ok.fetch_add(1, Ordering::Relaxed);
+            Ok(count)
+        } else {
+            self.reloads_failed.fetch_add(1, Ordering::Relaxed);
+            Err(diagnostics.to_string())
+        }
+    }
+
+    /// The last load's problems; empty when the keys file is sound.
+    pub fn problems(&self) -> Arc<Vec<String>> {
+        self.problems
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// `ok`, or `degraded` while the keys file has problems.
+    pub fn state(&self) -> &'static str {
+        if self.problems().is_empty() {
+            "ok"
+        } else {
+            "degraded"
         }
     }
 
@@ -142,9 +168,10 @@ impl KeyRing {
                 seen = now;
                 match ring.reload() {
                     Ok(count) => tracing::info!(keys = count, "keys file reloaded"),
-                    Err(error) => tracing::warn!(
+                    Err(error) => tracing::error!(
+                        keys = ring.keys().len(),
                         error = %error,
-                        "keys file did not load; the keys in force stay"
+                        "keys file has problems; only its sound entries are in force"
                     ),
                 }
             })

@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 /// What kind of failure, which fixes the status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// A request that does not parse as HTTP/1.1 (answered before routing).
+    BadRequest,
     InvalidParam,
     Unauthorized,
     NotFound,
@@ -29,6 +31,7 @@ pub enum Family {
 impl Family {
     pub fn as_str(self) -> &'static str {
         match self {
+            Family::BadRequest => "bad_request",
             Family::InvalidParam => "invalid_param",
             Family::Unauthorized => "unauthorized",
             Family::NotFound => "not_found",
@@ -47,6 +50,7 @@ impl Family {
 
     pub fn status(self) -> StatusCode {
         match self {
+            Family::BadRequest => StatusCode::BAD_REQUEST,
             Family::InvalidParam => StatusCode::UNPROCESSABLE_ENTITY,
             Family::Unauthorized => StatusCode::UNAUTHORIZED,
             Family::NotFound => StatusCode::NOT_FOUND,

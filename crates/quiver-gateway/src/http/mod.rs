@@ -4,11 +4,12 @@
 pub mod admission;
 pub mod app;
 pub mod auth;
+pub mod connections;
 pub mod endpoint;
 pub mod errors;
 pub mod etag;
 pub mod limits;
-pub mod listener;
+pub mod parse_errors;
 pub mod query;
 pub mod rate_limit;
 pub mod request_id;

@@ -1,6 +1,7 @@
 //! Request ids: the caller's `X-Request-Id` when it is short plain text (so a trace spans
-//! systems), else a new one. Ids need to be unique, not secret: a per-process random prefix and a
-//! counter.
+//! systems), else a new one: 128 bits of a keyed hash (SipHash, under a key drawn at random once per
+//! process) of a counter. Unique within the process, and without the key an id tells nothing of
+//! the counter, so ids do not reveal how many requests a gateway answers.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -36,11 +37,15 @@ fn acceptable(id: &str) -> bool {
 }
 
 pub fn new_id() -> String {
-    static PREFIX: OnceLock<u64> = OnceLock::new();
+    static KEY: OnceLock<RandomState> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let key = KEY.get_or_init(RandomState::new);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{:08x}{count:012x}", prefix as u32)
+    format!(
+        "{:016x}{:016x}",
+        key.hash_one((count, 0u8)),
+        key.hash_one((count, 1u8))
+    )
 }
 
 #[cfg(test)]
@@ -56,6 +61,9 @@ mod tests {
         assert_ne!(for_request(&headers), "has space");
         let first = new_id();
         assert_ne!(first, new_id());
-        assert_eq!(first.len(), 20);
+        assert_eq!(first.len(), 32);
+        let prefixes: std::collections::BTreeSet<String> =
+            (0..16).map(|_| new_id()[..8].to_string()).collect();
+        assert!(prefixes.len() > 1, "ids share no per-process prefix");
     }
 }

@@ -137,61 +137,33 @@ pub fn read_endpoint(
                 &[],
             )
         });
-    // Without the dataset nothing below can be checked; every problem above is already recorded.
+    let pagination = read_pagination(reader, &fields);
+    let cache = read_cache(reader, &fields);
+    // Without the dataset and the query the rest cannot be checked; every problem above is
+    // already recorded.
     let (dataset, query) = (dataset?, query?);
     let group_by = read_group_by(reader, &query, dataset);
     let select = read_select(reader, &query, dataset, group_by.as_deref());
     let filters = read_filters(reader, &query, dataset, &parsed_params, &declared);
     let params = params_complete.then_some(parsed_params);
-    let outputs: Option<BTreeMap<String, ColumnType>> = select.as_ref().map(|select| {
-        select
-            .iter()
-            .map(|item| (item.output.clone(), item.output_type(dataset)))
-            .collect()
-    });
-    let order_by = outputs
-        .as_ref()
-        .and_then(|outputs| read_order_by(reader, &query, outputs));
-    let sort_allowlist = match (fields.get("sort"), &outputs) {
-        (None, _) => Some(Vec::new()),
-        (Some(node), Some(outputs)) => read_output_list(reader, node, "`sort`", outputs, true),
-        (Some(_), None) => None,
+    // Lists of outputs are checked against what `select` declares, whole or not.
+    let outputs: BTreeMap<String, ColumnType> = select.outputs(dataset);
+    let order_by = read_order_by(reader, &query, &outputs, &select);
+    let sort_allowlist = match fields.get("sort") {
+        None => Some(Vec::new()),
+        Some(node) => read_output_list(reader, node, "`sort`", &outputs, &select, true),
     };
-    let columns = match (fields.required(reader, "columns", "an endpoint"), &outputs) {
-        (Some(node), Some(outputs)) => {
-            let columns = read_output_list(reader, node, "`columns`", outputs, false);
+    let columns = fields
+        .required(reader, "columns", "an endpoint")
+        .and_then(|node| {
+            let columns = read_output_list(reader, node, "`columns`", &outputs, &select, false);
             if columns.as_ref().is_some_and(Vec::is_empty) {
                 reader.error(node.line, "`columns` lists no column");
             }
             columns
-        }
-        _ => None,
-    };
-    let (default_limit, max_limit) = read_pagination(reader, &fields)?;
-    let cache = match fields
-        .get("cache")
-        .and_then(|node| reader.mapping(node, "`cache`", &["policy"], &[]))
-    {
-        None => Some(CachePolicy::None),
-        Some(cache) => match cache.get("policy") {
-            None => Some(CachePolicy::None),
-            Some(node) => match reader.string(node, "`policy`").as_deref() {
-                Some("none") => Some(CachePolicy::None),
-                Some("snapshot") => Some(CachePolicy::Snapshot),
-                Some(other) => {
-                    reader.error(
-                        node.line,
-                        format!(
-                            "cache `policy` must be `none` or `snapshot`, not `{}`",
-                            printable(other)
-                        ),
-                    );
-                    None
-                }
-                None => None,
-            },
-        },
-    };
+        });
+    let select = select.complete.then_some(select.items);
+    let (default_limit, max_limit) = pagination?;
     Some(Endpoint {
         name: name?,
         version: version?,
@@ -212,6 +184,34 @@ pub fn read_endpoint(
         max_limit,
         cache: cache?,
     })
+}
+
+fn read_cache(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<CachePolicy> {
+    let Some(cache) = fields
+        .get("cache")
+        .and_then(|node| reader.mapping(node, "`cache`", &["policy"], &[]))
+    else {
+        return Some(CachePolicy::None);
+    };
+    let node = match cache.get("policy") {
+        None => return Some(CachePolicy::None),
+        Some(node) => node,
+    };
+    match reader.string(node, "`policy`").as_deref() {
+        Some("none") => Some(CachePolicy::None),
+        Some("snapshot") => Some(CachePolicy::Snapshot),
+        Some(other) => {
+            reader.error(
+                node.line,
+                format!(
+                    "cache `policy` must be `none` or `snapshot`, not `{}`",
+                    printable(other)
+                ),
+            );
+            None
+        }
+        None => None,
+    }
 }
 
 /// The tenant column: the dataset's `tenant_column` (every endpoint over it is tenant-scoped);
@@ -276,13 +276,18 @@ fn read_pagination(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<(u64,
     let pagination = reader.mapping(node, "`pagination`", &["default_limit", "max_limit"], &[])?;
     let hard = HARD_MAX_LIMIT as i64;
     let max_limit = match pagination.get("max_limit") {
-        Some(node) => reader.integer(node, "`max_limit`", 1, hard)? as u64,
-        None => DEFAULT_MAX_LIMIT,
+        Some(node) => reader
+            .integer(node, "`max_limit`", 1, hard)
+            .map(|n| n as u64),
+        None => Some(DEFAULT_MAX_LIMIT),
     };
     let default_limit = match pagination.get("default_limit") {
-        Some(node) => reader.integer(node, "`default_limit`", 1, hard)? as u64,
-        None => DEFAULT_LIMIT.min(max_limit),
+        Some(node) => reader
+            .integer(node, "`default_limit`", 1, hard)
+            .map(|n| n as u64),
+        None => max_limit.map(|max_limit| DEFAULT_LIMIT.min(max_limit)),
     };
+    let (default_limit, max_limit) = (default_limit?, max_limit?);
     if default_limit > max_limit {
         reader.error(
             node.line,

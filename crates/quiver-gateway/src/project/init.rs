@@ -95,18 +95,25 @@ pub fn init(parquet_dir: &Path, out_dir: &Path) -> Result<InitReport, InitError>
         &out_dir.join("keys/keys.yml"),
         &format!("# API keys: only the SHA-256 of each token is stored. Mint more with\n# `quiver gateway keys create --id ID [--tenant T] [--endpoints a,b]`.\nkeys:\n{entry}"),
     )?;
+    // The parts are read where they are: their directory is a data root beside the project's.
+    let parquet_root = std::fs::canonicalize(parquet_dir)
+        .map_err(|error| io("cannot resolve", parquet_dir, error))?;
     write(
         &out_dir.join("gateway.yml"),
-        "# A quiver gateway project (offloader's layout). Check it with `quiver gateway check DIR`.\n\
-         version: 1\n\
-         datasets_dir: datasets\n\
-         endpoints_dir: endpoints\n\
-         keys: keys/keys.yml\n\
-         auth: required\n\
-         gateway:\n  \
-           ready: all\n  \
-           materialize: { parallelism: 2, budget_seconds: 300 }\n  \
-           cache: { max_bytes: 268435456 }\n",
+        &format!(
+            "# A quiver gateway project (offloader's layout). Check it with `quiver gateway check DIR`.\n\
+             version: 1\n\
+             datasets_dir: datasets\n\
+             endpoints_dir: endpoints\n\
+             keys: keys/keys.yml\n\
+             auth: required\n\
+             gateway:\n  \
+               ready: all\n  \
+               materialize: {{ parallelism: 2, budget_seconds: 300 }}\n  \
+               cache: {{ max_bytes: 268435456 }}\n  \
+               data_roots: [\".\", {}]\n",
+            serde_json::Value::String(parquet_root.to_string_lossy().into_owned())
+        ),
     )?;
     if let Err(diagnostics) = load(out_dir) {
         return Err(InitError::Invalid(diagnostics));

@@ -1,14 +1,14 @@
 //! The keys file (`keys/keys.yml`): API keys as SHA-256 hashes of their tokens. Loadable alone,
 //! since serving reloads it without a restart, and minted by `keys create`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use super::diagnostics::Diagnostics;
 use super::model::{Endpoint, Key};
-use super::yaml::{parse_file, printable, Node, Reader};
+use super::yaml::{parse_file, printable, Node, Reader, Value};
 
 /// A keys file may list at most this many keys.
 pub const MAX_KEYS: usize = 100_000;
@@ -30,6 +30,15 @@ pub fn load_keys_against(
     path: &Path,
     endpoints: Option<&[Endpoint]>,
 ) -> Result<Vec<Key>, Diagnostics> {
+    let (keys, diagnostics) = load_keys_in_force(path, endpoints);
+    diagnostics.into_result(keys)
+}
+
+/// The keys of a file that may be put in force, and every problem found: an entry with any
+/// problem is left out on its own, as is every entry sharing an id or a hash with another entry
+/// (which of them was meant is not a guess to make); a file that cannot be read or parsed, is
+/// empty or is missing yields no keys. What fails, fails closed.
+pub fn load_keys_in_force(path: &Path, endpoints: Option<&[Endpoint]>) -> (Vec<Key>, Diagnostics) {
     let mut diagnostics = Diagnostics::default();
     let none_failed = BTreeSet::new();
     let keys = load_keys_into(
@@ -37,7 +46,7 @@ pub fn load_keys_against(
         endpoints.map(|endpoints| (endpoints, &none_failed)),
         &mut diagnostics,
     );
-    diagnostics.into_result(keys)
+    (keys, diagnostics)
 }
 
 /// `endpoints`: the project's endpoints, and the names of those that failed their own checks
@@ -60,7 +69,7 @@ pub(super) fn load_keys_into(
     let Some(items) = fields
         .required(&mut reader, "keys", "the keys file")
         .and_then(|node| match node.value {
-            super::yaml::Value::Null => Some(&[][..]),
+            Value::Null => Some(&[][..]),
             _ => reader.sequence(node, "`keys`"),
         })
     else {
@@ -70,27 +79,67 @@ pub(super) fn load_keys_into(
         reader.error(root.line, format!("more than {MAX_KEYS} keys"));
         return Vec::new();
     }
-    let mut keys: Vec<Key> = Vec::with_capacity(items.len());
-    let mut ids = BTreeSet::new();
-    let mut hashes = BTreeSet::new();
+    // Every id and hash an entry names, broken or not: a revocation written as a second entry,
+    // or beside a mistake, must not leave an earlier grant of the same key in force.
+    let mut claims: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    let mut sound: Vec<(Key, usize)> = Vec::with_capacity(items.len());
     for item in items {
-        let Some(key) = read_key(&mut reader, item, endpoints) else {
-            continue;
-        };
-        if !ids.insert(key.id.clone()) {
-            reader.error(item.line, format!("key id `{}` is listed twice", key.id));
-            continue;
+        for field in ["id", "hash"] {
+            if let Some(text) = claimed(item, field) {
+                *claims.entry((field, text)).or_default() += 1;
+            }
         }
-        if !hashes.insert(key.token_sha256) {
-            reader.error(
+        let problems_before = reader.diagnostics.len();
+        let key = read_key(&mut reader, item, endpoints);
+        match key {
+            Some(key) if reader.diagnostics.len() == problems_before => {
+                sound.push((key, item.line))
+            }
+            Some(key) => reader.error(
                 item.line,
-                format!("key `{}` has the same hash as another key", key.id),
-            );
-            continue;
+                format!("key `{}` has problems: it is not in force", key.id),
+            ),
+            None => {}
         }
-        keys.push(key);
+    }
+    let mut keys: Vec<Key> = Vec::with_capacity(sound.len());
+    for (key, line) in sound {
+        let shared = |field: &'static str, text: String| claims.get(&(field, text)).copied();
+        if shared("id", key.id.clone()).unwrap_or(0) > 1 {
+            reader.error(
+                line,
+                format!(
+                    "key id `{}` is listed more than once: none of its entries is in force",
+                    key.id
+                ),
+            );
+        } else if shared("hash", hex(&key.token_sha256)).unwrap_or(0) > 1 {
+            reader.error(
+                line,
+                format!(
+                    "key `{}` has the same hash as another entry: neither is in force",
+                    key.id
+                ),
+            );
+        } else {
+            keys.push(key);
+        }
     }
     keys
+}
+
+/// The text an entry gives for `field` (an id, a hash), as loosely as it may be read.
+fn claimed(item: &Node, field: &str) -> Option<String> {
+    let Value::Map(entries) = &item.value else {
+        return None;
+    };
+    let node = &entries.iter().find(|entry| entry.key == field)?.value;
+    match &node.value {
+        Value::Str(text) if field == "hash" => Some(text.to_ascii_lowercase()),
+        Value::Str(text) => Some(text.clone()),
+        Value::Int(value) => Some(value.to_string()),
+        _ => None,
+    }
 }
 
 fn is_key_id(text: &str) -> bool {
@@ -149,8 +198,7 @@ fn read_key(
     let tenant = match fields.get("tenant") {
         None => Some(None),
         Some(Node {
-            value: super::yaml::Value::Null,
-            ..
+            value: Value::Null, ..
         }) => Some(None),
         Some(node) => reader.scalar_text(node, "`tenant`").and_then(|tenant| {
             if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
@@ -188,7 +236,7 @@ fn read_key(
                         Some(endpoint) if endpoint.tenant_column.is_some() => {
                             let no_tenant = match fields.get("tenant") {
                                 None => true,
-                                Some(node) => node.value == super::yaml::Value::Null,
+                                Some(node) => node.value == Value::Null,
                             };
                             if no_tenant {
                                 reader.error(
@@ -360,7 +408,7 @@ mod tests {
         let diagnostics = load_keys(&path).unwrap_err();
         std::fs::remove_dir_all(&dir).unwrap();
         let lines: Vec<usize> = diagnostics.items.iter().map(|d| d.line).collect();
-        assert_eq!(lines, vec![3, 8, 9, 13], "{diagnostics}");
+        assert_eq!(lines, vec![3, 8, 9, 13, 10], "{diagnostics}");
     }
 
     #[test]

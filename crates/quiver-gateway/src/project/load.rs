@@ -9,7 +9,8 @@ use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
-    AuthMode, Column, ColumnType, Dataset, Project, ReadyPolicy, Settings, SnapshotSource,
+    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
+    SnapshotSource, ALL_UNCHECKED,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -28,9 +29,23 @@ pub const DEFAULT_CACHE_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_POOL_SIZE: usize = 4;
 pub const DEFAULT_POOL_WAIT_MS: u64 = 2000;
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_CONNECTIONS_MAX: usize = 8192;
+pub const DEFAULT_ADMIN_CONNECTIONS_MAX: usize = 256;
+pub const DEFAULT_PER_PEER_CONNECTIONS_MAX: usize = 1024;
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 
 /// Reads the project in `dir` and checks all of it.
 pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
+    let (project, diagnostics) = read(dir);
+    match project {
+        Some(project) if diagnostics.is_empty() => Ok(project),
+        _ => Err(diagnostics),
+    }
+}
+
+/// Reads the project in `dir`: what of it loaded (`None` when the project file itself did not),
+/// and every problem found; `check` goes on from here to the manifests and their parts.
+pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
     let mut diagnostics = Diagnostics::default();
     let Some(project_file) = PROJECT_FILES
         .iter()
@@ -42,10 +57,10 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             0,
             format!("no project file: expected {}", PROJECT_FILES.join(" or ")),
         );
-        return Err(diagnostics);
+        return (None, diagnostics);
     };
     let Some(root) = parse_file(&project_file, &mut diagnostics) else {
-        return Err(diagnostics);
+        return (None, diagnostics);
     };
     let mut reader = Reader {
         file: project_file.clone(),
@@ -54,6 +69,9 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
     let layout = read_project_file(&mut reader, &root, dir);
 
     let mut datasets: Vec<Dataset> = Vec::new();
+    // Datasets whose files have problems, as far as they were read: endpoints over them are still
+    // checked (one pass finds every problem), but they are no part of the project.
+    let mut drafts: Vec<Dataset> = Vec::new();
     let mut dataset_lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
     for file in yaml_files(
         &layout.datasets_dir,
@@ -68,9 +86,11 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             file: file.clone(),
             diagnostics: &mut diagnostics,
         };
+        let problems_before = reader.diagnostics.len();
         let Some(dataset) = read_dataset(&mut reader, &node) else {
             continue;
         };
+        let sound = reader.diagnostics.len() == problems_before;
         match define(
             &mut dataset_lines,
             &mut reader,
@@ -79,12 +99,14 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             node.line,
             MAX_DATASETS,
         ) {
-            Defined::First => datasets.push(dataset),
+            Defined::First if sound => datasets.push(dataset),
+            Defined::First => drafts.push(dataset),
             Defined::Again => continue,
             Defined::OverLimit => break,
         }
     }
 
+    let checkable: Vec<Dataset> = datasets.iter().chain(&drafts).cloned().collect();
     let mut endpoints = Vec::new();
     // Names of endpoint files that failed their checks: keys granting them are not also reported.
     let mut failed_endpoints = BTreeSet::new();
@@ -102,7 +124,7 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
             file: file.clone(),
             diagnostics: &mut diagnostics,
         };
-        let Some(endpoint) = read_endpoint(&mut reader, &node, &datasets, layout.settings.auth)
+        let Some(endpoint) = read_endpoint(&mut reader, &node, &checkable, layout.settings.auth)
         else {
             if let Value::Map(entries) = &node.value {
                 if let Some(Value::Str(name)) = entries
@@ -164,14 +186,15 @@ pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
         }
     };
 
-    diagnostics.into_result(Project {
+    let project = Project {
         root: dir.to_path_buf(),
         settings: layout.settings,
         datasets,
         endpoints,
         keys_file: layout.keys_file,
         keys,
-    })
+    };
+    (Some(project), diagnostics)
 }
 
 /// The `*.yml` / `*.yaml` files of a directory, sorted by name (so problems come in a stable order).
@@ -209,6 +232,8 @@ fn yaml_files(
 
 /// What the project file says: settings and where the other files are.
 struct Layout {
+    /// The project directory.
+    root: PathBuf,
     settings: Settings,
     datasets_dir: PathBuf,
     endpoints_dir: PathBuf,
@@ -256,6 +281,7 @@ fn define(
 
 fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout {
     let mut layout = Layout {
+        root: dir.to_path_buf(),
         settings: Settings {
             auth: AuthMode::Required,
             ready: ReadyPolicy::All,
@@ -266,6 +292,13 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            data_roots: vec![dir.to_path_buf()],
+            connections: ConnectionSettings {
+                max: DEFAULT_CONNECTIONS_MAX,
+                admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
+                per_peer_max: DEFAULT_PER_PEER_CONNECTIONS_MAX,
+                header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+            },
         },
         datasets_dir: dir.join("datasets"),
         endpoints_dir: dir.join("endpoints"),
@@ -343,6 +376,8 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "cache",
             "pool",
             "request_timeout_ms",
+            "connections",
+            "data_roots",
         ],
         &[],
     ) else {
@@ -429,6 +464,66 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     {
         settings.request_timeout = Duration::from_millis(value as u64);
     }
+    if let Some(node) = fields.get("connections") {
+        read_connections(reader, node, &mut settings.connections);
+    }
+    if let Some(roots) = fields
+        .get("data_roots")
+        .and_then(|node| read_data_roots(reader, node, &layout.root))
+    {
+        settings.data_roots = roots;
+    }
+}
+
+/// `gateway: data_roots:` — directories, relative to the project directory or absolute.
+fn read_data_roots(reader: &mut Reader<'_>, node: &Node, dir: &Path) -> Option<Vec<PathBuf>> {
+    let items = reader.sequence(node, "`data_roots`")?;
+    if items.is_empty() {
+        reader.error(node.line, "`data_roots` lists no directory");
+        return None;
+    }
+    let mut roots = Vec::with_capacity(items.len());
+    for item in items {
+        let path = dir.join(reader.string(item, "a `data_roots` entry")?);
+        if !path.is_dir() {
+            reader.error(
+                item.line,
+                format!("data root `{}` is not a directory", path.display()),
+            );
+            return None;
+        }
+        roots.push(path);
+    }
+    Some(roots)
+}
+
+/// `gateway: connections:` (both ports).
+fn read_connections(reader: &mut Reader<'_>, node: &Node, settings: &mut ConnectionSettings) {
+    let Some(fields) = reader.mapping(
+        node,
+        "`connections`",
+        &["max", "admin_max", "per_peer_max", "header_read_timeout_ms"],
+        &[],
+    ) else {
+        return;
+    };
+    let mut count = |key: &str, value: &mut usize| {
+        if let Some(read) = fields
+            .get(key)
+            .and_then(|node| reader.integer(node, &format!("`{key}`"), 1, 1 << 20))
+        {
+            *value = read as usize;
+        }
+    };
+    count("max", &mut settings.max);
+    count("admin_max", &mut settings.admin_max);
+    count("per_peer_max", &mut settings.per_peer_max);
+    if let Some(value) = fields
+        .get("header_read_timeout_ms")
+        .and_then(|node| reader.integer(node, "`header_read_timeout_ms`", 1, 3_600_000))
+    {
+        settings.header_read_timeout = Duration::from_millis(value as u64);
+    }
 }
 
 /// One `datasets/*.yml`.
@@ -457,8 +552,11 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
     let tenant_column = match fields.get("tenant_column") {
         Some(node) => {
             let column = reader.identifier(node, "`tenant_column`");
-            if let (Some(column), Some(schema)) = (&column, &schema) {
-                match schema.iter().find(|c| &c.name == column) {
+            let known = |name: &str| {
+                !schema.unchecked.contains(name) && !schema.unchecked.contains(ALL_UNCHECKED)
+            };
+            if let Some(column) = column.as_ref().filter(|column| known(column)) {
+                match schema.columns.iter().find(|c| &c.name == column) {
                     None => reader.error(
                         node.line,
                         format!("`tenant_column` `{column}` is not a column of the schema"),
@@ -516,38 +614,61 @@ fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Dataset> {
         .get("materialize_budget_seconds")
         .and_then(|node| reader.integer(node, "`materialize_budget_seconds`", 1, 86_400))
         .map(|seconds| Duration::from_secs(seconds as u64));
+    let manifest_at = (
+        reader.file.clone(),
+        fields.key_line("manifest").unwrap_or(fields.line),
+    );
+    // With problems above, what was read still serves to check the endpoints over this dataset
+    // (the caller keeps it apart from the project); a missing source is never read from.
     Some(Dataset {
         id: id?,
         description,
-        schema: schema?,
+        schema: schema.columns,
         tenant_column,
-        source: source?,
+        source: source.unwrap_or_else(|| SnapshotSource::Manifest(PathBuf::new())),
+        manifest_at,
         materialize_budget,
+        unchecked_columns: schema.unchecked,
     })
 }
 
-fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<Vec<Column>> {
-    let node = fields.required(reader, "schema", "a dataset")?;
-    let items = reader.sequence(node, "`schema`")?;
+/// The columns that passed their checks, and the names of those that did not (`*` when which
+/// names is not known).
+struct Schema {
+    columns: Vec<Column>,
+    unchecked: BTreeSet<String>,
+}
+
+fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Schema {
+    let mut schema = Schema {
+        columns: Vec::new(),
+        unchecked: BTreeSet::from([ALL_UNCHECKED.to_string()]),
+    };
+    let Some(node) = fields.required(reader, "schema", "a dataset") else {
+        return schema;
+    };
+    let Some(items) = reader.sequence(node, "`schema`") else {
+        return schema;
+    };
     if items.is_empty() {
         reader.error(node.line, "`schema` lists no column");
-        return None;
+        return schema;
     }
     if items.len() > MAX_COLUMNS {
         reader.error(
             node.line,
             format!("`schema` lists more than {MAX_COLUMNS} columns"),
         );
-        return None;
+        return schema;
     }
-    let mut columns = Vec::with_capacity(items.len());
+    schema.unchecked.clear();
+    let Schema { columns, unchecked } = &mut schema;
     let mut seen = BTreeSet::new();
-    let mut complete = true;
     for item in items {
         let Some(column) =
             reader.mapping(item, "a schema column", &["name", "type"], &["description"])
         else {
-            complete = false;
+            unchecked.insert(ALL_UNCHECKED.to_string());
             continue;
         };
         let name = column
@@ -572,15 +693,20 @@ fn read_schema(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<Vec<Colum
         if let Some(name) = &name {
             if !seen.insert(name.clone()) {
                 reader.error(item.line, format!("column `{name}` is listed twice"));
-                complete = false;
+                continue;
             }
         }
         match (name, column_type) {
             (Some(name), Some(column_type)) => columns.push(Column { name, column_type }),
-            _ => complete = false,
+            (Some(name), None) => {
+                unchecked.insert(name);
+            }
+            (None, _) => {
+                unchecked.insert(ALL_UNCHECKED.to_string());
+            }
         }
     }
-    complete.then_some(columns)
+    schema
 }
 
 /// A schema type's name, in any case.

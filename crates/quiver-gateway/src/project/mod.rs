@@ -15,7 +15,7 @@ pub mod query;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
-pub use load::load;
+pub use load::{load, read};
 pub use model::*;
 
 #[cfg(test)]

@@ -52,6 +52,25 @@ pub struct Settings {
     pub pool_wait: Duration,
     /// quiver: a request's whole time, after which it answers `503`.
     pub request_timeout: Duration,
+    /// quiver: both ports' connection bounds and header-read deadline.
+    pub connections: ConnectionSettings,
+    /// quiver: the directories local manifests and their parts must resolve inside (symlinks
+    /// followed); the project directory unless `data_roots` says otherwise.
+    pub data_roots: Vec<PathBuf>,
+}
+
+/// quiver: how many connections the ports hold, and how long a request head may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// The public port's bound on open connections.
+    pub max: usize,
+    /// The admin port's.
+    pub admin_max: usize,
+    /// Either port's bound on connections from one address.
+    pub per_peer_max: usize,
+    /// How long a request head may take to arrive whole (a kept-alive connection waits that long
+    /// for its next request); silent and trickling connections are closed past it.
+    pub header_read_timeout: Duration,
 }
 
 /// Who may call endpoints.
@@ -82,15 +101,29 @@ pub struct Dataset {
     pub schema: Vec<Column>,
     pub tenant_column: Option<String>,
     pub source: SnapshotSource,
+    /// Where `manifest:` is written (its file and line), for `check`'s reports.
+    pub manifest_at: (PathBuf, usize),
     /// quiver: this dataset's own materialize budget.
     pub materialize_budget: Option<Duration>,
+    /// Only while checking a dataset file that has problems: the columns whose definition failed.
+    /// Endpoints over it are still checked, and are not told such a column does not exist. Empty
+    /// in a loaded project.
+    pub unchecked_columns: BTreeSet<String>,
 }
 
 impl Dataset {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.schema.iter().find(|column| column.name == name)
     }
+
+    /// Whether `name` is a column whose definition failed (see `unchecked_columns`).
+    pub fn is_unchecked(&self, name: &str) -> bool {
+        self.unchecked_columns.contains(name) || self.unchecked_columns.contains(ALL_UNCHECKED)
+    }
 }
+
+/// In `unchecked_columns`: which columns failed is not known (the schema itself did).
+pub const ALL_UNCHECKED: &str = "*";
 
 /// Where a dataset's snapshot manifest is.
 #[derive(Clone, Debug, PartialEq, Eq)]

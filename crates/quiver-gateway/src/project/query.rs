@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::endpoint::{MAX_FILTERS, MAX_SELECT};
+use super::model::ALL_UNCHECKED;
 use super::model::{
     Aggregate, ColumnType, Dataset, Filter, FilterOp, OrderBy, Param, ParamType, SelectItem,
 };
@@ -23,6 +24,7 @@ pub(super) fn read_group_by(
     let mut complete = true;
     for (name, line) in names {
         match dataset.column(&name) {
+            None if dataset.is_unchecked(&name) => complete = false,
             None => {
                 reader.error(
                     line,
@@ -50,26 +52,62 @@ pub(super) fn read_group_by(
     complete.then_some(group_by)
 }
 
+/// What `select` declares: the items that passed their checks, the outputs of those that did not
+/// (`*` when not known; lists naming them are not told they are missing), and whether all passed.
+pub(super) struct Select {
+    pub items: Vec<SelectItem>,
+    pub unchecked_outputs: BTreeSet<String>,
+    pub complete: bool,
+}
+
+impl Select {
+    fn failed() -> Select {
+        Select {
+            items: Vec::new(),
+            unchecked_outputs: BTreeSet::from([ALL_UNCHECKED.to_string()]),
+            complete: false,
+        }
+    }
+
+    /// The declared outputs and their types, as far as known.
+    pub fn outputs(&self, dataset: &Dataset) -> BTreeMap<String, ColumnType> {
+        self.items
+            .iter()
+            .map(|item| (item.output.clone(), item.output_type(dataset)))
+            .collect()
+    }
+
+    pub fn is_unchecked(&self, output: &str) -> bool {
+        self.unchecked_outputs.contains(output) || self.unchecked_outputs.contains(ALL_UNCHECKED)
+    }
+}
+
 pub(super) fn read_select(
     reader: &mut Reader<'_>,
     query: &Fields<'_>,
     dataset: &Dataset,
     group_by: Option<&[String]>,
-) -> Option<Vec<SelectItem>> {
-    let node = query.required(reader, "select", "`query`")?;
-    let items = reader.sequence(node, "`select`")?;
+) -> Select {
+    let Some(node) = query.required(reader, "select", "`query`") else {
+        return Select::failed();
+    };
+    let Some(items) = reader.sequence(node, "`select`") else {
+        return Select::failed();
+    };
     if items.is_empty() || items.len() > MAX_SELECT {
         reader.error(
             node.line,
             format!("`select` must list 1..={MAX_SELECT} columns"),
         );
-        return None;
+        return Select::failed();
     }
     let mut select: Vec<SelectItem> = Vec::with_capacity(items.len());
+    let mut unchecked_outputs = BTreeSet::new();
     let mut complete = true;
     for item in items {
         let Some(fields) = reader.mapping(item, "a `select` entry", &["as", "column", "agg"], &[])
         else {
+            unchecked_outputs.insert(ALL_UNCHECKED.to_string());
             complete = false;
             continue;
         };
@@ -102,17 +140,28 @@ pub(super) fn read_select(
             },
         };
         let (Some(column), Some(output), Some(aggregate)) = (column, output, aggregate) else {
+            let output = fields
+                .get("as")
+                .or_else(|| fields.get("column"))
+                .and_then(|node| match &node.value {
+                    super::yaml::Value::Str(text) => Some(text.clone()),
+                    _ => None,
+                });
+            unchecked_outputs.insert(output.unwrap_or_else(|| ALL_UNCHECKED.to_string()));
             complete = false;
             continue;
         };
         let Some(column_type) = dataset.column(&column).map(|c| c.column_type) else {
-            reader.error(
-                item.line,
-                format!(
-                    "`select` column `{column}` is not in dataset `{}`",
-                    dataset.id
-                ),
-            );
+            if !dataset.is_unchecked(&column) {
+                reader.error(
+                    item.line,
+                    format!(
+                        "`select` column `{column}` is not in dataset `{}`",
+                        dataset.id
+                    ),
+                );
+            }
+            unchecked_outputs.insert(output);
             complete = false;
             continue;
         };
@@ -151,7 +200,13 @@ pub(super) fn read_select(
             aggregate,
         });
     }
-    let group_by = group_by?;
+    let Some(group_by) = group_by else {
+        return Select {
+            items: select,
+            unchecked_outputs,
+            complete: false,
+        };
+    };
     let aggregated = select.iter().any(|item| item.aggregate.is_some());
     if aggregated && group_by.is_empty() {
         let line = query.key_line("select").unwrap_or(node.line);
@@ -172,7 +227,11 @@ pub(super) fn read_select(
             }
         }
     }
-    complete.then_some(select)
+    Select {
+        items: select,
+        unchecked_outputs,
+        complete,
+    }
 }
 
 pub(super) fn read_filters(
@@ -222,13 +281,15 @@ pub(super) fn read_filters(
             continue;
         };
         let Some(column_type) = dataset.column(&column).map(|c| c.column_type) else {
-            reader.error(
-                item.line,
-                format!(
-                    "filter column `{column}` is not in dataset `{}`",
-                    dataset.id
-                ),
-            );
+            if !dataset.is_unchecked(&column) {
+                reader.error(
+                    item.line,
+                    format!(
+                        "filter column `{column}` is not in dataset `{}`",
+                        dataset.id
+                    ),
+                );
+            }
             complete = false;
             continue;
         };
@@ -377,6 +438,7 @@ pub(super) fn read_order_by(
     reader: &mut Reader<'_>,
     query: &Fields<'_>,
     outputs: &BTreeMap<String, ColumnType>,
+    select: &Select,
 ) -> Option<Vec<OrderBy>> {
     let Some(node) = query.get("order_by") else {
         return Some(Vec::new());
@@ -413,6 +475,7 @@ pub(super) fn read_order_by(
             continue;
         };
         match outputs.get(&column) {
+            None if select.is_unchecked(&column) => complete = false,
             None => {
                 reader.error(
                     item.line,
@@ -443,6 +506,7 @@ pub(super) fn read_output_list(
     node: &Node,
     what: &str,
     outputs: &BTreeMap<String, ColumnType>,
+    select: &Select,
     orderable: bool,
 ) -> Option<Vec<String>> {
     let names = reader.identifiers(node, what)?;
@@ -450,6 +514,7 @@ pub(super) fn read_output_list(
     let mut complete = true;
     for (name, line) in names {
         match outputs.get(&name) {
+            None if select.is_unchecked(&name) => complete = false,
             None => {
                 reader.error(
                     line,

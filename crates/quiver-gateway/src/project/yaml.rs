@@ -85,7 +85,7 @@ pub fn parse_str(path: &Path, text: &str, diagnostics: &mut Diagnostics) -> Opti
     let documents = match MarkedYaml::load_from_str(text) {
         Ok(documents) => documents,
         Err(error) => {
-            let line = error.marker().line().max(1);
+            let line = error_line(text, error.marker().line().max(1), error.info());
             diagnostics.push(path, line, format!("not valid YAML: {}", error.info()));
             return None;
         }
@@ -101,6 +101,20 @@ pub fn parse_str(path: &Path, text: &str, diagnostics: &mut Diagnostics) -> Opti
         }),
         Some(root) => Some(convert(root, 0)),
     }
+}
+
+/// The line a parse error is about. The scanner marks where the token it was reading began: for
+/// a tab found while scanning a plain scalar that is the scalar's line, not the tab's, so the
+/// line of the first tab from there on is taken.
+fn error_line(text: &str, marked: usize, info: &str) -> usize {
+    if !info.contains("tab") {
+        return marked;
+    }
+    text.lines()
+        .enumerate()
+        .skip(marked - 1)
+        .find(|(_, line)| line.contains('\t'))
+        .map_or(marked, |(index, _)| index + 1)
 }
 
 fn line_of(node: &MarkedYaml<'_>) -> usize {
@@ -421,6 +435,18 @@ mod tests {
         assert!(node.is_none());
         assert_eq!(diagnostics.items.len(), 1);
         assert!(diagnostics.items[0].line >= 2, "{diagnostics}");
+    }
+
+    #[test]
+    fn a_tab_is_reported_on_its_own_line() {
+        for text in [
+            "id: e\nmanifest: m.json\n\tschema: x\n",
+            "a: 1\nb:\n\t- 3\n",
+        ] {
+            let (node, diagnostics) = parse(text);
+            assert!(node.is_none());
+            assert_eq!(diagnostics.items[0].line, 3, "{text:?}: {diagnostics}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Where a manifest and its parts are: a local file (parts relative to it, `..` allowed as long as
-//! the part exists), or object storage (`s3://bucket/key`, through `object_store` with its
+//! Where a manifest and its parts are: a local file (parts relative to it or absolute; the
+//! manifest and every part must resolve, `..` and symlinks followed, inside the project's
+//! `data_roots`), or object storage (`s3://bucket/key`, through `object_store` with its
 //! credentials and endpoint from the environment: `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...).
 //! Object-store parts are downloaded, bounded, into `<state>/parts/<dataset>/<snapshot_id>/`, so
 //! the server reads local files (the server's DuckDB cannot install `httpfs` offline).
@@ -57,10 +58,16 @@ pub fn locate(source: &SnapshotSource, root: &Path) -> Result<ManifestLocation, 
     }
 }
 
-/// The manifest's bytes (at most [`MANIFEST_BYTES_MAX`]).
-pub fn read_manifest(location: &ManifestLocation) -> Result<Vec<u8>, String> {
+/// The manifest's bytes (at most [`MANIFEST_BYTES_MAX`]); a local one only from inside
+/// `data_roots`.
+pub fn read_manifest(
+    location: &ManifestLocation,
+    data_roots: &[PathBuf],
+) -> Result<Vec<u8>, String> {
     match location {
         ManifestLocation::File(path) => {
+            let path = &confine(path, data_roots)
+                .map_err(|why| format!("manifest {}: {why}", path.display()))?;
             let meta = std::fs::metadata(path)
                 .map_err(|error| format!("manifest {}: {error}", path.display()))?;
             if meta.len() > MANIFEST_BYTES_MAX as u64 {
@@ -103,24 +110,33 @@ pub fn local_parts(
     manifest: &Manifest,
     parts_dir: &Path,
     deadline: Instant,
+    data_roots: &[PathBuf],
 ) -> Result<Vec<PathBuf>, String> {
     match location {
-        ManifestLocation::File(path) => resolve_local(path, manifest),
+        ManifestLocation::File(path) => resolve_local(path, manifest, data_roots),
         ManifestLocation::ObjectStore { bucket, key } => {
             download(bucket, key, manifest, parts_dir, deadline)
         }
     }
 }
 
-fn resolve_local(manifest_path: &Path, manifest: &Manifest) -> Result<Vec<PathBuf>, String> {
+fn resolve_local(
+    manifest_path: &Path,
+    manifest: &Manifest,
+    data_roots: &[PathBuf],
+) -> Result<Vec<PathBuf>, String> {
+    let manifest_path = confine(manifest_path, data_roots)?;
     let base = manifest_path.parent().unwrap_or(Path::new("."));
     let mut problems = Vec::new();
     let mut files = Vec::with_capacity(manifest.files.len());
     for (index, part) in manifest.files.iter().enumerate() {
-        let joined = base.join(&part.path);
-        match std::fs::canonicalize(&joined).and_then(|path| Ok((std::fs::metadata(&path)?, path)))
-        {
-            Ok((meta, path)) if meta.is_file() => {
+        let checked = confine(&base.join(&part.path), data_roots);
+        match checked.and_then(|path| match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok((meta, path)),
+            Ok(_) => Err("is not a file".into()),
+            Err(_) => Err("is missing".into()),
+        }) {
+            Ok((meta, path)) => {
                 if let Some(expected) = part.size_bytes.filter(|size| *size != meta.len()) {
                     problems.push(format!(
                         "files[{index}].size_bytes: the manifest says {expected}, {} has {}",
@@ -130,14 +146,26 @@ fn resolve_local(manifest_path: &Path, manifest: &Manifest) -> Result<Vec<PathBu
                 }
                 files.push(path);
             }
-            Ok(_) => problems.push(format!("files[{index}].path: {} is not a file", part.path)),
-            Err(_) => problems.push(format!("files[{index}].path: {} is missing", part.path)),
+            Err(why) => problems.push(format!("files[{index}].path: {} {why}", part.path)),
         }
     }
     if problems.is_empty() {
         Ok(files)
     } else {
         Err(problems.join("; "))
+    }
+}
+
+/// `path` with symlinks resolved, if it exists and lies inside one of `data_roots`.
+pub fn confine(path: &Path, data_roots: &[PathBuf]) -> Result<PathBuf, String> {
+    let resolved = std::fs::canonicalize(path).map_err(|_| "is missing".to_string())?;
+    let inside = data_roots
+        .iter()
+        .any(|root| std::fs::canonicalize(root).is_ok_and(|root| resolved.starts_with(root)));
+    if inside {
+        Ok(resolved)
+    } else {
+        Err("resolves outside the project's data roots (gateway: data_roots)".into())
     }
 }
 

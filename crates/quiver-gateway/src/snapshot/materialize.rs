@@ -281,6 +281,8 @@ mod tests {
             ],
             tenant_column: None,
             source: SnapshotSource::Manifest("m.json".into()),
+            manifest_at: ("usage.yml".into(), 3),
+            unchecked_columns: Default::default(),
             materialize_budget: None,
         }
     }

@@ -4,6 +4,7 @@
 
 use std::time::SystemTime;
 
+pub mod check;
 pub mod fetch;
 pub mod manifest;
 pub mod materialize;

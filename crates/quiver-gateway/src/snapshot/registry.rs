@@ -353,7 +353,7 @@ impl Snapshots {
     fn try_refresh(&self, slot: &Slot) -> Result<RefreshOutcome, String> {
         let dataset = &slot.dataset;
         let location = fetch::locate(&dataset.source, &self.project.root)?;
-        let bytes = fetch::read_manifest(&location)?;
+        let bytes = fetch::read_manifest(&location, &self.project.settings.data_roots)?;
         let manifest = Manifest::parse(&bytes)
             .map_err(|problems| format!("{location}: {}", problems.join("; ")))?;
         let problems = manifest.check_against(dataset);
@@ -443,7 +443,13 @@ impl Snapshots {
             ),
         };
         let scratch = parts_dir.clone().unwrap_or_default();
-        let parts = fetch::local_parts(location, manifest, &scratch, deadline);
+        let parts = fetch::local_parts(
+            location,
+            manifest,
+            &scratch,
+            deadline,
+            &self.project.settings.data_roots,
+        );
         let built = parts.and_then(|parts| {
             let generation = slot.next_generation.fetch_add(1, Ordering::Relaxed);
             let table_name = format!("{TABLE_PREFIX}{}__{generation}", dataset.id);

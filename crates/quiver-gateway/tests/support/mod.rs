@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use arrow_array::{ArrayRef, Date32Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use quiver_gateway::backend::{Backend, BackendOptions};
 use quiver_gateway::project::{
-    AuthMode, Column, ColumnType, Dataset, Project, ReadyPolicy, Settings, SnapshotSource,
+    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
+    SnapshotSource,
 };
 use quiver_gateway::snapshot::Snapshots;
 
@@ -99,6 +100,14 @@ pub fn settings() -> Settings {
         pool_size: 2,
         pool_wait: Duration::from_secs(30),
         request_timeout: Duration::from_secs(30),
+        connections: ConnectionSettings {
+            max: 64,
+            admin_max: 16,
+            per_peer_max: 64,
+            header_read_timeout: Duration::from_secs(10),
+        },
+        // Filled in by `project`: the project's own directory.
+        data_roots: Vec::new(),
     }
 }
 
@@ -129,11 +138,16 @@ pub fn dataset(id: &str, source: SnapshotSource) -> Dataset {
         schema: usage_schema(),
         tenant_column: Some("tenant".into()),
         source,
+        manifest_at: (format!("datasets/{id}.yml").into(), 2),
         materialize_budget: None,
+        unchecked_columns: Default::default(),
     }
 }
 
-pub fn project(root: &Path, datasets: Vec<Dataset>, settings: Settings) -> Arc<Project> {
+pub fn project(root: &Path, datasets: Vec<Dataset>, mut settings: Settings) -> Arc<Project> {
+    if settings.data_roots.is_empty() {
+        settings.data_roots.push(root.to_path_buf());
+    }
     Arc::new(Project {
         root: root.to_path_buf(),
         settings,
