@@ -23,7 +23,8 @@ const EXIT_POLL: Duration = Duration::from_millis(5);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StderrMode {
     /// Captured: the last [`STDERR_TAIL_BYTES_MAX`] bytes are kept for [`Child::stderr_tail`], and
-    /// echoed to ours with `QUIVER_WORKER_STDERR=1` (or `VGI_RPC_SHM_DEBUG=1`).
+    /// echoed to ours with `QUIVER_WORKER_STDERR=1` (or `VGI_RPC_SHM_DEBUG=1`);
+    /// [`Child::spawn_argv_forwarding`] forwards every line after a prefix instead.
     Tail,
     /// Shared with ours.
     Inherit,
