@@ -95,6 +95,16 @@ typedef struct quiver_function_info {
 	int32_t special_null_handling;
 } quiver_function_info;
 
+/* A function of a kind the engine cannot call yet (an aggregate, a buffered table function). The
+ * catalog registers a placeholder under its name whose calls fail with refusal, so it is listed
+ * (duckdb_functions()) and a call names what it is. Strings belong to the worker handle. */
+typedef struct quiver_skipped_function {
+	const char *name;
+	const char *schema;
+	const char *kind;    /* as the worker declared it: "aggregate", "table_buffering" */
+	const char *refusal; /* "w.f is an aggregate function; quiver's engine does not call aggregates yet" */
+} quiver_skipped_function;
+
 /* Opens the worker at location — "<command>" (stdio: one process per connection),
  * "launch:<command>" (one shared process on a Unix socket) or "unix://<path>" — and discovers its
  * catalog catalog_name (catalog_attach, catalog_contents); catalog_name NULL: the worker's only
@@ -109,6 +119,9 @@ void quiver_worker_free(const quiver_worker *worker);
 /* The schema unqualified names resolve in; valid until the handle is freed. */
 const char *quiver_worker_default_schema(const quiver_worker *worker);
 size_t quiver_worker_function_count(const quiver_worker *worker);
+size_t quiver_worker_skipped_count(const quiver_worker *worker);
+int32_t quiver_worker_skipped(const quiver_worker *worker, size_t index, quiver_skipped_function *out, char *err,
+                              size_t err_cap);
 int32_t quiver_worker_function(const quiver_worker *worker, size_t index, quiver_function_info *out, char *err,
                                size_t err_cap);
 /* The parameters as a schema: one field per parameter, positional first, then named; field

@@ -17,7 +17,9 @@
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/parsed_data/attach_info.hpp"
 #include "duckdb/parser/parsed_data/create_function_info.hpp"
+#include "duckdb/parser/parsed_data/create_scalar_function_info.hpp"
 #include "duckdb/parser/parsed_data/create_schema_info.hpp"
+#include "duckdb/parser/parsed_data/create_table_function_info.hpp"
 #include "duckdb/storage/storage_extension.hpp"
 #include "duckdb/transaction/duck_transaction_manager.hpp"
 #include "duckdb/function/table/arrow/arrow_duck_schema.hpp"
@@ -75,17 +77,98 @@ shared_ptr<WorkerFunction> DescribeFunction(ClientContext &context, const shared
 	return function;
 }
 
+//! The placeholder of a function the engine cannot call yet: every bind fails with its refusal.
+struct RefusalScalarInfo : public ScalarFunctionInfo {
+	explicit RefusalScalarInfo(string refusal_p) : refusal(std::move(refusal_p)) {
+	}
+	string refusal;
+};
+struct RefusalTableInfo : public TableFunctionInfo {
+	explicit RefusalTableInfo(string refusal_p) : refusal(std::move(refusal_p)) {
+	}
+	string refusal;
+};
+
+unique_ptr<FunctionData> RefuseScalarBind(BindScalarFunctionInput &input) {
+	throw NotImplementedException("quiver: %s",
+	                              input.GetBoundFunction().GetExtraFunctionInfo().Cast<RefusalScalarInfo>().refusal);
+}
+
+void RefuseScalarExecute(DataChunk &, ExpressionState &, Vector &) {
+	throw NotImplementedException("quiver: this function cannot be called");
+}
+
+unique_ptr<FunctionData> RefuseTableBind(ClientContext &, TableFunctionBindInput &input, vector<LogicalType> &,
+                                         vector<Identifier> &) {
+	throw NotImplementedException("quiver: %s", input.info->Cast<RefusalTableInfo>().refusal);
+}
+
+void RefuseTableScan(ClientContext &, TableFunctionInput &, DataChunk &) {
+	throw NotImplementedException("quiver: this function cannot be called");
+}
+
+//! A placeholder for a function of a kind the engine cannot call yet, registered under its name so
+//! that it is listed (its description says what it is) and a call says why it fails instead of
+//! "does not exist". A buffered table function is a table function; anything else (an aggregate)
+//! is called like a scalar.
+unique_ptr<CreateFunctionInfo> CreateRefusedFunction(const quiver_skipped_function &skipped) {
+	string refusal = skipped.refusal;
+	if (string(skipped.kind) == "table_buffering") {
+		TableFunction table(Identifier(skipped.name), vector<LogicalType> {}, RefuseTableScan, RefuseTableBind);
+		table.GetSignature().AddArgs(Identifier("args"), LogicalType::ANY);
+		table.function_info = make_shared_ptr<RefusalTableInfo>(refusal);
+		return make_uniq<CreateTableFunctionInfo>(std::move(table));
+	}
+	FunctionSignature signature;
+	signature.AddArgs(Identifier("args"), LogicalType::ANY);
+	signature.SetReturnType(LogicalType::SQLNULL);
+	ScalarFunction scalar(Identifier(skipped.name), std::move(signature), RefuseScalarExecute);
+	scalar.SetBindCallback(RefuseScalarBind);
+	scalar.SetFallible();
+	scalar.SetExtraFunctionInfo(make_shared_ptr<RefusalScalarInfo>(refusal));
+	return make_uniq<CreateScalarFunctionInfo>(std::move(scalar));
+}
+
+//! Marks a create info as a function of this attached catalog, in `schema`, described.
+void Place(CreateFunctionInfo &created, const string &schema, const string &name, FunctionDescription description) {
+	created.SetQualifiedName(QualifiedName({Identifier(schema)}, Identifier(name)));
+	// The create infos mark functions internal (built-in); in a catalog other than the system one
+	// entries must not be.
+	created.internal = false;
+	created.on_conflict = OnCreateConflict::ALTER_ON_CONFLICT;
+	created.descriptions.push_back(std::move(description));
+}
+
 //! An in-memory DuckCatalog holding one worker's functions.
 class QuiverCatalog : public DuckCatalog {
 public:
 	QuiverCatalog(AttachedDatabase &db, shared_ptr<quiver_worker> worker_p,
 	              vector<unique_ptr<CreateFunctionInfo>> functions_p)
 	    : DuckCatalog(db), worker(std::move(worker_p)), functions(std::move(functions_p)) {
+		auto declared = quiver_worker_default_schema(worker.get());
+		if (declared && *declared) {
+			default_schema = Identifier(string(declared));
+		}
+	}
+
+	//! The worker's default schema: `USE w` resolves unqualified names there.
+	optional<Identifier> GetDefaultSchema() const override {
+		if (default_schema) {
+			return default_schema;
+		}
+		return DuckCatalog::GetDefaultSchema();
 	}
 
 	void Initialize(bool load_builtin) override {
 		DuckCatalog::Initialize(false);
 		auto data = CatalogTransaction::GetSystemTransaction(GetDatabase());
+		if (default_schema && *default_schema != Identifier::DefaultSchema()) {
+			// `USE w` lands here even when the worker put no function in it.
+			CreateSchemaInfo info;
+			info.SetQualifiedName(QualifiedName({*default_schema}, Identifier()));
+			info.on_conflict = OnCreateConflict::IGNORE_ON_CONFLICT;
+			CreateSchema(data, info);
+		}
 		for (auto &function : functions) {
 			auto &schema = function->GetQualifiedName().Schema();
 			if (schema != Identifier::DefaultSchema()) {
@@ -113,6 +196,7 @@ public:
 private:
 	shared_ptr<quiver_worker> worker;
 	vector<unique_ptr<CreateFunctionInfo>> functions;
+	optional<Identifier> default_schema;
 };
 
 unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientContext &context, AttachedDatabase &db,
@@ -150,20 +234,22 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 		default:
 			continue;
 		}
-		auto &created = *functions.back();
-		created.SetQualifiedName(
-		    QualifiedName({Identifier(string(function->info.schema))}, Identifier(function->name)));
-		// The create infos mark functions internal (built-in); in a catalog other than the system one
-		// entries must not be.
-		created.internal = false;
-		created.on_conflict = OnCreateConflict::ALTER_ON_CONFLICT;
 		FunctionDescription description;
 		description.description = function->info.description;
 		for (auto &parameter : function->parameters) {
 			description.parameter_names.push_back(parameter.name);
 			description.parameter_types.push_back(parameter.type);
 		}
-		created.descriptions.push_back(std::move(description));
+		Place(*functions.back(), function->info.schema, function->name, std::move(description));
+	}
+	auto skipped_count = quiver_worker_skipped_count(worker.get());
+	for (idx_t i = 0; i < skipped_count; i++) {
+		quiver_skipped_function skipped;
+		Check(quiver_worker_skipped(worker.get(), i, &skipped, error.data(), error.size()), error, Phase::BIND);
+		functions.push_back(CreateRefusedFunction(skipped));
+		FunctionDescription description;
+		description.description = skipped.refusal;
+		Place(*functions.back(), skipped.schema, skipped.name, std::move(description));
 	}
 	// The catalog keeps nothing on disk: its storage is an empty in-memory database.
 	info.path = IN_MEMORY_PATH;

@@ -93,11 +93,20 @@ unique_ptr<FunctionLocalState> ScalarInitLocal(ExpressionState &state, const Bou
 	auto result = make_uniq<ScalarLocalState>(context);
 	result->input.InitializeEmpty(data.column_types);
 	result->output.Initialize(context, data.result->GetTypes());
-	CoreError error;
-	quiver_stream *stream = nullptr;
-	Check(quiver_scalar_start(data.bind.get(), InterruptOf(context), &stream, error.data(), error.size()), error);
-	result->stream = StreamPtr(stream);
 	return std::move(result);
+}
+
+//! This thread's stream, opened on first use and again after a failed call (a worker's error
+//! ends its stream; TRY() then calls again row by row).
+quiver_stream &OpenStream(ClientContext &context, const ScalarBindData &data, ScalarLocalState &local) {
+	if (!local.stream) {
+		CoreError error;
+		quiver_stream *stream = nullptr;
+		Check(quiver_scalar_start(data.bind.get(), InterruptOf(context), &stream, error.data(), error.size()),
+		      error);
+		local.stream = StreamPtr(stream);
+	}
+	return *local.stream;
 }
 
 void ScalarExecute(DataChunk &args, ExpressionState &state, Vector &result) {
@@ -105,6 +114,8 @@ void ScalarExecute(DataChunk &args, ExpressionState &state, Vector &result) {
 	auto &data = state.expr.Cast<BoundFunctionExpression>().BindInfo()->Cast<ScalarBindData>();
 	auto &context = state.GetContext();
 	auto count = args.size();
+	// Before the input is converted: the core takes the converted array only in the exchange.
+	auto &stream = OpenStream(context, data, local);
 	for (idx_t i = 0; i < data.columns.size(); i++) {
 		local.input.data[i].Reference(args.data[data.columns[i]]);
 	}
@@ -114,9 +125,12 @@ void ScalarExecute(DataChunk &args, ExpressionState &state, Vector &result) {
 	auto answer = make_shared_ptr<ArrowArrayWrapper>();
 	int32_t more = 0;
 	CoreError error;
-	Check(quiver_stream_exchange(local.stream.get(), &input, InterruptOf(context), &answer->arrow_array, &more,
-	                             error.data(), error.size()),
-	      error);
+	auto code = quiver_stream_exchange(&stream, &input, InterruptOf(context), &answer->arrow_array, &more,
+	                                   error.data(), error.size());
+	if (code != QUIVER_OK) {
+		local.stream.reset();
+		ThrowCoreError(code, error, Phase::EXECUTE);
+	}
 	local.scan.chunk = std::move(answer);
 	local.scan.Reset();
 	local.output.Reset();
@@ -135,6 +149,9 @@ unique_ptr<CreateFunctionInfo> CreateWorkerScalarFunction(shared_ptr<WorkerFunct
 	signature.SetReturnType(function->result_type);
 	ScalarFunction scalar(Identifier(function->name), std::move(signature), ScalarExecute);
 	scalar.SetBindCallback(ScalarBind);
+	// Any call may fail (the worker raises, answers the wrong shape, or dies): DuckDB must then pass
+	// our typed error on rather than call it an internal error and distrust the database.
+	scalar.SetFallible();
 	scalar.SetInitStateCallback(ScalarInitLocal);
 	switch (function->info.stability) {
 	case 1:

@@ -24,6 +24,8 @@ pub struct Attached {
     strings: Vec<[CString; 3]>,
     parameters: Vec<Vec<Parameter>>,
     default_schema: CString,
+    /// Per skipped function: name, schema, kind and the refusal a call of it gets.
+    skipped: Vec<[CString; 4]>,
 }
 
 /// One parameter of a function, with the strings the C view points into.
@@ -154,12 +156,25 @@ impl Attached {
             })
             .collect();
         let default_schema = cstring(&found.default_schema);
+        let skipped = found
+            .skipped
+            .iter()
+            .map(|f| {
+                [
+                    cstring(&f.name),
+                    cstring(&f.schema_path.join(".")),
+                    cstring(&f.kind),
+                    cstring(&f.refusal(&worker.alias)),
+                ]
+            })
+            .collect();
         Attached {
             worker,
             found,
             strings,
             parameters,
             default_schema,
+            skipped,
         }
     }
 
@@ -389,6 +404,60 @@ pub unsafe extern "C" fn quiver_worker_parameter(
             any,
             constant,
             varargs,
+        };
+        // SAFETY: by this function's contract.
+        unsafe { write_out(out, view, "out") }
+    })
+}
+
+/// A function of a kind the engine cannot call yet: the catalog registers a placeholder under its
+/// name whose every call fails with `refusal`.
+#[repr(C)]
+pub struct SkippedC {
+    /// Its name.
+    pub name: *const c_char,
+    /// Its schema.
+    pub schema: *const c_char,
+    /// Its kind as declared (`aggregate`, `table_buffering`).
+    pub kind: *const c_char,
+    /// What a call of it answers.
+    pub refusal: *const c_char,
+}
+
+/// How many of the worker's functions are of kinds the engine cannot call yet.
+///
+/// # Safety
+/// `worker` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_skipped_count(worker: *const Attached) -> usize {
+    // SAFETY: by this function's contract.
+    unsafe { worker.as_ref() }.map_or(0, |a| a.skipped.len())
+}
+
+/// Describes skipped function `index` (strings valid until the handle is freed).
+///
+/// # Safety
+/// `worker` a live handle, `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_skipped(
+    worker: *const Attached,
+    index: usize,
+    out: *mut SkippedC,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
+    guard(err, err_cap, || {
+        // SAFETY: by this function's contract.
+        let attached = unsafe { handle(worker, "worker")? };
+        let [name, schema, kind, refusal] = attached
+            .skipped
+            .get(index)
+            .ok_or_else(|| Failure::invalid(format!("skipped function {index} out of range")))?;
+        let view = SkippedC {
+            name: name.as_ptr(),
+            schema: schema.as_ptr(),
+            kind: kind.as_ptr(),
+            refusal: refusal.as_ptr(),
         };
         // SAFETY: by this function's contract.
         unsafe { write_out(out, view, "out") }

@@ -133,8 +133,12 @@ impl StreamHandle {
             .ok_or_else(|| Failure::invalid("the stream was already finished"))?;
         let worker = stream.worker().clone();
         let during = stream.during.replace("input", "finalize");
+        let output = stream.output().cloned();
         let conn = stream.close_keeping_connection()?;
-        let finalize = Stream::open_on(&worker, conn, &request, during)?;
+        let mut finalize = Stream::open_on(&worker, conn, &request, during)?;
+        if let Some(output) = output {
+            finalize = finalize.expecting(output);
+        }
         Ok(Some(StreamHandle {
             stream: Some(finalize),
             input: None,

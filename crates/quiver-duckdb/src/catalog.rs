@@ -76,8 +76,40 @@ pub struct Discovered {
     pub default_schema: String,
     /// The functions DuckDB can call.
     pub functions: Vec<FunctionDesc>,
-    /// Functions of kinds DuckDB cannot call yet (aggregates, table-buffering), by name.
-    pub skipped: Vec<String>,
+    /// Functions of kinds the engine cannot call yet (aggregates, table-buffering): registered
+    /// as placeholders that say so, never left to read as "does not exist".
+    pub skipped: Vec<Skipped>,
+}
+
+/// A function of a kind the engine cannot call yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Its name.
+    pub name: String,
+    /// Its schema, as [`FunctionDesc::schema_path`].
+    pub schema_path: Vec<String>,
+    /// Its `function_type` as the worker declared it, lower-cased (`aggregate`, `table_buffering`).
+    pub kind: String,
+}
+
+impl Skipped {
+    /// Why a call of it is refused, e.g. "w.total is an aggregate function; quiver's engine does
+    /// not call aggregates yet".
+    pub fn refusal(&self, alias: &str) -> String {
+        let name = format!("{alias}.{}", self.name);
+        match self.kind.as_str() {
+            "aggregate" => format!(
+                "{name} is an aggregate function; quiver's engine does not call aggregates yet"
+            ),
+            "table_buffering" => format!(
+                "{name} is a buffered table function (table_buffering); quiver's engine does not \
+                 call buffered table functions yet"
+            ),
+            other => format!(
+                "{name} is a function of kind '{other}', which quiver's engine does not call"
+            ),
+        }
+    }
 }
 
 fn request(bytes: &[u8]) -> RecordBatch {
@@ -184,13 +216,9 @@ fn discover_on(client: &mut Client, dialect: Dialect, name: &str) -> Result<Disc
     for row in rows {
         match function_desc(&row)? {
             Some(desc) => functions.push(desc),
-            None => skipped.push(
-                RowReader::new(&row, "FunctionInfo")
-                    .str("name")?
-                    .unwrap_or_default(),
-            ),
+            None => skipped.push(skipped_function(&row)?),
         }
-        if functions.len() > FUNCTIONS_MAX {
+        if functions.len() + skipped.len() > FUNCTIONS_MAX {
             return Err(
                 malformed("catalog", &format!("more than {FUNCTIONS_MAX} functions")).into(),
             );
@@ -409,11 +437,7 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         _ => None,
     };
     Ok(Some(FunctionDesc {
-        // Before protocol 2.0 a function's schema was one name.
-        schema_path: match info.strs("schema_path")? {
-            Some(path) => path,
-            None => vec![info.str("schema_name")?.unwrap_or_else(|| "main".into())],
-        },
+        schema_path: schema_path(&info)?,
         kind,
         arguments,
         result,
@@ -427,6 +451,27 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         null_handling: info.str("null_handling")?,
         name,
     }))
+}
+
+/// A `FunctionInfo` row of a kind the engine cannot call, for its placeholder.
+fn skipped_function(row: &RecordBatch) -> Result<Skipped, ErrorReport> {
+    let info = RowReader::new(row, "FunctionInfo");
+    Ok(Skipped {
+        name: info.str("name")?.ok_or_else(|| info.missing("name"))?,
+        schema_path: schema_path(&info)?,
+        kind: info
+            .str("function_type")?
+            .unwrap_or_default()
+            .to_ascii_lowercase(),
+    })
+}
+
+/// A function's schema; before protocol 2.0 it was one name.
+fn schema_path(info: &RowReader<'_>) -> Result<Vec<String>, ErrorReport> {
+    Ok(match info.strs("schema_path")? {
+        Some(path) => path,
+        None => vec![info.str("schema_name")?.unwrap_or_else(|| "main".into())],
+    })
 }
 
 /// `catalog_detach`, best effort (the worker may already be gone).

@@ -19,7 +19,8 @@ pub fn start(bound: &Bound) -> Outcome<StreamHandle> {
         &bound.attached.worker,
         &bound.init_request().encode(),
         during,
-    )?;
+    )?
+    .expecting(bound.output_schema.clone());
     Ok(StreamHandle::new(stream, Some(Input::new(input, true)?)))
 }
 

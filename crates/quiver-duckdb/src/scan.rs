@@ -6,11 +6,14 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_schema::SchemaRef;
 
 use crate::arrow_c;
 use crate::bind::Bound;
 use crate::calls::StreamHandle;
-use crate::ffi::{guard, guard_interruptible, handle, str_arg, write_out, Interrupt, Outcome};
+use crate::ffi::{
+    guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
+};
 use crate::stream::Stream;
 use crate::worker::Worker;
 
@@ -19,6 +22,8 @@ pub struct TableExecution {
     worker: Arc<Worker>,
     secondary_request: Vec<u8>,
     during: String,
+    /// The columns every stream of the scan answers (projected).
+    output: SchemaRef,
     /// Connections the worker allows for this execution (at least 1).
     pub max_workers: i64,
 }
@@ -26,7 +31,10 @@ pub struct TableExecution {
 impl TableExecution {
     /// A secondary stream of this execution.
     pub fn join(&self) -> Outcome<Stream> {
-        Stream::open(&self.worker, &self.secondary_request, self.during.clone())
+        Ok(
+            Stream::open(&self.worker, &self.secondary_request, self.during.clone())?
+                .expecting(self.output.clone()),
+        )
     }
 }
 
@@ -40,7 +48,11 @@ pub fn start(
 ) -> Outcome<(TableExecution, Stream)> {
     let desc = bound.desc();
     let mut init = bound.init_request();
+    let mut output = bound.output_schema.clone();
     if desc.projection_pushdown {
+        if let Some(ids) = &projection {
+            output = projected(&output, ids)?;
+        }
         init.projection_ids = projection;
     }
     if desc.filter_pushdown {
@@ -48,16 +60,31 @@ pub fn start(
     }
     let during = format!("the scan of {}", bound.call_name());
     let worker = bound.attached.worker.clone();
-    let primary = Stream::open(&worker, &init.encode(), during.clone())?;
+    let primary = Stream::open(&worker, &init.encode(), during.clone())?.expecting(output.clone());
     init.execution_id = Some(primary.header.execution_id.clone());
     init.init_opaque_data = primary.header.opaque_data.clone();
     let execution = TableExecution {
         worker,
         secondary_request: init.encode(),
         during,
+        output,
         max_workers: primary.header.max_workers.max(1),
     };
     Ok((execution, primary))
+}
+
+/// The columns a scan projected to `ids` answers, in `ids` order.
+fn projected(output: &SchemaRef, ids: &[i64]) -> Outcome<SchemaRef> {
+    let indices = ids
+        .iter()
+        .map(|&id| {
+            usize::try_from(id)
+                .ok()
+                .filter(|&i| i < output.fields().len())
+                .ok_or_else(|| Failure::invalid(format!("projection id {id} out of range")))
+        })
+        .collect::<Outcome<Vec<usize>>>()?;
+    Ok(Arc::new(output.project(&indices)?))
 }
 
 /// Starts a table call. `projection_ids` (null: all columns) are indices into the unprojected

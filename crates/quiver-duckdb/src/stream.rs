@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use quiver_rpc::{ClientError, ClientStream};
 use quiver_vgi_contract::GlobalInitResponse;
 use quiver_wire::BatchMetadata;
 
-use crate::ffi::{Failure, Outcome};
+use crate::ffi::{Failure, FailureCode, Outcome};
 use crate::worker::{Conn, Worker};
 use quiver_transport::fd_io;
 
@@ -31,6 +31,9 @@ pub struct Stream {
     pub header: GlobalInitResponse,
     /// "numbers() scan", for messages.
     pub during: String,
+    /// The columns every answer must have, as the bind declared them (projected for a scan):
+    /// DuckDB reads each column by its declared type, so a batch of another shape is refused.
+    output: Option<SchemaRef>,
 }
 
 /// The `request: binary` parameter batch of `init`.
@@ -82,7 +85,56 @@ impl Stream {
             call: Some(call),
             header,
             during,
+            output: None,
         })
+    }
+
+    /// Holds every answer of this stream to `output`'s column types.
+    pub fn expecting(mut self, output: SchemaRef) -> Stream {
+        self.output = Some(output);
+        self
+    }
+
+    /// The columns this stream's answers are held to.
+    pub fn output(&self) -> Option<&SchemaRef> {
+        self.output.as_ref()
+    }
+
+    /// Refuses an answer whose columns are not the declared ones (count and types; names and
+    /// nullability aside, which DuckDB does not read).
+    fn check_answer(&self, batch: &RecordBatch) -> Outcome<()> {
+        let Some(expected) = &self.output else {
+            return Ok(());
+        };
+        let refuse = |what: String| {
+            Err(Failure::new(
+                FailureCode::Worker,
+                format!(
+                    "{} answered {what} during {}",
+                    self.worker.label(),
+                    self.during
+                ),
+            ))
+        };
+        let got = batch.schema_ref().fields();
+        if got.len() != expected.fields().len() {
+            return refuse(format!(
+                "{} column(s) where its bind declared {}",
+                got.len(),
+                expected.fields().len()
+            ));
+        }
+        for (got, want) in got.iter().zip(expected.fields()) {
+            if !same_layout(got.data_type(), want.data_type()) {
+                return refuse(format!(
+                    "column '{}' as {} where its bind declared {}",
+                    want.name(),
+                    got.data_type(),
+                    want.data_type()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the worker ended the output (or the stream failed).
@@ -127,7 +179,11 @@ impl Stream {
             }
             match self.with_call(|call| call.tick())? {
                 Some(batch) if batch.num_rows() == 0 => continue,
-                other => return Ok(other),
+                Some(batch) => {
+                    self.check_answer(&batch)?;
+                    return Ok(Some(batch));
+                }
+                None => return Ok(None),
             }
         }
     }
@@ -139,7 +195,11 @@ impl Stream {
         batch: &RecordBatch,
         metadata: BatchMetadata,
     ) -> Outcome<Option<(RecordBatch, BatchMetadata)>> {
-        self.with_call(|call| call.exchange_with_metadata(batch, metadata))
+        let answer = self.with_call(|call| call.exchange_with_metadata(batch, metadata))?;
+        if let Some((output, _)) = &answer {
+            self.check_answer(output)?;
+        }
+        Ok(answer)
     }
 
     /// Ends the stream in step (our input's end, then the worker's) and returns the connection.
@@ -167,6 +227,30 @@ impl Stream {
     }
 }
 
+/// Whether two types are laid out alike: equal once nested fields' names, nullability and
+/// metadata are set aside (a worker may name a list's item differently, or mark it nullable).
+fn same_layout(got: &DataType, want: &DataType) -> bool {
+    got == want || plain(got) == plain(want)
+}
+
+/// `data_type` with every nested field renamed "", nullable and without metadata.
+fn plain(data_type: &DataType) -> DataType {
+    let field = |f: &FieldRef| Arc::new(Field::new("", plain(f.data_type()), true));
+    match data_type {
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::ListView(f) => DataType::ListView(field(f)),
+        DataType::LargeListView(f) => DataType::LargeListView(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+        DataType::Dictionary(key, value) => {
+            DataType::Dictionary(Box::new(plain(key)), Box::new(plain(value)))
+        }
+        other => other.clone(),
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         let Some(call) = self.call.take() else {
@@ -183,5 +267,24 @@ impl Drop for Stream {
         if cancelled.is_ok() {
             self.worker.checkin(conn);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_compare_without_nested_names_or_nullability() {
+        let list = |name: &str, nullable: bool| {
+            DataType::List(Arc::new(Field::new(name, DataType::Int64, nullable)))
+        };
+        assert!(same_layout(&list("item", true), &list("element", false)));
+        assert!(!same_layout(
+            &list("item", true),
+            &DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+        ));
+        assert!(!same_layout(&DataType::Utf8, &DataType::Int64));
+        assert!(same_layout(&DataType::Int64, &DataType::Int64));
     }
 }

@@ -36,7 +36,8 @@ pub fn start(bound: &Bound) -> Outcome<StreamHandle> {
     init.phase = Some(init_phase::INPUT.into());
     init.substream_id = Some(substream.clone());
     let during = format!("the input of {}", bound.call_name());
-    let stream = Stream::open(&bound.attached.worker, &init.encode(), during)?;
+    let stream = Stream::open(&bound.attached.worker, &init.encode(), during)?
+        .expecting(bound.output_schema.clone());
     let finalize = bound.desc().has_finalize.then(|| {
         let mut finalize = bound.init_request();
         finalize.phase = Some(init_phase::FINALIZE.into());

@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quiver_process::announce::AnnounceError;
-use quiver_process::{
-    read_announcement, split_command, Announcement, Child, StderrMode, EXIT_GRACE,
-};
+use quiver_process::{read_announcement, split_command, Announcement, Child, EXIT_GRACE};
 use quiver_rpc::{Client, ClientError};
 use quiver_shm::ShmConfig;
 use quiver_transport::fd_io::{self, FdReader, Stopped};
@@ -143,6 +141,9 @@ pub struct Worker {
     /// worker wants an older one (crates/quiver-vgi-contract/src/dialects.rs).
     dialect: Mutex<Dialect>,
 }
+
+/// The switch for forwarding workers' stderr (on unless set to `0`).
+pub const WORKER_STDERR_VARIABLE: &str = "QUIVER_WORKER_STDERR";
 
 impl Worker {
     /// Prepares the worker at `location` (starting it, for `launch:`); `alias` names it in errors.
@@ -341,8 +342,13 @@ impl Worker {
     }
 
     fn spawn_stdio(&self, argv: &[String]) -> Outcome<(Connection, Option<Child>)> {
-        let mut process = Child::spawn_argv(argv, Stdio::piped(), Stdio::piped(), StderrMode::Tail)
-            .map_err(|e| self.spawn_failure(argv, e))?;
+        let mut process = Child::spawn_argv_forwarding(
+            argv,
+            Stdio::piped(),
+            Stdio::piped(),
+            self.stderr_prefix(),
+        )
+        .map_err(|e| self.spawn_failure(argv, e))?;
         let stdin = process.take_stdin().expect("stdin was piped");
         let stdout = process.take_stdout().expect("stdout was piped");
         let peer = format!("{} pid {}", self.label(), process.pid());
@@ -393,11 +399,16 @@ impl Worker {
             "--idle-timeout".to_string(),
             LAUNCH_IDLE_TIMEOUT_SECS.to_string(),
         ]);
-        let process = Child::spawn_argv(&full, Stdio::null(), Stdio::piped(), StderrMode::Tail)
-            .map_err(|e| {
-                let _ = std::fs::remove_dir(&dir);
-                self.spawn_failure(argv, e)
-            })?;
+        let process = Child::spawn_argv_forwarding(
+            &full,
+            Stdio::null(),
+            Stdio::piped(),
+            self.stderr_prefix(),
+        )
+        .map_err(|e| {
+            let _ = std::fs::remove_dir(&dir);
+            self.spawn_failure(argv, e)
+        })?;
         let mut launched = Launched {
             process,
             socket,
@@ -415,6 +426,19 @@ impl Worker {
                 ))
             }
         }
+    }
+
+    /// What each line a worker writes to stderr is forwarded to the engine's stderr after:
+    /// `[w] ` for the worker attached as `w`, unless `QUIVER_WORKER_STDERR` is `0` (or `false`,
+    /// `no`, `off`). The bounded tail quoted in errors is kept either way.
+    fn stderr_prefix(&self) -> Option<String> {
+        let off = std::env::var(WORKER_STDERR_VARIABLE).is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "no" | "off"
+            )
+        });
+        (!off).then(|| format!("[{}] ", self.alias))
     }
 
     fn spawn_failure(&self, argv: &[String], error: std::io::Error) -> Failure {

@@ -23,7 +23,8 @@ const EXIT_POLL: Duration = Duration::from_millis(5);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StderrMode {
     /// Captured: the last [`STDERR_TAIL_BYTES_MAX`] bytes are kept for [`Child::stderr_tail`], and
-    /// echoed to ours with `QUIVER_WORKER_STDERR=1` (or `VGI_RPC_SHM_DEBUG=1`).
+    /// echoed to ours with `QUIVER_WORKER_STDERR=1` (or `VGI_RPC_SHM_DEBUG=1`);
+    /// [`Child::spawn_argv_forwarding`] forwards every line after a prefix instead.
     Tail,
     /// Shared with ours.
     Inherit,
@@ -85,24 +86,59 @@ impl StderrTail {
     }
 }
 
-/// Copies a child's stderr into `tail` until EOF; echoes it to our stderr when `echo`.
-fn drain(mut stderr: ChildStderr, tail: Arc<StderrTail>, echo: bool) {
+/// Longest line forwarded whole; a longer one is forwarded in pieces of this size.
+const FORWARDED_LINE_BYTES_MAX: usize = 4096;
+
+/// Copies a child's stderr into `tail` until EOF; echoes it to our stderr when `echo` is set,
+/// every line after that prefix.
+fn drain(mut stderr: ChildStderr, tail: Arc<StderrTail>, echo: Option<String>) {
     let mut buf = [0u8; 4096];
+    let mut line = Vec::new();
     loop {
         match stderr.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                tail.push(&buf[..n]);
-                if echo {
-                    use std::io::Write;
-                    let _ = std::io::stderr().write_all(&buf[..n]);
+                if let Some(prefix) = &echo {
+                    forward(prefix, &buf[..n], &mut line, false);
                 }
+                tail.push(&buf[..n]);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
+    if let Some(prefix) = &echo {
+        forward(prefix, &[], &mut line, true);
+    }
+    // Closed only after the last line went out: whoever waited for the tail (an error message)
+    // finds every line already on our stderr.
     tail.close();
+}
+
+/// Writes the complete lines of `pending` + `chunk` to our stderr, each after `prefix`; keeps the
+/// unfinished rest in `pending` (all of it at `end`). Write errors are dropped: a closed stderr
+/// must not stop the drain.
+fn forward(prefix: &str, chunk: &[u8], pending: &mut Vec<u8>, end: bool) {
+    use std::io::Write;
+    pending.extend_from_slice(chunk);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while let Some(at) = pending[start..].iter().position(|&b| b == b'\n') {
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(&pending[start..=start + at]);
+        start += at + 1;
+    }
+    while pending.len() - start >= FORWARDED_LINE_BYTES_MAX || (end && pending.len() > start) {
+        let piece = (pending.len() - start).min(FORWARDED_LINE_BYTES_MAX);
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(&pending[start..start + piece]);
+        out.push(b'\n');
+        start += piece;
+    }
+    pending.drain(..start);
+    if !out.is_empty() {
+        let _ = std::io::stderr().lock().write_all(&out);
+    }
 }
 
 /// Whether child stderr is echoed to ours (`QUIVER_WORKER_STDERR=1`, or shm debugging on).
@@ -113,6 +149,16 @@ fn echo_stderr() -> bool {
             .unwrap_or(false)
     };
     on("QUIVER_WORKER_STDERR") || on("VGI_RPC_SHM_DEBUG")
+}
+
+/// The command `argv` with `stdin` and `stdout` as given.
+fn command_of(argv: &[String], stdin: Stdio, stdout: Stdio) -> io::Result<Command> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| io::Error::other("empty command"))?;
+    let mut command = Command::new(program);
+    command.args(args).stdin(stdin).stdout(stdout);
+    Ok(command)
 }
 
 /// A child process we started.
@@ -127,7 +173,29 @@ pub struct Child {
 impl Child {
     /// Starts `command` (its stdin and stdout as the caller set them) with stderr as `stderr`
     /// says, from the spawner thread, with a parent-death signal.
-    pub fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Child> {
+    pub fn spawn(command: Command, stderr: StderrMode) -> io::Result<Child> {
+        Child::spawn_echoing(command, stderr, echo_stderr().then(String::new))
+    }
+
+    /// Starts `argv` like [`Child::spawn_argv`] with its stderr captured in the tail and, when
+    /// `prefix` is given, every line of it also written to our stderr after `prefix` (a worker's
+    /// output, named, where its author sees it).
+    pub fn spawn_argv_forwarding(
+        argv: &[String],
+        stdin: Stdio,
+        stdout: Stdio,
+        prefix: Option<String>,
+    ) -> io::Result<Child> {
+        let command = command_of(argv, stdin, stdout)?;
+        let echo = prefix.or_else(|| echo_stderr().then(String::new));
+        Child::spawn_echoing(command, StderrMode::Tail, echo)
+    }
+
+    fn spawn_echoing(
+        mut command: Command,
+        stderr: StderrMode,
+        echo: Option<String>,
+    ) -> io::Result<Child> {
         let program = command.get_program().to_string_lossy().into_owned();
         command.stderr(match stderr {
             StderrMode::Tail => Stdio::piped(),
@@ -140,7 +208,6 @@ impl Child {
             Some(pipe) => {
                 let tail = Arc::new(StderrTail::default());
                 let drain_tail = tail.clone();
-                let echo = echo_stderr();
                 let spawned = std::thread::Builder::new()
                     .name("quiver-child-stderr".into())
                     .spawn(move || drain(pipe, drain_tail, echo));
@@ -170,12 +237,7 @@ impl Child {
         stdout: Stdio,
         stderr: StderrMode,
     ) -> io::Result<Child> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| io::Error::other("empty command"))?;
-        let mut command = Command::new(program);
-        command.args(args).stdin(stdin).stdout(stdout);
-        Child::spawn(command, stderr)
+        Child::spawn(command_of(argv, stdin, stdout)?, stderr)
     }
 
     /// The child's stdin, if it was piped and not taken yet.

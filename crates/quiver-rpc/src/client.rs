@@ -12,7 +12,7 @@ use quiver_shm::{Segment, ShmConfig, ShmError};
 use quiver_transport::Connection;
 use quiver_wire::{
     classify, keys, BatchMetadata, BatchRole, ErrorReport, GatherBuffer, Limits, LogLevel,
-    LogRecord, StreamReader, StreamWriter, WireError,
+    LogRecord, Nullability, StreamReader, StreamWriter, WireError,
 };
 
 use crate::link::{ConnectionError, Link};
@@ -221,8 +221,11 @@ impl Client {
 
     pub(crate) fn begin_reply(&mut self) -> Result<StreamReader, ClientError> {
         let limits = self.limits;
+        // Replies are read the way the reference implementations read them, nulls in fields
+        // declared non-nullable included (see quiver_wire::Nullability).
         let reader = self.link.wait_for_peer(self.shm.as_mut(), |input| {
             StreamReader::begin(input, limits)
+                .map(|r| r.map(|r| r.with_nullability(Nullability::Tolerated)))
         });
         reader?.ok_or_else(|| {
             WireError::Truncated(format!("{} closed the connection", self.link.peer())).into()
@@ -273,7 +276,14 @@ impl Client {
                 let route = self.shm.as_mut().ok_or_else(|| {
                     ClientError::Protocol("shm pointer reply but this client has no segment".into())
                 })?;
-                Ok(route.resolve(&batch, &metadata, offset, length, limits)?)
+                Ok(route.resolve(
+                    &batch,
+                    &metadata,
+                    offset,
+                    length,
+                    limits,
+                    Nullability::Tolerated,
+                )?)
             }
             BatchRole::External => Err(ClientError::Protocol(
                 "external-location replies are not supported".into(),

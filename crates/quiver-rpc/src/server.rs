@@ -16,7 +16,7 @@ use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::Connection;
 use quiver_wire::{
     classify, empty_schema, keys, BatchMetadata, BatchRole, ErrorCode, ErrorReport, GatherBuffer,
-    Limits, LogRecord, StreamWriter, WireError,
+    Limits, LogRecord, Nullability, StreamWriter, WireError,
 };
 
 use crate::conform;
@@ -350,7 +350,14 @@ impl<'s> Session<'s> {
                     )
                     .into());
                 };
-                route.resolve(&batch, &metadata, offset, length, limits)
+                route.resolve(
+                    &batch,
+                    &metadata,
+                    offset,
+                    length,
+                    limits,
+                    Nullability::Enforced,
+                )
             }
             BatchRole::External => Err(WireError::Malformed(
                 "external-location batches are not supported".into(),

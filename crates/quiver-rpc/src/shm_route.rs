@@ -12,7 +12,8 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_wire::{
-    decode_region, encode_stream, keys, BatchMetadata, GatherBuffer, Limits, WireError,
+    decode_region_with, encode_stream, keys, BatchMetadata, GatherBuffer, Limits, Nullability,
+    WireError,
 };
 
 use crate::link::ConnectionError;
@@ -108,10 +109,12 @@ impl ShmRoute {
         offset: u64,
         length: u64,
         limits: Limits,
+        nullability: Nullability,
     ) -> Result<(RecordBatch, BatchMetadata), ConnectionError> {
         let started = Instant::now();
         let buffer = self.segment.claim_buffer(offset, length)?;
-        let (schema, mut batches) = decode_region(buffer, pointer.schema_ref(), limits)?;
+        let (schema, mut batches) =
+            decode_region_with(buffer, pointer.schema_ref(), limits, nullability)?;
         if batches.len() != 1 {
             return Err(WireError::Malformed(format!(
                 "shm region holds {} batches, expected 1",

@@ -5,7 +5,7 @@
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{Schema, SchemaRef};
-use quiver_wire::{encode_stream, BatchMetadata, ErrorReport, Limits};
+use quiver_wire::{encode_stream, BatchMetadata, ErrorReport, Limits, Nullability};
 
 use crate::errors;
 use crate::limits::{NESTED_IPC_BYTES_MAX, SCHEMA_FIELDS_MAX, SCHEMA_MESSAGE_BYTES_MAX};
@@ -59,8 +59,11 @@ pub fn decode_batches(
     // A copy into an owned, aligned buffer: nested values are small, and the
     // decoded arrays may then outlive the request batch they came from.
     let buffer = Buffer::from(bytes.to_vec());
-    let (schema, batches) = quiver_wire::decode_stream(buffer, NESTED_LIMITS)
-        .map_err(|error| errors::malformed(what, error))?;
+    // Nested framework messages are read as the reference reads them: a null in a field declared
+    // non-nullable is the row reader's to judge, not the decoder's.
+    let (schema, batches) =
+        quiver_wire::decode_stream_with(buffer, NESTED_LIMITS, Nullability::Tolerated)
+            .map_err(|error| errors::malformed(what, error))?;
     if schema.fields().len() > SCHEMA_FIELDS_MAX {
         return Err(errors::malformed(what, "too many fields"));
     }

@@ -36,6 +36,7 @@ pub mod keys;
 mod limits;
 mod log;
 mod metadata;
+mod nullability;
 mod reader;
 mod role;
 mod schema_cache;
@@ -53,7 +54,10 @@ pub use log::{
     LIMIT_EXCEEDED_TYPE,
 };
 pub use metadata::BatchMetadata;
-pub use reader::{decode_region, decode_stream, StreamReader};
+pub use nullability::Nullability;
+pub use reader::{
+    decode_region, decode_region_with, decode_stream, decode_stream_with, StreamReader,
+};
 pub use role::{classify, BatchRole};
 pub use schema_cache::SCHEMA_CACHE_ENTRIES_MAX;
 pub use sink::{GatherBuffer, IpcSink, GATHER_MIN_BYTES};

@@ -23,6 +23,7 @@ use crate::frames::{
 };
 use crate::limits::Limits;
 use crate::metadata::BatchMetadata;
+use crate::nullability::{relaxed, Nullability};
 use crate::schema_cache::{cached_schema, decoded_schema};
 
 /// Decodes one stream: a schema message, then dictionary and record-batch messages
@@ -40,6 +41,9 @@ pub struct StreamReader {
     /// could wait for input that never comes). Holds whether that failure was a
     /// disconnect, and its message.
     framing_lost: Option<(bool, String)>,
+    nullability: Nullability,
+    /// The schema with every field nullable, once a batch needed it.
+    relaxed: Option<SchemaRef>,
 }
 
 impl StreamReader {
@@ -105,6 +109,8 @@ impl StreamReader {
             bytes_read: 0,
             finished: false,
             framing_lost: None,
+            nullability: Nullability::Enforced,
+            relaxed: None,
         }
     }
 
@@ -141,7 +147,17 @@ impl StreamReader {
             bytes_read: frame.size_bytes,
             finished: false,
             framing_lost: None,
+            nullability: Nullability::Enforced,
+            relaxed: None,
         })
+    }
+
+    /// Sets how this reader treats nulls in fields declared non-nullable. A batch that needed
+    /// the tolerance arrives on the schema with every field nullable; [`StreamReader::schema`]
+    /// stays the one declared.
+    pub fn with_nullability(mut self, nullability: Nullability) -> Self {
+        self.nullability = nullability;
+        self
     }
 
     /// The stream's schema.
@@ -242,20 +258,36 @@ impl StreamReader {
                     .header_as_record_batch()
                     .ok_or_else(|| WireError::Malformed("record batch header missing".into()))?;
                 let metadata = custom_metadata(&message);
-                let schema = self.schema.clone();
-                let dictionaries = &self.dictionaries;
-                let batch = guard_panics("record batch", || {
-                    RecordBatchDecoder::try_new(
-                        &frame.body,
-                        ipc_batch,
-                        schema,
-                        dictionaries,
-                        &version,
-                    )?
-                    .with_require_alignment(false)
-                    .read_record_batch()
-                    .map_err(WireError::from)
-                })?;
+                let decode_on = |schema: SchemaRef, dictionaries: &HashMap<i64, ArrayRef>| {
+                    guard_panics("record batch", || {
+                        RecordBatchDecoder::try_new(
+                            &frame.body,
+                            ipc_batch,
+                            schema,
+                            dictionaries,
+                            &version,
+                        )?
+                        .with_require_alignment(false)
+                        .read_record_batch()
+                        .map_err(WireError::from)
+                    })
+                };
+                let batch = match decode_on(self.schema.clone(), &self.dictionaries) {
+                    Ok(batch) => batch,
+                    // The relaxed schema differs only in nullability, so a second decode on it
+                    // fails again for any other fault; the first error is the one to report.
+                    Err(strict) if self.nullability == Nullability::Tolerated => {
+                        let relaxed = self
+                            .relaxed
+                            .get_or_insert_with(|| relaxed(&self.schema))
+                            .clone();
+                        if Arc::ptr_eq(&relaxed, &self.schema) {
+                            return Err(strict);
+                        }
+                        decode_on(relaxed, &self.dictionaries).map_err(|_| strict)?
+                    }
+                    Err(strict) => return Err(strict),
+                };
                 Ok(Some((batch, metadata)))
             }
             MessageHeader::DictionaryBatch => {
@@ -285,8 +317,17 @@ pub fn decode_stream(
     buffer: Buffer,
     limits: Limits,
 ) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
+    decode_stream_with(buffer, limits, Nullability::Enforced)
+}
+
+/// [`decode_stream`], treating undeclared nulls as `nullability` says.
+pub fn decode_stream_with(
+    buffer: Buffer,
+    limits: Limits,
+    nullability: Nullability,
+) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
     let mut frames = BufferFrames::new(buffer);
-    let mut reader = StreamReader::begin_from(&mut frames, limits)?;
+    let mut reader = StreamReader::begin_from(&mut frames, limits)?.with_nullability(nullability);
     let mut batches = Vec::new();
     while let Some(batch) = reader.next_from(&mut frames)? {
         batches.push(batch);
@@ -302,11 +343,21 @@ pub fn decode_region(
     schema: &SchemaRef,
     limits: Limits,
 ) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
+    decode_region_with(buffer, schema, limits, Nullability::Enforced)
+}
+
+/// [`decode_region`], treating undeclared nulls as `nullability` says.
+pub fn decode_region_with(
+    buffer: Buffer,
+    schema: &SchemaRef,
+    limits: Limits,
+    nullability: Nullability,
+) -> Result<(SchemaRef, Vec<(RecordBatch, BatchMetadata)>)> {
     let mut frames = BufferFrames::new(buffer);
     let first = frames
         .next_frame(&limits)?
         .ok_or_else(|| WireError::Malformed("empty shared-memory region".into()))?;
-    let (mut reader, pending) = if first.message().header_type() == MessageHeader::Schema {
+    let (reader, pending) = if first.message().header_type() == MessageHeader::Schema {
         (StreamReader::from_schema_frame(first, limits)?, None)
     } else {
         (
@@ -314,6 +365,7 @@ pub fn decode_region(
             Some(first),
         )
     };
+    let mut reader = reader.with_nullability(nullability);
     let mut batches = Vec::new();
     if let Some(frame) = pending {
         reader.messages_read += 1;
