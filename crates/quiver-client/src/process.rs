@@ -10,6 +10,7 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use quiver_process::announce::{Announcement, ServerLine};
 use quiver_process::{Child, StderrMode};
 use quiver_server_protocol::Address;
 
@@ -160,23 +161,23 @@ impl ServerProcess {
                 }
             };
             let line = line.trim().to_string();
-            if line == "READY" {
-                return if self.addresses.is_empty() {
-                    Err(Error::Spawn(format!("READY without a listener: {seen:?}")))
-                } else {
-                    Ok(())
-                };
-            }
-            if let Some(port) = line.strip_prefix("PORT:") {
-                let port = port.parse().map_err(|_| bad_line(&line))?;
-                self.addresses.push(Address::Tcp {
-                    host: "127.0.0.1".into(),
-                    port,
-                });
-            } else if let Some(path) = line.strip_prefix("UNIX:") {
-                self.addresses.push(Address::Unix(PathBuf::from(path)));
-            } else if let Some(token) = line.strip_prefix("TOKEN:") {
-                self.token = Some(token.to_string());
+            match ServerLine::parse(&line) {
+                Some(ServerLine::Ready) if self.addresses.is_empty() => {
+                    return Err(Error::Spawn(format!("READY without a listener: {seen:?}")));
+                }
+                Some(ServerLine::Ready) => return Ok(()),
+                Some(ServerLine::Listener(Announcement::Port(port))) => {
+                    self.addresses.push(Address::Tcp {
+                        host: "127.0.0.1".into(),
+                        port,
+                    })
+                }
+                Some(ServerLine::Listener(Announcement::Unix(path))) => {
+                    self.addresses.push(Address::Unix(path))
+                }
+                Some(ServerLine::Token(token)) => self.token = Some(token),
+                None if line.starts_with("PORT:") => return Err(bad_line(&line)),
+                _ => {}
             }
             if seen.len() >= ANNOUNCEMENT_LINES_MAX {
                 return Err(Error::Spawn(format!("no READY in {seen:?}")));

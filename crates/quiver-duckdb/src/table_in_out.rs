@@ -11,18 +11,9 @@ use crate::calls::{Input, StreamHandle};
 use crate::ffi::{guard_interruptible, handle, write_out, Failure, Interrupt, Outcome};
 use crate::stream::Stream;
 
-/// 16 random bytes.
+/// 16 random bytes (no weaker fallback: see `quiver_secret::random`).
 fn substream_id() -> Vec<u8> {
-    let mut id = vec![0u8; 16];
-    // SAFETY: getrandom writes at most `id.len()` bytes into `id`.
-    let n = unsafe { libc::getrandom(id.as_mut_ptr().cast(), id.len(), 0) };
-    if n != id.len() as isize {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        id.copy_from_slice(&nanos.to_le_bytes());
-    }
-    id
+    quiver_secret::random::bytes::<16>().to_vec()
 }
 
 /// Opens the INPUT stream of a table-in-out call.

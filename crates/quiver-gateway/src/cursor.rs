@@ -28,7 +28,7 @@ pub struct CursorKey([u8; 32]);
 impl CursorKey {
     /// A fresh key from the operating system's CSPRNG.
     pub fn random() -> std::io::Result<Self> {
-        Ok(CursorKey(crate::random::bytes::<32>()?))
+        Ok(CursorKey(quiver_secret::random::bytes::<32>()))
     }
 
     /// A fixed key, for tests and for gateways that share cursors across processes.

@@ -24,7 +24,6 @@ pub mod http;
 pub mod metrics;
 pub mod openapi;
 pub mod project;
-pub mod random;
 pub mod representation;
 pub mod serve;
 pub mod snapshot;

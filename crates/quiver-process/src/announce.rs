@@ -4,6 +4,10 @@
 //!
 //! The worker side writes it with [`announce`]; the launcher reads it with [`read_announcement`],
 //! which skips other lines before it and gives up at a deadline.
+//!
+//! A quiver server announces its listeners in the same words, then the rest of what a client
+//! needs ([`ServerLine`]): `FLIGHT_SQL:<uri>`, `METRICS:<url>`, `TOKEN:<hex>` (a generated token),
+//! and `READY` last. Every line is written and parsed here and nowhere else.
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -44,6 +48,54 @@ impl std::fmt::Display for Announcement {
         match self {
             Announcement::Unix(path) => write!(f, "UNIX:{}", path.display()),
             Announcement::Port(port) => write!(f, "PORT:{port}"),
+        }
+    }
+}
+
+/// One line of a quiver server's announcement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerLine {
+    /// A spine listener: `UNIX:<path>` or `PORT:<port>`.
+    Listener(Announcement),
+    /// `FLIGHT_SQL:<uri>`: the Flight SQL listener, as the URI a client passes.
+    FlightSql(String),
+    /// `METRICS:<url>`: the Prometheus endpoint.
+    Metrics(String),
+    /// `TOKEN:<hex>`: the token the server generated for its TCP and gRPC listeners.
+    Token(String),
+    /// `READY`: everything is announced and the server serves.
+    Ready,
+}
+
+impl ServerLine {
+    /// Parses one line (surrounding whitespace ignored); `None` if it is none of the above.
+    pub fn parse(line: &str) -> Option<ServerLine> {
+        let line = line.trim();
+        if line == "READY" {
+            return Some(ServerLine::Ready);
+        }
+        if let Some(listener) = Announcement::parse(line) {
+            return Some(ServerLine::Listener(listener));
+        }
+        let (kind, value) = line.split_once(':')?;
+        let value = (!value.is_empty()).then(|| value.to_string())?;
+        match kind {
+            "FLIGHT_SQL" => Some(ServerLine::FlightSql(value)),
+            "METRICS" => Some(ServerLine::Metrics(value)),
+            "TOKEN" => Some(ServerLine::Token(value)),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ServerLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerLine::Listener(listener) => listener.fmt(f),
+            ServerLine::FlightSql(uri) => write!(f, "FLIGHT_SQL:{uri}"),
+            ServerLine::Metrics(url) => write!(f, "METRICS:{url}"),
+            ServerLine::Token(token) => write!(f, "TOKEN:{token}"),
+            ServerLine::Ready => f.write_str("READY"),
         }
     }
 }
@@ -181,5 +233,22 @@ mod tests {
         assert_eq!(Announcement::parse("PORT:x"), None);
         assert_eq!(Announcement::parse("UNIX:"), None);
         assert_eq!(Announcement::parse("hello"), None);
+    }
+
+    #[test]
+    fn server_lines_parse_and_print_back() {
+        for line in [
+            "UNIX:/tmp/q.sock",
+            "PORT:4000",
+            "FLIGHT_SQL:grpc://127.0.0.1:4001",
+            "METRICS:http://127.0.0.1:9/metrics",
+            "TOKEN:00ff",
+            "READY",
+        ] {
+            assert_eq!(ServerLine::parse(line).unwrap().to_string(), line);
+        }
+        for line in ["TOKEN:", "READY!", "PORT:x", "hello"] {
+            assert_eq!(ServerLine::parse(line), None, "{line}");
+        }
     }
 }

@@ -8,22 +8,26 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
 
-const BEARER: &str = "Bearer ";
-const BASIC: &str = "Basic ";
 const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
-/// The token of a Bearer header value; `None` for any other scheme.
+/// What follows the scheme `name` (matched without regard to case, as HTTP's schemes are), trimmed.
+fn after_scheme<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    let (scheme, rest) = header.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case(name).then(|| rest.trim())
+}
+
+/// The token of a Bearer header value; `None` for any other scheme or an empty token.
 pub fn bearer(header: &str) -> Option<&str> {
-    header.strip_prefix(BEARER)
+    after_scheme(header, "Bearer").filter(|token| !token.is_empty())
 }
 
 /// The user name and password of a Basic header value; `None` for any other scheme or for
 /// malformed base64, UTF-8 or `user:password`.
 pub fn basic(header: &str) -> Option<(String, String)> {
-    let decoded = LENIENT_BASE64.decode(header.strip_prefix(BASIC)?).ok()?;
+    let decoded = LENIENT_BASE64.decode(after_scheme(header, "Basic")?).ok()?;
     let text = String::from_utf8(decoded).ok()?;
     let (user, password) = text.split_once(':')?;
     Some((user.to_string(), password.to_string()))
@@ -45,13 +49,24 @@ mod tests {
     #[test]
     fn bearer_and_basic_padded_or_not() {
         assert_eq!(token("Bearer abc").as_deref(), Some("abc"));
+        assert_eq!(bearer(" bearer  abc "), Some("abc"));
         for user in ["u", "us", "usr", "user", "admin", "anyone"] {
             let encoded = STANDARD.encode(format!("{user}:tok"));
-            assert_eq!(basic(&format!("Basic {encoded}")), Some((user.into(), "tok".into())));
+            assert_eq!(
+                basic(&format!("Basic {encoded}")),
+                Some((user.into(), "tok".into()))
+            );
             let unpadded = encoded.trim_end_matches('=');
             assert_eq!(token(&format!("Basic {unpadded}")).as_deref(), Some("tok"));
         }
-        for bad in ["", "Bearer", "bearer abc", "Basic !!!", "Basic dXNlcg", "Digest x"] {
+        for bad in [
+            "",
+            "Bearer",
+            "Bearer  ",
+            "Basic !!!",
+            "Basic dXNlcg",
+            "Digest x",
+        ] {
             assert_eq!(token(bad), None, "{bad}");
         }
     }

@@ -39,7 +39,9 @@ mod tests {
     fn tokens_have_their_length_and_differ() {
         let a = token();
         assert_eq!(a.len(), TOKEN_HEX_DIGITS);
-        assert!(a.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(a
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         assert_ne!(a, token());
         assert_ne!(bytes::<16>(), bytes::<16>());
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use axum::http::header::CONTENT_TYPE;
 use axum::routing::get;
 use axum::Router;
+use quiver_process::announce::ServerLine;
 use quiver_server_protocol::Address;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -61,7 +62,7 @@ pub fn start(address: &str) -> Result<(MetricsServer, String), String> {
             }
         });
     }
-    let line = format!("METRICS:http://{bound}/metrics");
+    let line = ServerLine::Metrics(format!("http://{bound}/metrics")).to_string();
     Ok((MetricsServer { runtime, shutdown }, line))
 }
 

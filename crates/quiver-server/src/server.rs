@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use quiver_process::announce::{Announcement, ServerLine};
 use quiver_process::log_line;
 use quiver_rpc::{Server, ServerConfig};
 use quiver_server_protocol::limits::{CONNECTIONS_DEFAULT, MESSAGE_BYTES_DEFAULT};
@@ -24,7 +25,7 @@ use quiver_transport::{Connection, TransportKind};
 use quiver_wire::Limits;
 
 use crate::admission::{AdmissionLimits, Door, Expiry, PendingPool};
-use crate::auth::{generate_token, Token};
+use crate::auth::Token;
 use crate::events::{EventLog, Field};
 use crate::ffi::Ops;
 use crate::flight_sql::{self, FlightSqlServer, GrpcAddress, TlsFiles};
@@ -119,7 +120,10 @@ impl Listener {
                 let listener = std::net::TcpListener::bind((host.as_str(), *port))
                     .map_err(|e| format!("cannot listen on {address}: {e}"))?;
                 let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-                Ok((Listener::Tcp(listener), format!("PORT:{port}")))
+                Ok((
+                    Listener::Tcp(listener),
+                    ServerLine::Listener(Announcement::Port(port)).to_string(),
+                ))
             }
             Address::Unix(path) => {
                 let listener = UnixListener::bind(path)
@@ -127,7 +131,8 @@ impl Listener {
                 // Only the server's user may connect: a Unix socket needs no token.
                 std::fs::set_permissions(listener.path(), std::fs::Permissions::from_mode(0o600))
                     .map_err(|e| format!("{}: {e}", listener.path().display()))?;
-                let line = format!("UNIX:{}", listener.path().display());
+                let line = ServerLine::Listener(Announcement::Unix(listener.path().to_path_buf()))
+                    .to_string();
                 Ok((Listener::Unix(listener), line))
             }
         }
@@ -293,8 +298,8 @@ pub fn start(
         (true, _) => None,
         (false, Some(token)) => Some(Token::new(&token)),
         (false, None) if has_tcp => {
-            let token = generate_token();
-            announcements.push(format!("TOKEN:{token}"));
+            let token = quiver_secret::random::token();
+            announcements.push(ServerLine::Token(token.clone()).to_string());
             Some(Token::new(&token))
         }
         (false, None) => None,

@@ -125,7 +125,7 @@ impl Session {
     ) -> Session {
         Session {
             shared,
-            id: crate::auth::random_hex(16),
+            id: quiver_secret::random::hex(16),
             token_required,
             origin,
             socket,

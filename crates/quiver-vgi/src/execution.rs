@@ -261,18 +261,7 @@ impl Drop for SharedWork {
 
 /// A fresh execution id from the kernel's random source.
 pub fn mint_id() -> ExecutionId {
-    let mut id = [0u8; 16];
-    let mut filled = 0;
-    while filled < id.len() {
-        // SAFETY: writes at most the remaining bytes of `id`.
-        let n = unsafe { libc::getrandom(id[filled..].as_mut_ptr().cast(), id.len() - filled, 0) };
-        if n > 0 {
-            filled += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            panic!("getrandom failed: {}", std::io::Error::last_os_error());
-        }
-    }
-    id
+    quiver_secret::random::bytes()
 }
 
 /// An execution id as the engine sent it: ours are exactly 16 bytes.
@@ -287,7 +276,7 @@ pub fn parse_id(bytes: &[u8]) -> Result<ExecutionId, ErrorReport> {
 
 /// Lowercase hex, for file names and logs.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    quiver_secret::hex::encode(bytes)
 }
 
 #[cfg(test)]

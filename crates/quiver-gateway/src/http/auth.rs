@@ -188,22 +188,12 @@ fn modified(file: &Path) -> Option<(SystemTime, u64)> {
 
 /// Equal digests, in time that does not depend on where they differ.
 pub fn digests_equal(left: &[u8; 32], right: &[u8; 32]) -> bool {
-    let mut difference = 0u8;
-    for (a, b) in left.iter().zip(right.iter()) {
-        difference |= a ^ b;
-    }
-    std::hint::black_box(difference) == 0
+    quiver_secret::Secret::from_digest(*right).matches_digest(left)
 }
 
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
-    let value = authorization?.trim();
-    let (scheme, token) = value.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    let token = token.trim();
-    (!token.is_empty()).then_some(token)
+    quiver_secret::credentials::bearer(authorization?)
 }
 
 #[cfg(test)]

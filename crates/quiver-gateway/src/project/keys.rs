@@ -4,8 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use super::diagnostics::Diagnostics;
 use super::model::{Endpoint, Key};
 use super::yaml::{parse_file, printable, Node, Reader, Value};
@@ -312,25 +310,17 @@ fn read_key(
 
 /// 64 hex digits (either case) as 32 bytes.
 pub fn parse_sha256_hex(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (index, pair) in text.as_bytes().chunks(2).enumerate() {
-        let high = (pair[0] as char).to_digit(16)?;
-        let low = (pair[1] as char).to_digit(16)?;
-        out[index] = (high * 16 + low) as u8;
-    }
-    Some(out)
+    quiver_secret::hex::decode_array(text)
 }
 
+/// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    quiver_secret::hex::encode(bytes)
 }
 
 /// The SHA-256 of a bearer token: what a keys file stores and what serving compares.
 pub fn token_sha256(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
+    quiver_secret::Secret::digest_of(token)
 }
 
 /// A new key: its token (32 random bytes, hex; shown once, never stored) and the keys file entry
@@ -346,7 +336,7 @@ pub fn create(
             "a key id must be 1..=128 of [A-Za-z0-9_.-]",
         ));
     }
-    let token = hex(&crate::random::bytes::<32>()?);
+    let token = hex(&quiver_secret::random::bytes::<32>());
     let hash = hex(&token_sha256(&token));
     let tenant = match tenant {
         Some(tenant) => yaml_string(tenant),

@@ -34,6 +34,7 @@ pub use address::GrpcAddress;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use quiver_process::announce::ServerLine;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tonic::transport::server::TcpIncoming;
@@ -157,7 +158,7 @@ pub fn start(
             let _ = tokio::task::spawn_blocking(move || transactions.reap(Instant::now())).await;
         }
     });
-    let line = format!("FLIGHT_SQL:{}", address.uri(port));
+    let line = ServerLine::FlightSql(address.uri(port)).to_string();
     Ok((
         FlightSqlServer {
             runtime,

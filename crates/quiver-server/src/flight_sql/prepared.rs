@@ -30,8 +30,8 @@ use super::lease::Lease;
 use super::result_types::ResultTypes;
 use super::service::status;
 use super::union_parameters;
-use crate::auth::random_hex;
 use crate::duck::batch_stream;
+use quiver_secret::random;
 
 /// Most prepared statements kept at once, over all clients.
 pub const PREPARED_STATEMENTS_MAX: usize = 4096;
@@ -150,7 +150,7 @@ impl PreparedStatements {
                 "prepared statements: at most {PREPARED_STATEMENTS_MAX} are kept at once; close some"
             )));
         }
-        let handle = random_hex(HANDLE_BYTES).into_bytes();
+        let handle = random::hex(HANDLE_BYTES).into_bytes();
         kept.insert(
             handle.clone(),
             Kept {

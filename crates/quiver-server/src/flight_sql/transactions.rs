@@ -22,8 +22,8 @@ use tonic::Status;
 
 use super::lease::{Lease, OwnedSession};
 use super::service::status;
-use crate::auth::random_hex;
 use crate::server::Shared;
+use quiver_secret::random;
 
 /// How long a transaction may go without a call before the reaper rolls it back.
 pub const TRANSACTION_IDLE_MAX: Duration = Duration::from_secs(15 * 60);
@@ -83,7 +83,7 @@ impl Transactions {
                 "at most {TRANSACTIONS_MAX} transactions are open at once; end some"
             )));
         }
-        let id = random_hex(ID_BYTES).into_bytes();
+        let id = random::hex(ID_BYTES).into_bytes();
         let transaction = Transaction {
             peer,
             lease: Mutex::new(None),
