@@ -78,6 +78,20 @@ def without_request_id(body: bytes) -> dict:
     return parsed
 
 
+#: The `meta` fields that change from one response to the next (offloader writes them per request).
+PER_REQUEST_META = ("request_id", "generated_at", "cache")
+
+
+def without_request_facts(body: bytes) -> dict:
+    """A JSON envelope without what is true of one response only, to compare two responses."""
+    parsed = json.loads(body)
+    meta = parsed.get("meta", {})
+    for name in PER_REQUEST_META:
+        meta.pop(name, None)
+    meta.get("freshness", {}).pop("age_seconds", None)
+    return parsed
+
+
 def request(base: str, method: str, path: str, headers: dict[str, str] | None = None) -> Response:
     parsed = urllib.parse.urlsplit(base)
     connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=WAIT_SECONDS)

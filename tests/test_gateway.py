@@ -34,6 +34,7 @@ from gateway_support import (
     parse_metrics,
     poll,
     request,
+    without_request_facts,
     without_request_id,
 )
 
@@ -197,15 +198,16 @@ def test_compressed_encodings_decode_to_the_identity_body(gateway):
     assert identity.header("content-encoding") is None
     gzipped = gateway.call("customer_usage_daily", ACME, headers={"Accept-Encoding": "gzip"}, **params)
     assert gzipped.header("content-encoding") == "gzip"
-    assert gzip.decompress(gzipped.body) == identity.body
+    assert without_request_facts(gzip.decompress(gzipped.body)) == without_request_facts(identity.body)
     assert gzipped.header("etag") == identity.header("etag")
     for encoding, codec in (("zstd", "zstd"), ("br", "brotli")):
         if not pa.Codec.is_available(codec):
             continue
         reply = gateway.call("customer_usage_daily", ACME, headers={"Accept-Encoding": encoding}, **params)
         assert reply.header("content-encoding") == encoding
-        decoded = pa.decompress(reply.body, decompressed_size=len(identity.body), codec=codec, asbytes=True)
-        assert decoded == identity.body
+        # A stream reader: a zstd body is two frames (the cached rows', then this response's meta).
+        decoded = pa.CompressedInputStream(pa.BufferReader(reply.body), codec).read()
+        assert without_request_facts(decoded) == without_request_facts(identity.body)
     preferred = gateway.call(
         "customer_usage_daily", ACME, headers={"Accept-Encoding": "gzip;q=0.5, br;q=0.1, zstd;q=0"}, **params
     )
@@ -217,7 +219,8 @@ def test_cache_miss_then_hit_and_304_with_if_none_match(gateway):
     first = gateway.call("customer_usage_daily", ACME, **params)
     second = gateway.call("customer_usage_daily", ACME, **params)
     assert first.header("x-cache") == "miss" and second.header("x-cache") == "hit"
-    assert first.body == second.body and first.header("etag") == second.header("etag")
+    assert without_request_facts(first.body) == without_request_facts(second.body)
+    assert first.header("etag") == second.header("etag")
     revalidated = gateway.call("customer_usage_daily", ACME, headers={"If-None-Match": first.header("etag")}, **params)
     assert revalidated.status == 304 and revalidated.body == b""
     assert revalidated.header("etag") == first.header("etag")

@@ -30,6 +30,7 @@ from gateway_support import (
     Gateway,
     copy_example,
     poll,
+    without_request_facts,
     without_request_id,
 )
 
@@ -267,7 +268,7 @@ def test_a_new_snapshot_changes_the_etag_and_the_data_then_rolls_back(lab):
     assert lab.admin("POST", "/rollback/products").status == 200
     rolled = lab.call("product_catalog", CATALOG, limit="5")
     assert rolled.header("x-snapshot-id") == first.header("x-snapshot-id")
-    assert rolled.body == first.body
+    assert without_request_facts(rolled.body) == without_request_facts(first.body)
     others_keep_serving(lab)
 
 

@@ -6,17 +6,19 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use crate::cache::{BodyKey, KeyParts};
+use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
 use crate::cursor;
 use crate::gateway::Gateway;
 use crate::project::{AuthMode, CachePolicy, Endpoint, Key, ServingMode};
-use crate::representation::{self, BodyMeta, Freshness};
+use crate::representation::encoding::COMPRESS_BYTES_MIN;
+use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
 use crate::snapshot::Snapshot;
 
 use super::auth::{bearer_token, Refusal};
@@ -158,32 +160,66 @@ async fn respond(
     }
 
     let meta = body_meta(endpoint, &snapshot);
+    // A JSON head in brotli cannot take its tail (representation::splice): its identity head is
+    // cached and each response compressed whole.
+    let cached_encoding = match (format, encoding) {
+        (Format::Json, Encoding::Br) => Encoding::Identity,
+        _ => encoding,
+    };
     let (body, cache_state) = match endpoint.cache {
         CachePolicy::Snapshot => {
-            let load = query::answer(gateway, endpoint, compiled, format, meta, request_id);
+            let load = query::answer(
+                gateway,
+                endpoint,
+                compiled,
+                format,
+                meta.clone(),
+                request_id,
+            );
             let (body, hit) = gateway
                 .cache
-                .get_or_load(body_key, encoding, load)
+                .get_or_load(body_key, cached_encoding, load)
                 .await
                 .map_err(|error: Arc<ApiError>| (*error).clone())?;
             gateway.metrics.record_cache(hit);
             (body, if hit { "hit" } else { "miss" })
         }
         CachePolicy::None => {
-            let identity =
-                query::answer(gateway, endpoint, compiled, format, meta, request_id).await?;
-            (query::compressed(identity, encoding).await, "off")
+            let identity = query::answer(
+                gateway,
+                endpoint,
+                compiled,
+                format,
+                meta.clone(),
+                request_id,
+            )
+            .await?;
+            let body = match format {
+                Format::Json => Arc::new(identity),
+                _ => query::compressed(identity, encoding).await,
+            };
+            (body, "off")
         }
+    };
+    let (bytes, coding) = match format {
+        Format::Json => {
+            let facts = facts.request_facts(request_id, cache_state);
+            let mut meta = meta;
+            meta.next_cursor = body.next_cursor.clone();
+            let tail = representation::envelope_tail(&meta, &facts, body.row_count);
+            joined(body.clone(), tail, encoding).await
+        }
+        _ => (body.bytes.clone(), body.encoding),
     };
     timings.mark("body");
 
-    let mut response = (StatusCode::OK, body.bytes.clone()).into_response();
+    let mut response = (StatusCode::OK, bytes).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(body.content_type),
     );
-    if let Some(coding) = body.encoding.header_value() {
+    if let Some(coding) = coding.header_value() {
         headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
     }
     if let Some(next) = body.next_cursor.as_deref() {
@@ -193,6 +229,27 @@ async fn respond(
     }
     facts.write(headers, cache_state, &timings);
     Ok(response)
+}
+
+/// A JSON body: its head and this response's tail, in the caller's coding. Compressing a whole
+/// body (an uncached one, or brotli) runs on a blocking thread; joining a compressed head to its
+/// small tail does not need one.
+async fn joined(body: Arc<CachedBody>, tail: Vec<u8>, wanted: Encoding) -> (Bytes, Encoding) {
+    let whole = body.encoding == Encoding::Identity
+        && wanted != Encoding::Identity
+        && body.bytes.len() + tail.len() >= COMPRESS_BYTES_MIN;
+    let join = move || {
+        let (bytes, coding) =
+            splice::join(&body.bytes, body.encoding, body.head_crc, &tail, wanted);
+        (Bytes::from(bytes), coding)
+    };
+    if whole {
+        tokio::task::spawn_blocking(join)
+            .await
+            .expect("compression does not panic")
+    } else {
+        join()
+    }
 }
 
 fn authenticate(gateway: &Gateway, headers: &HeaderMap) -> Result<Option<Key>, ApiError> {
@@ -270,12 +327,13 @@ fn body_meta(endpoint: &Endpoint, snapshot: &Snapshot) -> BodyMeta {
     }
 }
 
-/// The per-request facts a response carries in headers (never in the body, which is cached).
+/// The per-request facts a response carries in headers, and a JSON body in its `meta` too.
 struct Facts {
     etag: String,
     cache_control: &'static str,
     snapshot_id: String,
-    freshness_age_seconds: Option<u64>,
+    /// Whole seconds since the watermark; negative for a watermark in the future.
+    age_seconds: Option<i64>,
     stale: bool,
 }
 
@@ -284,11 +342,9 @@ impl Facts {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_secs() as i64);
-        let age = snapshot
-            .watermark_unix
-            .map(|watermark| (now - watermark).max(0) as u64);
+        let age = snapshot.watermark_unix.map(|watermark| now - watermark);
         let stale = match (age, endpoint.max_staleness) {
-            (Some(age), Some(max)) => age > max.as_secs(),
+            (Some(age), Some(max)) => age > max.as_secs() as i64,
             _ => false,
         };
         let cache_control = match gateway.project.settings.auth {
@@ -299,8 +355,20 @@ impl Facts {
             etag: etag.to_owned(),
             cache_control,
             snapshot_id: snapshot.snapshot_id.clone(),
-            freshness_age_seconds: age,
+            age_seconds: age,
             stale,
+        }
+    }
+
+    fn request_facts<'a>(&self, request_id: &'a str, cache: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            request_id,
+            generated_at: chrono::Utc::now()
+                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string(),
+            cache,
+            age_seconds: self.age_seconds,
+            stale: self.stale,
         }
     }
 
@@ -315,8 +383,8 @@ impl Facts {
         put("vary", "Accept, Accept-Encoding, Authorization");
         put("x-cache", cache_state);
         put("x-snapshot-id", &self.snapshot_id);
-        if let Some(age) = self.freshness_age_seconds {
-            put("x-freshness-age", &age.to_string());
+        if let Some(age) = self.age_seconds {
+            put("x-freshness-age", &age.max(0).to_string());
         }
         put("x-stale", if self.stale { "true" } else { "false" });
         put("server-timing", &timings.header());
