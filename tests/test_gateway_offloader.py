@@ -13,9 +13,11 @@ import re
 import zlib
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from gateway_support import ACME, GLOBEX, Gateway, copy_example
+from gateway_support import ACME, CATALOG, GLOBEX, Gateway, copy_example
 
 RANGE = {"from": "2026-05-30", "to": "2026-06-01"}
 WATERMARK = datetime.datetime(2026, 6, 1, tzinfo=datetime.UTC)
@@ -35,11 +37,144 @@ META_KEYS = {
 
 def keyed_project(root: Path) -> Path:
     """The example project, its summary endpoint bounded to 120 minutes' staleness (as offloader's
-    customer_usage_summary is)."""
+    customer_usage_summary is).
+    """
     project = copy_example(root)
     summary = project / "endpoints" / "customer_usage_summary.yml"
-    summary.write_text(summary.read_text() + "freshness:\n  max_staleness_minutes: 120\n")
+    summary.write_text(
+        summary.read_text()
+        + "freshness:\n  max_staleness_minutes: 120\n"
+        + "combinations:\n  - [from, to]\n  - [account_id, from, to]\n"
+    )
     return project
+
+
+CHAMPION_SCHEMA = pa.schema(
+    [
+        ("champion_id", pa.string()),
+        ("patch", pa.string()),
+        (
+            "data",
+            pa.struct(
+                [
+                    ("num_games", pa.int64()),
+                    ("win_rate", pa.float64()),
+                    ("tier", pa.int32()),
+                    ("by_lane", pa.map_(pa.string(), pa.float64())),
+                ]
+            ),
+        ),
+    ]
+)
+CHAMPIONS = [
+    {
+        "champion_id": "1",
+        "patch": "16.13",
+        "data": {"num_games": 136068, "win_rate": 0.497, "tier": 3, "by_lane": [("mid", 0.51), ("top", 0.47)]},
+    },
+    {
+        "champion_id": "11",
+        "patch": "16.13",
+        "data": {"num_games": 98213, "win_rate": 0.523, "tier": 1, "by_lane": [("jungle", 0.53)]},
+    },
+    {
+        "champion_id": "22",
+        "patch": "16.12",
+        "data": {"num_games": 41234, "win_rate": 0.488, "tier": 4, "by_lane": [("bot", 0.49)]},
+    },
+]
+CHAMPION_ENDPOINT = """name: champion
+version: 1
+owner: stats
+dataset: champion_stats
+params:
+  - { name: champion_id, type: string, required: true }
+query:
+  select:
+    - { as: champion_id, column: champion_id }
+    - { as: patch, column: patch }
+    - { as: data, column: data }
+  filters:
+    - { column: champion_id, op: eq, param: champion_id }
+  order_by:
+    - { column: champion_id, dir: asc }
+columns: [champion_id, patch, data]
+pagination: { default_limit: 50, max_limit: 100 }
+cache: { policy: snapshot }
+"""
+# offloader has no `sort`, `cursor` or `format` params: a project may name its own so.
+BY_PATCH_ENDPOINT = """name: champions_by_patch
+version: 2
+owner: stats
+dataset: champion_stats
+params:
+  - { name: format, type: string, required: false }
+  - { name: cursor, type: string, required: false }
+  - { name: sort, type: enum, required: false, enum: [tier] }
+query:
+  select:
+    - { as: champion_id, column: champion_id }
+    - { as: patch, column: patch }
+  filters:
+    - { column: patch, op: eq, param: format }
+    - { column: champion_id, op: gte, param: cursor }
+  order_by:
+    - { column: champion_id, dir: asc }
+columns: [champion_id, patch]
+freshness: { max_staleness_minutes: 5 }
+pagination: { default_limit: 50, max_limit: 100 }
+cache: { policy: snapshot }
+"""
+
+
+def public_project(root: Path, gateway_settings: str = "") -> Path:
+    """offloader's public-metrics example in shape: `auth: none`, one parquet part with a nested
+    column (a struct holding a map)."""
+    project = root / "public"
+    data = project / "data" / "champion_stats"
+    data.mkdir(parents=True)
+    (project / "datasets").mkdir()
+    (project / "endpoints").mkdir()
+    pq.write_table(pa.Table.from_pylist(CHAMPIONS, schema=CHAMPION_SCHEMA), data / "champion_stats.parquet")
+    manifest = {
+        "dataset_id": "champion_stats",
+        "snapshot_id": "2026-07-01T00:00:00Z_r0001",
+        "created_at": "2026-07-01T00:00:00Z",
+        "watermark": "2026-07-01T00:00:00Z",
+        "schema": [
+            {"name": "champion_id", "type": "VARCHAR"},
+            {"name": "patch", "type": "VARCHAR"},
+            {"name": "data", "type": "JSON"},
+        ],
+        "files": [{"path": "champion_stats.parquet", "format": "parquet"}],
+        "partition_columns": [],
+        "sort_columns": ["champion_id"],
+        "row_count": 3,
+        "size_bytes": (data / "champion_stats.parquet").stat().st_size,
+        "producer": "tests",
+        "upstream_run_id": "run-1",
+        "schema_version": 1,
+        "data_quality_status": "passed",
+        "compatibility_policy": "additive_only",
+    }
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    (project / "datasets" / "champion_stats.yml").write_text(
+        "id: champion_stats\nmanifest: data/champion_stats/manifest.json\nschema:\n"
+        "  - { name: champion_id, type: VARCHAR }\n  - { name: patch, type: VARCHAR }\n"
+        "  - { name: data, type: JSON }\n"
+    )
+    (project / "endpoints" / "champion.yml").write_text(CHAMPION_ENDPOINT)
+    (project / "endpoints" / "champions_by_patch.yml").write_text(BY_PATCH_ENDPOINT)
+    (project / "offloader.yml").write_text(
+        "version: 1\nauth: none\ndatasets_dir: datasets\nendpoints_dir: endpoints\n" + gateway_settings
+    )
+    return project
+
+
+@pytest.fixture(scope="module")
+def public(tmp_path_factory):
+    with Gateway.start(public_project(tmp_path_factory.mktemp("public"))) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +238,88 @@ def test_a_compressed_cache_hit_carries_its_own_meta(keyed):
     assert plain["data"] == bodies[0]["data"] and plain["meta"]["cache"] == "hit"
     other_tenant = keyed.call("customer_usage_summary", GLOBEX, **RANGE).json()
     assert other_tenant["meta"]["request_id"] != plain["meta"]["request_id"]
+
+
+def message(reply) -> str:
+    assert reply.status == 422, (reply.status, reply.body)
+    body = reply.json()
+    assert body["error"]["family"] == "invalid_param"
+    return body["error"]["message"]
+
+
+def test_a_repeated_param_takes_its_last_value(keyed):
+    path = "/v1/endpoints/customer_usage_summary?from=nonsense&to=2026-06-01&from=2026-05-30"
+    twice = keyed.get(path, ACME)
+    assert twice.status == 200, twice.body
+    once = keyed.call("customer_usage_summary", ACME, **RANGE)
+    assert twice.json()["data"] == once.json()["data"]
+
+
+def test_refusing_repeated_params_is_a_project_setting(tmp_path):
+    project = copy_example(tmp_path)
+    settings = project / "offloader.yml"
+    settings.write_text(settings.read_text() + "  repeated_params: refuse\n")
+    with Gateway.start(project) as strict:
+        path = "/v1/endpoints/customer_usage_summary?from=2026-05-30&to=2026-06-01&from=2026-05-30"
+        assert "more than once" in message(strict.get(path, ACME))
+        assert strict.call("customer_usage_summary", ACME, **RANGE).status == 200
+
+
+def test_errors_never_list_allowed_values_columns_or_combinations(keyed):
+    daily = {"account_id": "acc_anvil", **RANGE}
+    enum = message(keyed.call("customer_usage_daily", ACME, product_area="billing", **daily))
+    assert enum == 'param "product_area" is not an allowed value'
+    column = message(keyed.call("customer_usage_summary", ACME, columns="plan", **RANGE))
+    assert column == 'unknown column "plan"'
+    odd_column = message(keyed.call("customer_usage_summary", ACME, columns="account_id,no such", **RANGE))
+    assert odd_column == "unknown column"
+    empty_piece = message(keyed.call("customer_usage_summary", ACME, columns="account_id,", **RANGE))
+    assert empty_piece == "columns must be a comma-separated list of columns"
+    combination = message(keyed.call("customer_usage_summary", ACME, account_id="acc_anvil", to="2026-06-01"))
+    assert combination == "params do not match an allowed combination"
+    unknown = message(keyed.call("customer_usage_summary", ACME, tenant_id="tenant_globex", **RANGE))
+    assert unknown == 'unknown param "tenant_id"'
+    missing = message(keyed.call("customer_usage_daily", ACME, account_id="acc_anvil", **{"from": "2026-05-30"}))
+    assert missing == 'missing required param "to"'
+    for text in (enum, column, combination):
+        for revealed in ("dashboards", "exports", "account_id", "api_calls_total", "[from"):
+            assert revealed not in text
+    assert message(keyed.call("customer_usage_summary", ACME, limit="101", **RANGE)) == "limit exceeds max of 100"
+    assert message(keyed.call("customer_usage_summary", ACME, limit="0", **RANGE)) == "limit must be a positive integer"
+    assert message(keyed.call("customer_usage_summary", ACME, offset="-1", **RANGE)) == (
+        "offset must be a non-negative integer"
+    )
+
+
+def test_columns_are_trimmed_and_kept_in_the_endpoints_order(keyed):
+    reply = keyed.call("customer_usage_summary", ACME, columns="storage_gb_avg, account_id", **RANGE)
+    assert reply.status == 200, reply.body
+    rows = reply.json()["data"]
+    assert rows and all(list(row) == ["account_id", "storage_gb_avg"] for row in rows)
+    deep = keyed.call("customer_usage_summary", ACME, offset="5000000", **RANGE)
+    assert deep.status == 200 and deep.json()["data"] == []
+
+
+def test_params_named_sort_cursor_and_format_are_the_endpoints_own(public):
+    reply = public.call("champions_by_patch", format="16.13", cursor="11", sort="tier")
+    assert reply.status == 200, reply.body
+    assert reply.header("content-type").startswith("application/json")
+    assert reply.json()["data"] == [{"champion_id": "11", "patch": "16.13"}]
+    assert message(public.call("champions_by_patch", sort="name")) == 'param "sort" is not an allowed value'
+    # quiver's format choice is still there through Accept.
+    as_csv = public.call("champions_by_patch", headers={"Accept": "text/csv"}, format="16.12")
+    assert as_csv.status == 200 and as_csv.body.decode().splitlines() == ["champion_id,patch", "22,16.12"]
+    # On an endpoint that declares none of them they stay quiver's.
+    assert public.call("champion", champion_id="1", format="csv").header("content-type").startswith("text/csv")
+
+
+def test_not_ready_does_not_name_the_dataset(tmp_path):
+    project = copy_example(tmp_path)
+    (project / "data" / "products" / "manifest.json").write_text("{ not json")
+    settings = project / "offloader.yml"
+    settings.write_text(settings.read_text().replace("  ready: all", "  ready: [customer_usage, invoices]"))
+    with Gateway.start(project) as gateway:
+        reply = gateway.call("product_catalog", CATALOG)
+        assert reply.status == 503, reply.body
+        assert reply.json()["error"] == {"family": "not_ready", "message": "snapshot is not ready"}
+        assert b"products" not in reply.body

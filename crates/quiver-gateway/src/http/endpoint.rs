@@ -16,7 +16,7 @@ use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
 use crate::cursor;
 use crate::gateway::Gateway;
-use crate::project::{AuthMode, CachePolicy, Endpoint, Key, ServingMode};
+use crate::project::{AuthMode, CachePolicy, Endpoint, Key, RepeatedParams, ServingMode};
 use crate::representation::encoding::COMPRESS_BYTES_MIN;
 use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
 use crate::snapshot::Snapshot;
@@ -28,6 +28,9 @@ use super::limits;
 use super::query;
 use super::request_id::RequestId;
 use super::timing::Timings;
+
+/// What a call of an endpoint whose dataset has no snapshot yet is told.
+pub const NOT_READY_MESSAGE: &str = "snapshot is not ready";
 
 /// Seconds a caller is asked to wait before retrying a dataset that is not ready.
 const NOT_READY_RETRY_SECONDS: u64 = 5;
@@ -98,11 +101,18 @@ async fn respond(
     }
     timings.mark("auth");
 
-    let pairs = limits::query_pairs(raw_query)?;
-    let format_param = pairs
-        .iter()
-        .find(|(name, _)| name == "format")
-        .map(|(_, value)| value.as_str());
+    let refuse_repeats = gateway.project.settings.repeated_params == RepeatedParams::Refuse;
+    let pairs = limits::query_pairs(raw_query, refuse_repeats)?;
+    // `?format=` is quiver's unless the endpoint declares a `format` param (then only `Accept`
+    // chooses the format); the last one sent wins.
+    let format_param = match endpoint.param("format") {
+        Some(_) => None,
+        None => pairs
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "format")
+            .map(|(_, value)| value.as_str()),
+    };
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|value| value.to_str().ok());
@@ -298,16 +308,16 @@ fn snapshot_for(
     endpoint: &Endpoint,
     pairs: &[(String, String)],
 ) -> Result<Arc<Snapshot>, ApiError> {
-    let pinned = cursor::pinned_snapshot(&gateway.cursor_key, pairs)
-        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id));
+    let pinned = match endpoint.param("cursor") {
+        Some(_) => None,
+        None => cursor::pinned_snapshot(&gateway.cursor_key, pairs),
+    };
     pinned
+        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id))
         .or_else(|| gateway.snapshots.current(&endpoint.dataset))
+        // offloader's words; the dataset is not named (it is the project's, not the caller's).
         .ok_or_else(|| {
-            ApiError::new(
-                Family::NotReady,
-                format!("dataset '{}' has no snapshot yet", endpoint.dataset),
-            )
-            .retry_after(NOT_READY_RETRY_SECONDS)
+            ApiError::new(Family::NotReady, NOT_READY_MESSAGE).retry_after(NOT_READY_RETRY_SECONDS)
         })
 }
 

@@ -9,8 +9,8 @@ use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
-    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
-    SnapshotSource, ALL_UNCHECKED,
+    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy,
+    RepeatedParams, Settings, SnapshotSource, ALL_UNCHECKED,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -293,6 +293,7 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             data_roots: vec![dir.to_path_buf()],
+            repeated_params: RepeatedParams::Last,
             connections: ConnectionSettings {
                 max: DEFAULT_CONNECTIONS_MAX,
                 admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
@@ -378,6 +379,7 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "request_timeout_ms",
             "connections",
             "data_roots",
+            "repeated_params",
         ],
         &[],
     ) else {
@@ -466,6 +468,20 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     }
     if let Some(node) = fields.get("connections") {
         read_connections(reader, node, &mut settings.connections);
+    }
+    if let Some(node) = fields.get("repeated_params") {
+        match reader.string(node, "`repeated_params`").as_deref() {
+            Some("last") => settings.repeated_params = RepeatedParams::Last,
+            Some("refuse") => settings.repeated_params = RepeatedParams::Refuse,
+            Some(other) => reader.error(
+                node.line,
+                format!(
+                    "`repeated_params` must be `last` or `refuse`, not `{}`",
+                    super::yaml::printable(other)
+                ),
+            ),
+            None => {}
+        }
     }
     if let Some(roots) = fields
         .get("data_roots")

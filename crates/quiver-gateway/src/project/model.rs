@@ -57,6 +57,17 @@ pub struct Settings {
     /// quiver: the directories local manifests and their parts must resolve inside (symlinks
     /// followed); the project directory unless `data_roots` says otherwise.
     pub data_roots: Vec<PathBuf>,
+    /// quiver: what a query string naming a param twice means (offloader: the last value wins).
+    pub repeated_params: RepeatedParams,
+}
+
+/// A query string that names a param more than once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepeatedParams {
+    /// The last value wins, silently (offloader's reading, and the default).
+    Last,
+    /// `422 invalid_param`: which value was meant is not the gateway's guess to make.
+    Refuse,
 }
 
 /// quiver: how many connections the ports hold, and how long a request head may take.
