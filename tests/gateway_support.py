@@ -40,6 +40,14 @@ def copy_example(destination: Path) -> Path:
     return project
 
 
+def add_gateway_setting(project: Path, line: str) -> None:
+    """Adds ``line`` (``name: value``) to the project file's ``gateway:`` section, its last one."""
+    settings = project / "offloader.yml"
+    text = settings.read_text()
+    assert "\ngateway:\n" in text, "the example project ends with its gateway: section"
+    settings.write_text(text.rstrip("\n") + f"\n  {line}\n")
+
+
 def gateway_binary() -> Path:
     binary = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-gateway"
     if not binary.exists():

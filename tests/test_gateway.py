@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -28,6 +29,7 @@ from gateway_support import (
     REVOKED,
     WAIT_SECONDS,
     Gateway,
+    add_gateway_setting,
     copy_example,
     endpoint_path,
     gateway_binary,
@@ -43,7 +45,9 @@ MAY = {"from": "2026-05-01", "to": "2026-05-31"}
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
+    """The example project with quiver's keyed revalidation (ETags and 304s with keys) on."""
     project = copy_example(tmp_path_factory.mktemp("gateway"))
+    add_gateway_setting(project, "keyed_revalidation: true")
     with Gateway.start(project) as running:
         yield running
 
@@ -364,8 +368,8 @@ def test_openapi_lists_every_endpoint(gateway):
 
 
 def test_request_logs_are_json_lines_with_request_ids(gateway):
-    reply = gateway.call("product_catalog", CATALOG, headers={"X-Request-Id": "trace-abc-123"})
-    assert reply.header("x-request-id") == "trace-abc-123"
+    reply = gateway.call("product_catalog", CATALOG, headers={"X-Request-Id": "trace-abc-123-0123456789"})
+    assert reply.header("x-request-id") == "trace-abc-123-0123456789"
 
     def logged():
         for line in gateway.logs().splitlines():
@@ -374,7 +378,7 @@ def test_request_logs_are_json_lines_with_request_ids(gateway):
             except ValueError:
                 continue
             fields = record.get("fields", record)
-            if fields.get("request_id") == "trace-abc-123":
+            if fields.get("request_id") == "trace-abc-123-0123456789":
                 return fields
         return None
 
@@ -394,7 +398,8 @@ def test_public_project_revalidates_without_keys(tmp_path):
     with Gateway.start(project) as public:
         first = public.call("product_catalog")
         assert first.status == 200, first.body
-        assert first.header("cache-control") == "public, max-age=0, must-revalidate"
+        assert first.header("cache-control") == "public, max-age=60, stale-while-revalidate=60"
+        assert re.fullmatch(r'"[0-9a-f]{20}"', first.header("etag"))
         again = public.call("product_catalog", headers={"If-None-Match": first.header("etag")})
         assert again.status == 304
         assert public.stop() == 0, "a stop by stdin's end exits cleanly"

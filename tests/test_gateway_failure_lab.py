@@ -28,6 +28,7 @@ from gateway_support import (
     REVOKED,
     WAIT_SECONDS,
     Gateway,
+    add_gateway_setting,
     copy_example,
     poll,
     without_request_facts,
@@ -170,6 +171,7 @@ def build_lab(project: Path) -> None:
 def lab(tmp_path_factory):
     project = copy_example(tmp_path_factory.mktemp("lab"))
     build_lab(project)
+    add_gateway_setting(project, "keyed_revalidation: true")
     with Gateway.start(project) as running:
         yield running
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway_support import ACME, CATALOG, GLOBEX, Gateway, copy_example
+from gateway_support import ACME, CATALOG, GLOBEX, Gateway, Response, copy_example, request
 
 RANGE = {"from": "2026-05-30", "to": "2026-06-01"}
 WATERMARK = datetime.datetime(2026, 6, 1, tzinfo=datetime.UTC)
@@ -128,8 +128,10 @@ cache: { policy: snapshot }
 
 
 def public_project(root: Path, gateway_settings: str = "") -> Path:
-    """offloader's public-metrics example in shape: `auth: none`, one parquet part with a nested
-    column (a struct holding a map)."""
+    """A project in the shape of offloader's public-metrics example.
+
+    `auth: none`, one parquet part with a nested column (a struct holding a map).
+    """
     project = root / "public"
     data = project / "data" / "champion_stats"
     data.mkdir(parents=True)
@@ -323,3 +325,128 @@ def test_not_ready_does_not_name_the_dataset(tmp_path):
         assert reply.status == 503, reply.body
         assert reply.json()["error"] == {"family": "not_ready", "message": "snapshot is not ready"}
         assert b"products" not in reply.body
+
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{20}$")
+STRONG_ETAG = re.compile(r'^"[0-9a-f]{20}"$')
+
+
+def test_keyed_responses_are_no_store_without_an_etag(keyed):
+    reply = keyed.call("customer_usage_summary", ACME, **RANGE)
+    assert reply.status == 200, reply.body
+    assert reply.header("cache-control") == "private, no-store"
+    assert reply.header("etag") is None
+    assert reply.header("content-type") == "application/json; charset=utf-8"
+    assert reply.header("x-content-type-options") == "nosniff"
+    assert REQUEST_ID.match(reply.header("x-request-id"))
+    # Nothing to revalidate: any If-None-Match gets the body.
+    again = keyed.call("customer_usage_summary", ACME, headers={"If-None-Match": "*"}, **RANGE)
+    assert again.status == 200 and again.json()["data"] == reply.json()["data"]
+    error = keyed.call("customer_usage_summary", None, **RANGE)
+    assert error.status == 401
+    assert error.header("cache-control") == "max-age=0, private, must-revalidate"
+    assert error.header("content-type") == "application/json; charset=utf-8"
+    assert error.header("x-content-type-options") == "nosniff"
+
+
+def test_public_responses_are_cacheable_with_a_strong_etag(public):
+    reply = public.call("champion", champion_id="1")
+    assert reply.status == 200, reply.body
+    assert reply.json()["data"] == [
+        {
+            "champion_id": "1",
+            "patch": "16.13",
+            "data": {"num_games": 136068, "win_rate": 0.497, "tier": 3, "by_lane": {"mid": 0.51, "top": 0.47}},
+        }
+    ]
+    etag = reply.header("etag")
+    assert STRONG_ETAG.match(etag), etag
+    assert reply.header("cache-control") == "public, max-age=60, stale-while-revalidate=60"
+    assert reply.header("vary") == "Accept, Accept-Encoding"
+    bounded = public.call("champions_by_patch")
+    assert bounded.header("cache-control") == "public, max-age=300, stale-while-revalidate=60"
+    for matching in (etag, f'"x", {etag}', f"W/{etag}", "*"):
+        revalidated = public.call("champion", headers={"If-None-Match": matching}, champion_id="1")
+        assert revalidated.status == 304, matching
+        assert revalidated.body == b""
+        assert revalidated.header("etag") == etag
+        assert revalidated.header("cache-control") == reply.header("cache-control")
+        assert revalidated.header("x-content-type-options") == "nosniff"
+        assert REQUEST_ID.match(revalidated.header("x-request-id"))
+    embedded = public.call("champion", headers={"If-None-Match": f"junk{etag}junk"}, champion_id="1")
+    assert embedded.status == 200
+    other = public.call("champion", champion_id="11")
+    assert STRONG_ETAG.match(other.header("etag")) and other.header("etag") != etag
+    stray_key = public.call("champion", "whatever", champion_id="1")
+    assert stray_key.status == 200 and stray_key.header("etag") == etag
+    only_data = public.call("champion", champion_id="1", columns="data").json()["data"]
+    assert [list(row) for row in only_data] == [["data"]]
+    assert public.call("champion", champion_id="does_not_exist").json()["data"] == []
+
+
+def test_without_cors_there_are_no_cors_headers(public):
+    reply = public.call("champion", headers={"Origin": "https://app.example"}, champion_id="1")
+    assert not any(name.startswith("access-control-") for name in reply.headers)
+    preflight = request_method(public, "OPTIONS", "/v1/endpoints/champion", {"Origin": "https://app.example"})
+    assert preflight.status != 204
+    assert not any(name.startswith("access-control-") for name in preflight.headers)
+
+
+def request_method(gateway: Gateway, method: str, path: str, headers: dict[str, str]) -> Response:
+    return request(gateway.http_url, method, path, headers)
+
+
+def assert_preflight(reply, allowed: bool) -> None:
+    assert reply.status == 204 and reply.body == b""
+    expected = {
+        "access-control-allow-methods": "GET, OPTIONS",
+        "access-control-allow-headers": "authorization, content-type, if-none-match",
+        "access-control-max-age": "600",
+    }
+    for name, value in expected.items():
+        assert reply.header(name) == (value if allowed else None), (name, reply.headers)
+
+
+def test_cors_for_any_origin(tmp_path):
+    with Gateway.start(public_project(tmp_path), "--cors-origins", "*") as gateway:
+        for headers in ({}, {"Origin": "https://app.example"}):
+            reply = gateway.call("champion", headers=headers, champion_id="1")
+            assert reply.header("access-control-allow-origin") == "*"
+            assert reply.header("access-control-allow-credentials") is None
+            assert "origin" not in reply.header("vary").lower()
+        missing = gateway.call("nope", headers={"Origin": "https://app.example"})
+        assert missing.status == 404 and missing.header("access-control-allow-origin") == "*"
+        # A preflight is answered before routing and auth, on any path.
+        for path in ("/v1/endpoints/champion", "/anything/else"):
+            preflight = request_method(gateway, "OPTIONS", path, {"Origin": "https://app.example"})
+            assert_preflight(preflight, allowed=True)
+            assert preflight.header("access-control-allow-origin") == "*"
+
+
+def test_cors_for_listed_origins_from_the_project(tmp_path):
+    settings = "gateway:\n  cors_origins: [https://app.example, https://admin.example]\n"
+    with Gateway.start(public_project(tmp_path, settings)) as gateway:
+        listed = gateway.call("champion", headers={"Origin": "https://app.example"}, champion_id="1")
+        assert listed.header("access-control-allow-origin") == "https://app.example"
+        assert listed.header("access-control-allow-credentials") == "true"
+        assert "origin" in listed.header("vary").lower()
+        for headers in ({"Origin": "https://evil.example"}, {"Origin": "https://APP.example"}, {}):
+            other = gateway.call("champion", headers=headers, champion_id="1")
+            assert other.header("access-control-allow-origin") is None
+            assert other.header("access-control-allow-credentials") is None
+            assert "origin" in other.header("vary").lower(), "every response varies by origin"
+        error = gateway.call("champion", headers={"Origin": "https://admin.example"})
+        assert error.status == 422 and error.header("access-control-allow-origin") == "https://admin.example"
+        allowed = request_method(gateway, "OPTIONS", "/v1/endpoints/champion", {"Origin": "https://app.example"})
+        assert_preflight(allowed, allowed=True)
+        assert allowed.header("access-control-allow-origin") == "https://app.example"
+        refused = request_method(gateway, "OPTIONS", "/v1/endpoints/champion", {"Origin": "https://evil.example"})
+        assert_preflight(refused, allowed=False)
+        assert refused.header("access-control-allow-origin") is None
+
+
+def test_cors_from_offloaders_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFFLOADER_CORS_ORIGINS", " https://env.example , ")
+    with Gateway.start(public_project(tmp_path)) as gateway:
+        reply = gateway.call("champion", headers={"Origin": "https://env.example"}, champion_id="1")
+        assert reply.header("access-control-allow-origin") == "https://env.example"

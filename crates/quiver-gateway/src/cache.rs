@@ -66,8 +66,25 @@ impl BodyKey {
         BodyKey(hasher.finalize().into())
     }
 
-    /// The body's weak ETag, `W/"<hex>"`: weak because the bytes on the wire also depend on the
-    /// content coding, while the representation's meaning does not.
+    /// A public body's strong ETag in offloader's form, `"<20 hex>"`: strong, so it names the
+    /// content coding too (a body in another coding is other bytes).
+    pub fn strong_etag(&self, encoding: Encoding) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.0);
+        hasher.update(encoding.header_value().unwrap_or("identity").as_bytes());
+        let digest = hasher.finalize();
+        let mut etag = String::with_capacity(22);
+        etag.push('"');
+        for byte in &digest[..10] {
+            etag.push_str(&format!("{byte:02x}"));
+        }
+        etag.push('"');
+        etag
+    }
+
+    /// The body's weak ETag, `W/"<hex>"`, for keyed revalidation (`gateway:
+    /// keyed_revalidation`): weak because the bytes on the wire also depend on the content
+    /// coding, while the representation's meaning does not.
     pub fn etag(&self) -> String {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut etag = String::with_capacity(2 + 2 + 64 + 1);

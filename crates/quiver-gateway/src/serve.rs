@@ -34,7 +34,12 @@ pub struct ServeOptions {
     pub admin_token_env: Option<String>,
     pub state_dir: Option<PathBuf>,
     pub watch_stdin: bool,
+    /// `--cors-origins`: wins over OFFLOADER_CORS_ORIGINS, which wins over the project's setting.
+    pub cors_origins: Option<String>,
 }
+
+/// The variable offloader reads its CORS origins from; honoured here too.
+pub const CORS_ORIGINS_ENV: &str = "OFFLOADER_CORS_ORIGINS";
 
 /// Serves until asked to stop. `Err`: why it could not start.
 pub fn run(options: ServeOptions) -> Result<(), String> {
@@ -63,12 +68,19 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         }
         None => None,
     };
-    let project = project::load(&options.project_dir).map_err(|diagnostics| {
+    let mut project = project::load(&options.project_dir).map_err(|diagnostics| {
         format!(
             "the project at {} does not load:\n{diagnostics}",
             options.project_dir.display()
         )
     })?;
+    let cors = options
+        .cors_origins
+        .clone()
+        .or_else(|| std::env::var(CORS_ORIGINS_ENV).ok());
+    if let Some(origins) = cors {
+        project.settings.cors = project::CorsOrigins::parse(&origins);
+    }
     let state_dir = options
         .state_dir
         .clone()

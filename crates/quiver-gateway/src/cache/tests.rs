@@ -185,7 +185,7 @@ async fn a_compressed_copy_comes_from_the_cached_identity_body() {
         .unwrap();
     assert!(!hit);
     assert_eq!(identity.encoding, Encoding::Identity);
-    assert_eq!(identity.content_type, "application/json");
+    assert_eq!(identity.content_type, "application/json; charset=utf-8");
 
     // Not cached in gzip, but the identity body is: no load, so a hit.
     let (gzip, hit) = cache

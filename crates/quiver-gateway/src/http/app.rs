@@ -15,6 +15,7 @@ use axum::Router;
 use crate::gateway::Gateway;
 use crate::metrics::UNKNOWN_ENDPOINT;
 
+use super::cors;
 use super::endpoint::{self, KeyId};
 use super::errors::{ApiError, Family};
 use super::limits;
@@ -30,6 +31,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(endpoint::handle).fallback(method_not_allowed),
         )
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(gateway.clone(), cors::layer))
         .layer(middleware::from_fn_with_state(gateway.clone(), around))
         .with_state(gateway)
 }
@@ -83,9 +85,7 @@ async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next:
             next.run(request).await
         }
     };
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
+    request_id::stamp(response.headers_mut(), &request_id);
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     gateway

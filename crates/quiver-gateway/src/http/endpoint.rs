@@ -158,15 +158,22 @@ async fn respond(
         snapshot_id: &snapshot.snapshot_id,
         format,
     });
-    let etag = body_key.etag();
-    let facts = Facts::new(gateway, endpoint, &snapshot, &etag);
+    let policy = HttpCaching::of(gateway, endpoint);
+    let etag = match policy {
+        HttpCaching::Keyed { revalidate: false } => None,
+        HttpCaching::Keyed { revalidate: true } => Some(body_key.etag()),
+        HttpCaching::Public { .. } => Some(body_key.strong_etag(encoding)),
+    };
+    let facts = Facts::new(endpoint, &snapshot, etag, policy);
     let if_none_match = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|value| value.to_str().ok());
-    if if_none_match.is_some_and(|tags| etag::none_match_hits(tags, &etag)) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        facts.write(response.headers_mut(), "revalidated", &timings);
-        return Ok(response);
+    if let (Some(tags), Some(etag)) = (if_none_match, facts.etag.as_deref()) {
+        if etag::none_match_hits(tags, etag) {
+            let mut response = StatusCode::NOT_MODIFIED.into_response();
+            facts.write(response.headers_mut(), "revalidated", &timings);
+            return Ok(response);
+        }
     }
 
     let meta = body_meta(endpoint, &snapshot);
@@ -337,10 +344,60 @@ fn body_meta(endpoint: &Endpoint, snapshot: &Snapshot) -> BodyMeta {
     }
 }
 
+/// How HTTP caches may keep a response, as offloader decides it: a keyed response (the project
+/// requires keys) is `private, no-store` with no ETag (quiver's revalidation is opt-in); a
+/// public one is `public` for the endpoint's staleness bound (at most an hour, else a minute),
+/// with a strong ETag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HttpCaching {
+    Keyed { revalidate: bool },
+    Public { max_age_seconds: u64 },
+}
+
+/// A public response's lifetime without a staleness bound, and its cap with one.
+const PUBLIC_MAX_AGE_DEFAULT_SECONDS: u64 = 60;
+const PUBLIC_MAX_AGE_CAP_SECONDS: u64 = 3600;
+
+impl HttpCaching {
+    fn of(gateway: &Gateway, endpoint: &Endpoint) -> HttpCaching {
+        match gateway.project.settings.auth {
+            AuthMode::Required => HttpCaching::Keyed {
+                revalidate: gateway.project.settings.keyed_revalidation,
+            },
+            AuthMode::None => HttpCaching::Public {
+                max_age_seconds: endpoint
+                    .max_staleness
+                    .map(|staleness| staleness.as_secs())
+                    .filter(|seconds| *seconds > 0)
+                    .map_or(PUBLIC_MAX_AGE_DEFAULT_SECONDS, |seconds| {
+                        seconds.min(PUBLIC_MAX_AGE_CAP_SECONDS)
+                    }),
+            },
+        }
+    }
+
+    fn cache_control(self) -> String {
+        match self {
+            HttpCaching::Keyed { revalidate: false } => "private, no-store".into(),
+            HttpCaching::Keyed { revalidate: true } => "private, no-cache".into(),
+            HttpCaching::Public { max_age_seconds } => {
+                format!("public, max-age={max_age_seconds}, stale-while-revalidate=60")
+            }
+        }
+    }
+
+    fn vary(self) -> &'static str {
+        match self {
+            HttpCaching::Keyed { .. } => "Accept, Accept-Encoding, Authorization",
+            HttpCaching::Public { .. } => "Accept, Accept-Encoding",
+        }
+    }
+}
+
 /// The per-request facts a response carries in headers, and a JSON body in its `meta` too.
 struct Facts {
-    etag: String,
-    cache_control: &'static str,
+    etag: Option<String>,
+    caching: HttpCaching,
     snapshot_id: String,
     /// Whole seconds since the watermark; negative for a watermark in the future.
     age_seconds: Option<i64>,
@@ -348,7 +405,12 @@ struct Facts {
 }
 
 impl Facts {
-    fn new(gateway: &Gateway, endpoint: &Endpoint, snapshot: &Snapshot, etag: &str) -> Facts {
+    fn new(
+        endpoint: &Endpoint,
+        snapshot: &Snapshot,
+        etag: Option<String>,
+        caching: HttpCaching,
+    ) -> Facts {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_secs() as i64);
@@ -357,13 +419,9 @@ impl Facts {
             (Some(age), Some(max)) => age > max.as_secs() as i64,
             _ => false,
         };
-        let cache_control = match gateway.project.settings.auth {
-            AuthMode::Required => "private, no-cache",
-            AuthMode::None => "public, max-age=0, must-revalidate",
-        };
         Facts {
-            etag: etag.to_owned(),
-            cache_control,
+            etag,
+            caching,
             snapshot_id: snapshot.snapshot_id.clone(),
             age_seconds: age,
             stale,
@@ -388,9 +446,11 @@ impl Facts {
                 headers.insert(name, value);
             }
         };
-        put("etag", &self.etag);
-        put("cache-control", self.cache_control);
-        put("vary", "Accept, Accept-Encoding, Authorization");
+        if let Some(etag) = &self.etag {
+            put("etag", etag);
+        }
+        put("cache-control", &self.caching.cache_control());
+        put("vary", self.caching.vary());
         put("x-cache", cache_state);
         put("x-snapshot-id", &self.snapshot_id);
         if let Some(age) = self.age_seconds {
