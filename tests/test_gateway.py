@@ -62,6 +62,7 @@ def test_status_shows_each_dataset_ready(gateway):
     assert gateway.admin("GET", "/live").status == 200
     ready = gateway.admin("GET", "/ready").json()
     assert ready == {
+        "status": "ok",
         "ready": True,
         "datasets": {"customer_usage": "ready", "products": "ready", "invoices": "ready"},
         "keys": "ok",
@@ -440,13 +441,19 @@ def test_a_non_loopback_admin_port_needs_a_token(tmp_path, monkeypatch):
     monkeypatch.setenv("QGW_TEST_ADMIN_TOKEN", "admin-secret")
     with Gateway.start(project, "--admin-token-env", "QGW_TEST_ADMIN_TOKEN") as guarded:
         assert guarded.admin("GET", "/live").status == 200
-        assert guarded.admin("GET", "/status").status == 401
+        # As offloader's, /status is open, but quiver's details need the token.
+        summary = guarded.admin("GET", "/status")
+        assert summary.status == 200 and set(summary.json()) == {"status", "service", "version", "ready"}
+        wrong = request(guarded.admin_url, "GET", "/status", {"Authorization": "Bearer wrong"})
+        assert "datasets" not in wrong.json()
         reply = request(guarded.admin_url, "GET", "/status", {"Authorization": "Bearer admin-secret"})
-        assert reply.status == 200 and reply.json()["ready"] is True
+        assert reply.status == 200 and reply.json()["ready"] is True and "datasets" in reply.json()
+        assert guarded.admin("POST", "/refresh").status == 401
 
 
 def test_a_restart_warm_starts_from_the_state_directory(tmp_path):
     project = copy_example(tmp_path)
+    add_gateway_setting(project, "keyed_revalidation: true")
     with Gateway.start(project) as first:
         cold = first.dataset("customer_usage")
         assert cold["materialized_this_run"] == 1

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway_support import ACME, CATALOG, GLOBEX, Gateway, Response, copy_example, request
+from gateway_support import ACME, CATALOG, GLOBEX, Gateway, Response, copy_example, poll, request
 
 RANGE = {"from": "2026-05-30", "to": "2026-06-01"}
 WATERMARK = datetime.datetime(2026, 6, 1, tzinfo=datetime.UTC)
@@ -318,13 +318,16 @@ def test_params_named_sort_cursor_and_format_are_the_endpoints_own(public):
 def test_not_ready_does_not_name_the_dataset(tmp_path):
     project = copy_example(tmp_path)
     (project / "data" / "products" / "manifest.json").write_text("{ not json")
-    settings = project / "offloader.yml"
-    settings.write_text(settings.read_text().replace("  ready: all", "  ready: [customer_usage, invoices]"))
-    with Gateway.start(project) as gateway:
+    with Gateway.start(project, wait_ready=False) as gateway:
+        poll(lambda: gateway.dataset("products")["state"] == "failed", "the products dataset to fail")
         reply = gateway.call("product_catalog", CATALOG)
         assert reply.status == 503, reply.body
         assert reply.json()["error"] == {"family": "not_ready", "message": "snapshot is not ready"}
         assert b"products" not in reply.body
+        # Not every dataset serves: /ready says so, as offloader's does; /healthz does not care.
+        ready = gateway.admin("GET", "/ready")
+        assert ready.status == 503 and ready.json()["status"] == "ok" and ready.json()["ready"] is False
+        assert gateway.get("/healthz").status == 200
 
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{20}$")
@@ -450,3 +453,86 @@ def test_cors_from_offloaders_variable(tmp_path, monkeypatch):
     with Gateway.start(public_project(tmp_path)) as gateway:
         reply = gateway.call("champion", headers={"Origin": "https://env.example"}, champion_id="1")
         assert reply.header("access-control-allow-origin") == "https://env.example"
+
+
+def test_healthz_on_the_public_port_only(keyed):
+    reply = keyed.get("/healthz")
+    assert reply.status == 200 and reply.json() == {"status": "ok"}
+    assert reply.header("content-type") == "application/json; charset=utf-8"
+    assert reply.header("x-content-type-options") == "nosniff"
+    assert keyed.get("/healthz", accept="text/csv").status == 406
+    for path in ("/live", "/ready", "/status", "/metrics", "/diagnostics", "/docs", "/openapi.json", "/schema"):
+        assert keyed.get(path).status == 404, path
+    assert keyed.admin("GET", "/healthz").status == 404
+
+
+def test_admin_probes_have_offloaders_bodies(keyed):
+    live = keyed.admin("GET", "/live")
+    assert live.status == 200 and live.json() == {"status": "ok"}
+    assert live.header("content-type") == "application/json; charset=utf-8"
+    assert live.header("x-content-type-options") == "nosniff" and REQUEST_ID.match(live.header("x-request-id"))
+    ready = keyed.admin("GET", "/ready").json()
+    assert ready["status"] == "ok" and ready["ready"] is True
+    status = keyed.admin("GET", "/status").json()
+    assert status["status"] == "ok" and status["ready"] is True
+    assert status["service"] and re.fullmatch(r"\d+\.\d+\.\d+.*", status["version"])
+
+
+def test_docs_and_schema_describe_every_endpoint(keyed, public):
+    docs = keyed.admin("GET", "/docs").json()
+    names = [endpoint["name"] for endpoint in docs["endpoints"]]
+    assert names == sorted(names) and "customer_usage_summary" in names
+    assert docs["auth"]["mode"] == "required"
+    summary = next(endpoint for endpoint in docs["endpoints"] if endpoint["name"] == "customer_usage_summary")
+    assert summary["method"] == "GET" and summary["path"] == "/v1/endpoints/customer_usage_summary"
+    assert [param["name"] for param in summary["params"]][-3:] == ["limit", "offset", "columns"]
+    assert summary["pagination"] == {"default_limit": 50, "max_limit": 100}
+    assert summary["freshness_minutes"] == 120 and summary["auth"]["tenant"] is True
+    assert {error["family"] for error in summary["errors"]} >= {"invalid_param", "unauthorized", "not_found"}
+    assert set(summary["snippets"]) == {"curl", "typescript", "python"}
+    schema = public.admin("GET", "/schema").json()
+    assert schema["count"] == len(schema["endpoints"]) == 2
+    champion = schema["endpoints"][0]
+    assert champion["name"] == "champion" and champion["public"] is True and champion["tenant_scoped"] is False
+    assert champion["params"] == [
+        {"name": "champion_id", "type": "string", "required": True, "enum": None, "default": None, "aliases": {}}
+    ]
+    assert champion["filters"] == [{"column": "champion_id", "op": "eq", "param": "champion_id"}]
+    assert {column["name"]: column["nested"] for column in champion["response_columns"]} == {
+        "champion_id": False,
+        "patch": False,
+        "data": True,
+    }
+
+
+def test_diagnostics_fails_closed_without_a_token(keyed):
+    reply = keyed.admin("GET", "/diagnostics")
+    assert reply.status == 503
+    assert reply.json()["error"] == {
+        "family": "not_ready",
+        "message": "admin token not configured (set OFFLOADER_ADMIN_TOKEN)",
+    }
+
+
+def test_diagnostics_with_offloaders_admin_token(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFFLOADER_ADMIN_TOKEN", "diagnostics-secret")
+    with Gateway.start(copy_example(tmp_path)) as gateway:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "diagnostics-secret"}):
+            refused = request(gateway.admin_url, "GET", "/diagnostics", headers)
+            assert refused.status == 401, headers
+            assert refused.json()["error"] == {"family": "unauthorized", "message": "invalid admin token"}
+        reply = request(gateway.admin_url, "GET", "/diagnostics", {"Authorization": "Bearer diagnostics-secret"})
+        assert reply.status == 200, reply.body
+        document = reply.json()
+        assert document["ready"] is True and document["config_sync"] == {"enabled": False}
+        usage = next(entry for entry in document["datasets"] if entry["dataset"] == "customer_usage")
+        assert usage["active_snapshot"]["snapshot_id"] == "2026-06-01T00:00:00Z_r0001"
+        assert usage["active_snapshot"]["watermark"] == "2026-06-01T00:00:00Z"
+        assert usage["last_attempted"]["status"] == "ok" and usage["refresh_error"] is None
+        keys = (gateway.project / "keys" / "keys.yml").read_text()
+        hashes = re.findall(r'hash: "([0-9a-f]{64})"', keys)
+        assert hashes and not any(digest in reply.body.decode() for digest in hashes)
+        assert b"diagnostics-secret" not in reply.body
+        # The descriptions and probes stay open, as offloader's are.
+        for path in ("/docs", "/schema", "/openapi.json", "/metrics", "/live", "/ready"):
+            assert gateway.admin("GET", path).status == 200, path

@@ -38,6 +38,10 @@ pub struct ServeOptions {
     pub cors_origins: Option<String>,
 }
 
+/// The variable offloader reads its admin token from; honoured here unless --admin-token-env
+/// names another.
+pub const ADMIN_TOKEN_ENV: &str = "OFFLOADER_ADMIN_TOKEN";
+
 /// The variable offloader reads its CORS origins from; honoured here too.
 pub const CORS_ORIGINS_ENV: &str = "OFFLOADER_CORS_ORIGINS";
 
@@ -48,7 +52,10 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
             std::env::var(variable)
                 .map_err(|_| format!("--admin-token-env names {variable}, which is not set"))?,
         ),
-        None => None,
+        // offloader's variable, when no other is named.
+        None => std::env::var(ADMIN_TOKEN_ENV)
+            .ok()
+            .filter(|token| !token.is_empty()),
     };
     if !options.admin_listen.ip().is_loopback() && admin_token.is_none() {
         return Err(
