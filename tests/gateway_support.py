@@ -40,6 +40,14 @@ def copy_example(destination: Path) -> Path:
     return project
 
 
+def add_gateway_setting(project: Path, line: str) -> None:
+    """Adds ``line`` (``name: value``) to the project file's ``gateway:`` section, its last one."""
+    settings = project / "offloader.yml"
+    text = settings.read_text()
+    assert "\ngateway:\n" in text, "the example project ends with its gateway: section"
+    settings.write_text(text.rstrip("\n") + f"\n  {line}\n")
+
+
 def gateway_binary() -> Path:
     binary = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-gateway"
     if not binary.exists():
@@ -75,6 +83,20 @@ def poll(condition: Callable[[], object], what: str, seconds: float = WAIT_SECON
 def without_request_id(body: bytes) -> dict:
     parsed = json.loads(body)
     parsed.get("meta", {}).pop("request_id", None)
+    return parsed
+
+
+#: The `meta` fields that change from one response to the next (offloader writes them per request).
+PER_REQUEST_META = ("request_id", "generated_at", "cache")
+
+
+def without_request_facts(body: bytes) -> dict:
+    """A JSON envelope without what is true of one response only, to compare two responses."""
+    parsed = json.loads(body)
+    meta = parsed.get("meta", {})
+    for name in PER_REQUEST_META:
+        meta.pop(name, None)
+    meta.get("freshness", {}).pop("age_seconds", None)
     return parsed
 
 

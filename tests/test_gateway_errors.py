@@ -53,7 +53,8 @@ def raw(url: str, head: bytes) -> tuple[int, dict[str, str], bytes]:
 
 def assert_envelope(status: int, headers: dict[str, str], body: bytes, expected: int, family: str) -> None:
     assert status == expected, (status, body)
-    assert headers.get("content-type") == "application/json", headers
+    assert headers.get("content-type") == "application/json; charset=utf-8", headers
+    assert headers.get("x-content-type-options") == "nosniff", headers
     parsed = json.loads(body)
     assert parsed["error"]["family"] == family, parsed
     assert parsed["error"]["message"]
@@ -88,9 +89,13 @@ def test_an_unparsable_head_is_400_with_the_envelope(gateway):
 
 def test_request_ids_are_random_or_the_callers(gateway):
     ids = [gateway.get("/nowhere").header("x-request-id") for _ in range(20)]
-    assert all(re.fullmatch(r"[0-9a-f]{32}", request_id) for request_id in ids), ids
+    # offloader's form: 20 base64url characters.
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{20}", request_id) for request_id in ids), ids
     assert len(set(ids)) == len(ids)
     assert len({request_id[:8] for request_id in ids}) > 1, "no per-process prefix"
     assert len({request_id[-8:] for request_id in ids}) > 1
-    assert gateway.get("/nowhere", x_request_id="trace-1.a:b").header("x-request-id") == "trace-1.a:b"
-    assert gateway.get("/nowhere", x_request_id="has space").header("x-request-id") != "has space"
+    # A caller's id of 20 to 200 visible characters is kept (offloader's bounds); others are not.
+    kept = "trace-1.a:b/c+d=0123456789"
+    assert gateway.get("/nowhere", x_request_id=kept).header("x-request-id") == kept
+    for refused in ("trace-1.a:b", "has space but long enough", "x" * 201):
+        assert gateway.get("/nowhere", x_request_id=refused).header("x-request-id") != refused

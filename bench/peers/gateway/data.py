@@ -89,6 +89,8 @@ def write_project(project: Path, parquet: Path, rows: int) -> None:
     (project / "offloader.yml").write_text(
         "version: 1\nauth: required\ndatasets_dir: datasets\nendpoints_dir: endpoints\nkeys: keys/keys.yml\n"
         "gateway:\n  ready: all\n  cache:\n    max_bytes: 268435456\n  pool:\n    size: 4\n    wait_ms: 2000\n"
+        # Keyed responses carry an ETag only when asked (offloader's are no-store): revalidate_304.
+        "  keyed_revalidation: true\n"
     )
     schema = "\n".join(f"  - {{ name: {n}, type: {t} }}" for n, t in SCHEMA)
     (project / "datasets" / "orders.yml").write_text(

@@ -1,25 +1,31 @@
-//! The admin port: `/live`, `/ready` (the project's policy), `/status` (per dataset, the cache,
-//! the pool, the keys), `/openapi.json`, `/metrics`, and `POST /refresh`, `/refresh/{dataset}`,
-//! `/rollback/{dataset}`. Loopback by default; with an admin token every route but `/live` and
-//! `/ready` (probes) needs `Authorization: Bearer <token>`.
+//! The admin port, with offloader's routes and bodies: `/live`, `/ready` (the project's policy),
+//! `/status` (offloader's four fields; per dataset, the cache, the pool and the keys beside them
+//! for whoever may see the details), `/docs`, `/schema`, `/openapi.json`, `/metrics`, and
+//! `/diagnostics`; quiver's `POST /refresh`, `/refresh/{dataset}`, `/rollback/{dataset}`.
+//! Loopback by default. As offloader, the descriptions and probes are open; `/diagnostics` needs
+//! the admin token and fails closed without one configured; quiver's POST routes need the token
+//! when one is set.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Router};
 use serde_json::{json, Value};
 
+use crate::catalog;
 use crate::gateway::Gateway;
 use crate::http::auth;
-use crate::http::errors::{ApiError, Family};
-use crate::http::request_id;
+use crate::http::errors::{ApiError, Family, JSON_CONTENT_TYPE};
+use crate::http::request_id::{self, RequestId};
 use crate::metrics::{DatasetScrape, Scrape};
 use crate::project::keys;
 use crate::snapshot::SnapshotError;
+
+mod diagnostics;
 
 #[derive(Clone)]
 struct AdminState {
@@ -34,9 +40,6 @@ pub fn router(gateway: Arc<Gateway>, admin_token: Option<String>) -> Router {
         token_sha256: admin_token.map(|token| keys::token_sha256(&token)),
     };
     let guarded = Router::new()
-        .route("/status", get(status))
-        .route("/openapi.json", get(openapi))
-        .route("/metrics", get(metrics))
         .route("/refresh", post(refresh_all))
         .route("/refresh/{dataset}", post(refresh_one))
         .route("/rollback/{dataset}", post(rollback))
@@ -44,31 +47,82 @@ pub fn router(gateway: Arc<Gateway>, admin_token: Option<String>) -> Router {
     Router::new()
         .route("/live", get(live))
         .route("/ready", get(ready))
+        .route("/status", get(status))
+        .route("/docs", get(docs))
+        .route("/schema", get(schema))
+        .route("/openapi.json", get(openapi))
+        .route("/metrics", get(metrics))
+        .route("/diagnostics", get(diagnostics::handle))
         .merge(guarded)
+        .layer(middleware::from_fn(stamp))
         .with_state(state)
 }
 
-async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
-    let Some(expected) = state.token_sha256 else {
-        return next.run(request).await;
-    };
+/// Every admin answer carries its request id and `nosniff`, as the public port's do.
+async fn stamp(mut request: Request, next: Next) -> Response {
+    let request_id = request_id::for_request(request.headers());
+    request
+        .extensions_mut()
+        .insert(RequestId(request_id.clone()));
+    let mut response = next.run(request).await;
+    request_id::stamp(response.headers_mut(), &request_id);
+    response
+}
+
+/// Whether `headers` carry the admin token; `None` when no token is configured.
+fn token_sent(state: &AdminState, headers: &HeaderMap) -> Option<bool> {
+    let expected = state.token_sha256?;
     let sent = auth::bearer_token(
-        request
-            .headers()
+        headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok()),
     )
     .map(keys::token_sha256);
-    let equal = sent.is_some_and(|sent| auth::digests_equal(&sent, &expected));
-    if !equal {
-        return ApiError::unauthorized("the admin port needs its bearer token")
-            .response(&request_id::new_id());
+    Some(sent.is_some_and(|sent| auth::digests_equal(&sent, &expected)))
+}
+
+async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+    if token_sent(&state, request.headers()) == Some(false) {
+        return ApiError::unauthorized(INVALID_TOKEN).response(&request_id_of(&request));
     }
     next.run(request).await
 }
 
-async fn live() -> Json<Value> {
-    Json(json!({"status": "live"}))
+/// The refusal of a missing or wrong admin token (offloader's words).
+const INVALID_TOKEN: &str = "invalid admin token";
+
+fn request_id_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<RequestId>()
+        .map_or_else(request_id::new_id, |id| id.0.clone())
+}
+
+/// A JSON answer as offloader's admin port gives it: `charset=utf-8`, Plug's cache-control.
+fn json_reply(status: StatusCode, value: &Value) -> Response {
+    let mut response = (status, value.to_string()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(JSON_CONTENT_TYPE),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=0, private, must-revalidate"),
+    );
+    response
+}
+
+async fn live() -> Response {
+    json_reply(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+async fn docs(State(state): State<AdminState>) -> Response {
+    json_reply(StatusCode::OK, &catalog::docs(&state.gateway.project))
+}
+
+async fn schema(State(state): State<AdminState>) -> Response {
+    json_reply(StatusCode::OK, &catalog::schema(&state.gateway.project))
 }
 
 /// `200` when the project's `ready:` policy holds, else `503`; each dataset's state either way.
@@ -91,16 +145,33 @@ async fn ready(State(state): State<AdminState>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     let keys = state.gateway.keys.state();
-    (
+    json_reply(
         code,
-        Json(json!({"ready": ready, "datasets": datasets, "keys": keys})),
+        &json!({"status": "ok", "ready": ready, "datasets": datasets, "keys": keys}),
     )
-        .into_response()
+}
+
+/// offloader's `{status, service, version, ready}`; with quiver's details beside them (per
+/// dataset, the cache, the pool, the keys) when no admin token is configured or it is sent.
+async fn status(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    let mut document = json!({
+        "status": "ok",
+        "service": catalog::SERVICE,
+        "version": env!("CARGO_PKG_VERSION"),
+        "ready": state.gateway.snapshots.is_ready(),
+    });
+    if token_sent(&state, &headers) != Some(false) {
+        if let (Some(document), Value::Object(details)) =
+            (document.as_object_mut(), details(&state.gateway))
+        {
+            document.extend(details);
+        }
+    }
+    json_reply(StatusCode::OK, &document)
 }
 
 /// The snapshots' own status (`ready`, `datasets`), with the cache, the pool and the keys.
-async fn status(State(state): State<AdminState>) -> Json<Value> {
-    let gateway = &state.gateway;
+pub(crate) fn details(gateway: &Gateway) -> Value {
     let cache = gateway.cache.stats();
     let mut status = gateway.snapshots.status();
     let extra = json!({
@@ -137,11 +208,14 @@ async fn status(State(state): State<AdminState>) -> Json<Value> {
     if let (Some(status), Value::Object(extra)) = (status.as_object_mut(), extra) {
         status.extend(extra);
     }
-    Json(status)
+    status
 }
 
-async fn openapi(State(state): State<AdminState>) -> Json<Value> {
-    Json(crate::openapi::document(&state.gateway.project))
+async fn openapi(State(state): State<AdminState>) -> Response {
+    json_reply(
+        StatusCode::OK,
+        &crate::openapi::document(&state.gateway.project),
+    )
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
@@ -180,38 +254,47 @@ fn scrape(gateway: &Gateway) -> Scrape {
     }
 }
 
-async fn refresh_all(State(state): State<AdminState>) -> Response {
-    refresh(state.gateway, None).await
+async fn refresh_all(
+    State(state): State<AdminState>,
+    Extension(RequestId(id)): Extension<RequestId>,
+) -> Response {
+    refresh(state.gateway, None, id).await
 }
 
-async fn refresh_one(State(state): State<AdminState>, Path(dataset): Path<String>) -> Response {
-    refresh(state.gateway, Some(dataset)).await
+async fn refresh_one(
+    State(state): State<AdminState>,
+    Extension(RequestId(id)): Extension<RequestId>,
+    Path(dataset): Path<String>,
+) -> Response {
+    refresh(state.gateway, Some(dataset), id).await
 }
 
 /// Runs a refresh to its end (materializes are bounded by their budgets) and answers its outcome
 /// per dataset.
-async fn refresh(gateway: Arc<Gateway>, dataset: Option<String>) -> Response {
+async fn refresh(gateway: Arc<Gateway>, dataset: Option<String>, request_id: String) -> Response {
     let outcome =
         tokio::task::spawn_blocking(move || gateway.snapshots.refresh(dataset.as_deref())).await;
     match outcome {
-        Ok(Ok(outcomes)) => Json(json!({ "refreshed": outcomes })).into_response(),
-        Ok(Err(error)) => snapshot_error(&error),
+        Ok(Ok(outcomes)) => json_reply(StatusCode::OK, &json!({ "refreshed": outcomes })),
+        Ok(Err(error)) => snapshot_error(&error, &request_id),
         Err(error) => {
-            let request_id = request_id::new_id();
             tracing::error!(request_id, error = %error, "refresh task failed");
             ApiError::internal().response(&request_id)
         }
     }
 }
 
-async fn rollback(State(state): State<AdminState>, Path(dataset): Path<String>) -> Response {
+async fn rollback(
+    State(state): State<AdminState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Path(dataset): Path<String>,
+) -> Response {
     let gateway = state.gateway.clone();
     let outcome = tokio::task::spawn_blocking(move || gateway.snapshots.rollback(&dataset)).await;
     match outcome {
-        Ok(Ok(rolled)) => Json(json!({ "rolled_back": rolled })).into_response(),
-        Ok(Err(error)) => snapshot_error(&error),
+        Ok(Ok(rolled)) => json_reply(StatusCode::OK, &json!({ "rolled_back": rolled })),
+        Ok(Err(error)) => snapshot_error(&error, &request_id),
         Err(error) => {
-            let request_id = request_id::new_id();
             tracing::error!(request_id, error = %error, "rollback task failed");
             ApiError::internal().response(&request_id)
         }
@@ -219,10 +302,10 @@ async fn rollback(State(state): State<AdminState>, Path(dataset): Path<String>) 
 }
 
 /// An unknown dataset is `404`; no previous snapshot, or one being refreshed, `409`.
-fn snapshot_error(error: &SnapshotError) -> Response {
+fn snapshot_error(error: &SnapshotError, request_id: &str) -> Response {
     let family = match error {
         SnapshotError::UnknownDataset(_) => Family::NotFound,
         SnapshotError::NoPrevious(_) | SnapshotError::Busy(_) => Family::Conflict,
     };
-    ApiError::new(family, error.to_string()).response(&request_id::new_id())
+    ApiError::new(family, error.to_string()).response(request_id)
 }

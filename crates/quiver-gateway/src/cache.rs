@@ -16,6 +16,7 @@ use moka::notification::RemovalCause;
 use sha2::{Digest, Sha256};
 
 use crate::representation::encoding::COMPRESS_BYTES_MIN;
+use crate::representation::splice::{self, HeadCrc};
 use crate::representation::{compress, Encoding, Format};
 
 /// What an entry costs besides its body: the key, the `CachedBody`, the `Arc`s and moka's own
@@ -65,8 +66,25 @@ impl BodyKey {
         BodyKey(hasher.finalize().into())
     }
 
-    /// The body's weak ETag, `W/"<hex>"`: weak because the bytes on the wire also depend on the
-    /// content coding, while the representation's meaning does not.
+    /// A public body's strong ETag in offloader's form, `"<20 hex>"`: strong, so it names the
+    /// content coding too (a body in another coding is other bytes).
+    pub fn strong_etag(&self, encoding: Encoding) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.0);
+        hasher.update(encoding.header_value().unwrap_or("identity").as_bytes());
+        let digest = hasher.finalize();
+        let mut etag = String::with_capacity(22);
+        etag.push('"');
+        for byte in &digest[..10] {
+            etag.push_str(&format!("{byte:02x}"));
+        }
+        etag.push('"');
+        etag
+    }
+
+    /// The body's weak ETag, `W/"<hex>"`, for keyed revalidation (`gateway:
+    /// keyed_revalidation`): weak because the bytes on the wire also depend on the content
+    /// coding, while the representation's meaning does not.
     pub fn etag(&self) -> String {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut etag = String::with_capacity(2 + 2 + 64 + 1);
@@ -92,6 +110,8 @@ pub struct CachedBody {
     pub row_count: u64,
     /// For formats without an envelope, a handler sends the next page's cursor in a header.
     pub next_cursor: Option<String>,
+    /// A gzip JSON head's checksum state, which its tail's continues (`representation::splice`).
+    pub head_crc: Option<HeadCrc>,
 }
 
 impl CachedBody {
@@ -109,6 +129,7 @@ impl CachedBody {
             encoding: Encoding::Identity,
             row_count,
             next_cursor,
+            head_crc: None,
         }
     }
 
@@ -266,18 +287,31 @@ impl ResponseCache {
 struct Shared<E>(Arc<E>);
 
 /// `identity` in `encoding`, compressed on a blocking thread; the identity body itself when it
-/// is too small to gain, or its format is compressed already.
+/// is too small to gain, or its format is compressed already. A JSON envelope's head is
+/// compressed so that its per-response tail can be joined to it (`representation::splice`); in a
+/// coding that does not join (brotli), it stays identity and each response is compressed whole.
 pub async fn compressed_copy(identity: Arc<CachedBody>, encoding: Encoding) -> Arc<CachedBody> {
     if identity.bytes.len() < COMPRESS_BYTES_MIN || !identity.format.compressible() {
         return identity;
     }
     let bytes = identity.bytes.clone();
-    let compressed = tokio::task::spawn_blocking(move || compress(encoding, &bytes))
-        .await
-        .expect("compression does not panic");
+    let envelope = identity.format == Format::Json;
+    let compressed = tokio::task::spawn_blocking(move || {
+        if envelope {
+            splice::compress_head(encoding, &bytes)
+        } else {
+            Some((compress(encoding, &bytes), None))
+        }
+    })
+    .await
+    .expect("compression does not panic");
+    let Some((compressed, head_crc)) = compressed else {
+        return identity;
+    };
     Arc::new(CachedBody {
         bytes: Bytes::from(compressed),
         encoding,
+        head_crc,
         ..(*identity).clone()
     })
 }

@@ -118,7 +118,7 @@ pub fn verify(key: &CursorKey, text: &str) -> Result<Cursor, ParamError> {
 /// The snapshot a request's cursor pins, if it has a valid one: serving compiles against that
 /// snapshot while it is the current or the kept previous one.
 pub fn pinned_snapshot(key: &CursorKey, query: &[(String, String)]) -> Option<String> {
-    let (_, text) = query.iter().find(|(name, _)| name == "cursor")?;
+    let (_, text) = query.iter().rev().find(|(name, _)| name == "cursor")?;
     verify(key, text).ok().map(|cursor| cursor.snapshot_id)
 }
 

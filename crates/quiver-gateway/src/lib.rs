@@ -17,6 +17,7 @@
 pub mod admin;
 pub mod backend;
 pub mod cache;
+pub mod catalog;
 pub mod compile;
 pub mod cursor;
 pub mod gateway;

@@ -74,6 +74,10 @@ struct ServeArgs {
     /// Exit when stdin closes (a parent's dead-man switch).
     #[arg(long)]
     watch_stdin: bool,
+    /// Browser origins the public port allows (CORS), comma-separated, or `*`; overrides the
+    /// project's `gateway: cors_origins` and the OFFLOADER_CORS_ORIGINS variable.
+    #[arg(long)]
+    cors_origins: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -119,6 +123,7 @@ fn run_serve(args: ServeArgs) -> ExitCode {
         admin_token_env: args.admin_token_env,
         state_dir: args.state_dir,
         watch_stdin: args.watch_stdin,
+        cors_origins: args.cors_origins,
     };
     match serve::run(options) {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,7 +34,16 @@ pub struct ServeOptions {
     pub admin_token_env: Option<String>,
     pub state_dir: Option<PathBuf>,
     pub watch_stdin: bool,
+    /// `--cors-origins`: wins over OFFLOADER_CORS_ORIGINS, which wins over the project's setting.
+    pub cors_origins: Option<String>,
 }
+
+/// The variable offloader reads its admin token from; honoured here unless --admin-token-env
+/// names another.
+pub const ADMIN_TOKEN_ENV: &str = "OFFLOADER_ADMIN_TOKEN";
+
+/// The variable offloader reads its CORS origins from; honoured here too.
+pub const CORS_ORIGINS_ENV: &str = "OFFLOADER_CORS_ORIGINS";
 
 /// Serves until asked to stop. `Err`: why it could not start.
 pub fn run(options: ServeOptions) -> Result<(), String> {
@@ -43,7 +52,10 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
             std::env::var(variable)
                 .map_err(|_| format!("--admin-token-env names {variable}, which is not set"))?,
         ),
-        None => None,
+        // offloader's variable, when no other is named.
+        None => std::env::var(ADMIN_TOKEN_ENV)
+            .ok()
+            .filter(|token| !token.is_empty()),
     };
     if !options.admin_listen.ip().is_loopback() && admin_token.is_none() {
         return Err(
@@ -63,12 +75,19 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         }
         None => None,
     };
-    let project = project::load(&options.project_dir).map_err(|diagnostics| {
+    let mut project = project::load(&options.project_dir).map_err(|diagnostics| {
         format!(
             "the project at {} does not load:\n{diagnostics}",
             options.project_dir.display()
         )
     })?;
+    let cors = options
+        .cors_origins
+        .clone()
+        .or_else(|| std::env::var(CORS_ORIGINS_ENV).ok());
+    if let Some(origins) = cors {
+        project.settings.cors = project::CorsOrigins::parse(&origins);
+    }
     let state_dir = options
         .state_dir
         .clone()

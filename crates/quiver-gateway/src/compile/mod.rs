@@ -33,14 +33,18 @@ use crate::cursor::{self, CursorKey};
 use crate::project::yaml::is_identifier;
 use crate::project::{ColumnType, Dataset, Endpoint, FilterOp};
 
-/// Query params every endpoint has; a project may not declare them.
-pub const RESERVED_PARAMS: [&str; 6] = ["limit", "offset", "columns", "sort", "cursor", "format"];
+/// Query params every endpoint has (offloader's three); a project may not declare them.
+pub const RESERVED_PARAMS: [&str; 3] = ["limit", "offset", "columns"];
+/// quiver's own query params: an endpoint has each unless it declares a param of the same name,
+/// which then wins (a project written for offloader may use these names).
+pub const EXTRA_PARAMS: [&str; 3] = ["sort", "cursor", "format"];
 /// At most this many `name=value` pairs in one query string.
 pub const MAX_QUERY_PAIRS: usize = 64;
 /// At most this many bytes in one value.
 pub const MAX_VALUE_BYTES: usize = 4096;
-/// `?offset=` at most this (deeper pages: use cursors, which cost nothing to skip).
-pub const MAX_OFFSET: u64 = 1_000_000;
+/// `?offset=` at most this, as offloader bounds it (by nothing but the integer's size); deep pages
+/// cost their skipped rows, which cursors do not.
+pub const MAX_OFFSET: u64 = i64::MAX as u64;
 
 /// A request's params are wrong: `422 invalid_param`. The message names the param and never
 /// repeats the caller's value.
@@ -175,40 +179,36 @@ pub fn compile(
     for (name, value) in query {
         if value.len() > MAX_VALUE_BYTES {
             return Err(ParamError::new(format!(
-                "param `{}` is longer than {MAX_VALUE_BYTES} bytes",
-                shown_name(name)
+                "param \"{}\" is longer than {MAX_VALUE_BYTES} bytes",
+                shown_name(name).unwrap_or("(not a valid name)")
             )));
         }
-        let known = RESERVED_PARAMS.contains(&name.as_str()) || endpoint.param(name).is_some();
+        let known = RESERVED_PARAMS.contains(&name.as_str())
+            || EXTRA_PARAMS.contains(&name.as_str())
+            || endpoint.param(name).is_some();
         if !known {
-            return Err(ParamError::new(format!(
-                "unknown param `{}`",
-                shown_name(name)
-            )));
+            return Err(ParamError::new(match shown_name(name) {
+                Some(name) => format!("unknown param \"{name}\""),
+                None => "unknown param".to_string(),
+            }));
         }
-        if sent.insert(name, value).is_some() {
-            return Err(ParamError::new(format!(
-                "param `{name}` is given more than once"
-            )));
-        }
+        // A name sent twice: the last value wins, as offloader reads a query string (a project
+        // may refuse it instead, before compile: `gateway: repeated_params: refuse`).
+        sent.insert(name, value);
     }
 
     // Combinations are checked on what the caller sent, before defaults; reserved params never count.
     if let Some(combinations) = &endpoint.combinations {
         let names: BTreeSet<String> = sent
             .keys()
-            .filter(|name| !RESERVED_PARAMS.contains(name))
+            .filter(|name| endpoint.param(name).is_some())
             .map(|name| name.to_string())
             .collect();
+        // The allowed combinations are not listed: they describe the data's shape.
         if !combinations.contains(&names) {
-            let allowed: Vec<String> = combinations
-                .iter()
-                .map(|set| format!("[{}]", set.iter().cloned().collect::<Vec<_>>().join(", ")))
-                .collect();
-            return Err(ParamError::new(format!(
-                "this combination of params is not allowed (allowed: {})",
-                allowed.join(" ")
-            )));
+            return Err(ParamError::new(
+                "params do not match an allowed combination",
+            ));
         }
     }
 
@@ -220,7 +220,7 @@ pub fn compile(
             (None, Some(default)) => default.as_str(),
             (None, None) if param.required => {
                 return Err(ParamError::new(format!(
-                    "param `{}` is required",
+                    "missing required param \"{}\"",
                     param.name
                 )));
             }
@@ -233,7 +233,7 @@ pub fn compile(
             .map(|f| f.op);
         let parse = |piece: &str| {
             parse_value(param, piece)
-                .map_err(|message| ParamError::new(format!("param `{}` {message}", param.name)))
+                .map_err(|message| ParamError::new(format!("param \"{}\" {message}", param.name)))
         };
         let value = match multi {
             Some(FilterOp::In) => {
@@ -278,11 +278,11 @@ pub fn compile(
         .map(|item| (item.output.clone(), item.output_type(dataset)))
         .collect();
     let columns = reserved_columns(endpoint, sent.get("columns").copied())?;
-    let limit = reserved_number(sent.get("limit").copied(), "limit", 1, endpoint.max_limit)?
+    let limit = reserved_limit(sent.get("limit").copied(), endpoint.max_limit)?
         .unwrap_or(endpoint.default_limit);
-    let offset =
-        reserved_number(sent.get("offset").copied(), "offset", 0, MAX_OFFSET)?.unwrap_or(0);
-    let sort = reserved_sort(endpoint, sent.get("sort").copied())?;
+    let offset = reserved_offset(sent.get("offset").copied())?.unwrap_or(0);
+    let extra = |name: &str| extra_param(endpoint, &sent, name);
+    let sort = reserved_sort(endpoint, extra("sort"))?;
     let order = total_order(&sort, &outputs);
 
     let tenant_value = match (&endpoint.tenant_column, tenant) {
@@ -314,7 +314,7 @@ pub fn compile(
             .as_bytes(),
     );
 
-    let after = match sent.get("cursor") {
+    let after = match extra("cursor") {
         None => None,
         Some(_) if sent.contains_key("offset") => {
             return Err(ParamError::new(
@@ -484,49 +484,78 @@ pub fn compile(
     })
 }
 
-/// A caller's param name fit to repeat in a message: only when it is a plain identifier.
-fn shown_name(name: &str) -> &str {
-    if is_identifier(name) {
-        name
-    } else {
-        "(not a valid name)"
-    }
+/// A caller's name (of a param or a column) fit to repeat in a message: only when it is
+/// identifier-shaped (offloader's `^[A-Za-z0-9_]{1,63}$`).
+fn shown_name(name: &str) -> Option<&str> {
+    let plain = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    plain.then_some(name)
 }
 
+/// One of quiver's own params, unless the endpoint declares a param of that name (which wins).
+pub fn extra_param<'a>(
+    endpoint: &Endpoint,
+    sent: &BTreeMap<&str, &'a str>,
+    name: &str,
+) -> Option<&'a str> {
+    if endpoint.param(name).is_some() {
+        return None;
+    }
+    sent.get(name).copied()
+}
+
+/// `?columns=a,b`: pieces trimmed, each in the allowlist, duplicates collapsed; the response
+/// keeps the endpoint's column order. The allowlist is never listed in an error.
 fn reserved_columns(endpoint: &Endpoint, raw: Option<&str>) -> Result<Vec<String>, ParamError> {
     let Some(raw) = raw else {
         return Ok(endpoint.columns.clone());
     };
-    let mut columns: Vec<String> = Vec::new();
-    for name in raw.split(',') {
-        if !endpoint.columns.iter().any(|allowed| allowed == name) {
-            return Err(ParamError::new(format!(
-                "param `columns` names a column that is not allowed (allowed: {})",
-                endpoint.columns.join(", ")
-            )));
+    let mut wanted: BTreeSet<&str> = BTreeSet::new();
+    for piece in raw.split(',').map(str::trim) {
+        if piece.is_empty() {
+            return Err(ParamError::new(
+                "columns must be a comma-separated list of columns",
+            ));
         }
-        if columns.iter().any(|column| column == name) {
-            return Err(ParamError::new("param `columns` lists a column twice"));
+        if !endpoint.columns.iter().any(|allowed| allowed == piece) {
+            return Err(ParamError::new(match shown_name(piece) {
+                Some(name) => format!("unknown column \"{name}\""),
+                None => "unknown column".to_string(),
+            }));
         }
-        columns.push(name.to_string());
+        wanted.insert(piece);
     }
-    Ok(columns)
+    Ok(endpoint
+        .columns
+        .iter()
+        .filter(|column| wanted.contains(column.as_str()))
+        .cloned()
+        .collect())
 }
 
-fn reserved_number(
-    raw: Option<&str>,
-    name: &str,
-    min: u64,
-    max: u64,
-) -> Result<Option<u64>, ParamError> {
+/// `?limit=`: a whole integer (a leading `+` allowed) within `1..=max_limit`.
+fn reserved_limit(raw: Option<&str>, max: u64) -> Result<Option<u64>, ParamError> {
     let Some(raw) = raw else {
         return Ok(None);
     };
-    match raw.parse::<u64>() {
-        Ok(value) if (min..=max).contains(&value) => Ok(Some(value)),
-        _ => Err(ParamError::new(format!(
-            "param `{name}` must be an integer within {min}..={max}"
-        ))),
+    match raw.parse::<i64>() {
+        Ok(value) if value > 0 && value as u64 > max => {
+            Err(ParamError::new(format!("limit exceeds max of {max}")))
+        }
+        Ok(value) if value > 0 => Ok(Some(value as u64)),
+        _ => Err(ParamError::new("limit must be a positive integer")),
+    }
+}
+
+/// `?offset=`: a whole integer, zero or more.
+fn reserved_offset(raw: Option<&str>) -> Result<Option<u64>, ParamError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.parse::<i64>() {
+        Ok(value) if value >= 0 && value as u64 <= MAX_OFFSET => Ok(Some(value as u64)),
+        _ => Err(ParamError::new("offset must be a non-negative integer")),
     }
 }
 

@@ -284,54 +284,42 @@ fn every_bad_request_is_a_422_naming_the_param_without_its_value() {
     };
     let secret = "SECRET<script>";
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
-        (with(&[("nope", secret)]), "unknown param `nope`"),
-        (
-            with(&[("<bad>", "1")]),
-            "unknown param `(not a valid name)`",
-        ),
+        (with(&[("nope", secret)]), "unknown param \"nope\""),
+        (with(&[("<bad>", "1")]), "unknown param"),
         (
             vec![("from", "2026-01-01")],
-            "this combination of params is not allowed",
+            "params do not match an allowed combination",
         ),
         (
             vec![("account_id", "a")],
-            "this combination of params is not allowed",
+            "params do not match an allowed combination",
         ),
         (
             vec![("from", secret), ("to", "2026-01-31")],
-            "param `from` must be a date YYYY-MM-DD",
+            "param \"from\" must be an ISO date (YYYY-MM-DD)",
         ),
         (
             vec![("from", "2026-02-30"), ("to", "2026-01-31")],
-            "param `from` must be a date",
+            "param \"from\" must be an ISO date",
         ),
         (
             with(&[("region", secret)]),
-            "param `region` must be one of eu, us",
+            "param \"region\" is not an allowed value",
         ),
         (
             with(&[("regions", "eu,us,ap")]),
             "param `regions` lists more than 2 values",
         ),
+        (with(&[("limit", "101")]), "limit exceeds max of 100"),
+        (with(&[("limit", "0")]), "limit must be a positive integer"),
         (
-            with(&[("limit", "101")]),
-            "param `limit` must be an integer within 1..=100",
+            with(&[("offset", "-1")]),
+            "offset must be a non-negative integer",
         ),
+        (with(&[("columns", secret)]), "unknown column"),
         (
-            with(&[("limit", "0")]),
-            "param `limit` must be an integer within 1..=100",
-        ),
-        (
-            with(&[("offset", "1000001")]),
-            "param `offset` must be an integer within 0..=1000000",
-        ),
-        (
-            with(&[("columns", secret)]),
-            "param `columns` names a column that is not allowed",
-        ),
-        (
-            with(&[("columns", "account_id,account_id")]),
-            "param `columns` lists a column twice",
+            with(&[("columns", "account_id,,account_id")]),
+            "columns must be a comma-separated list of columns",
         ),
         (
             with(&[("cursor", secret)]),
@@ -341,9 +329,10 @@ fn every_bad_request_is_a_422_naming_the_param_without_its_value() {
             with(&[("cursor", "x"), ("offset", "1")]),
             "params `cursor` and `offset` cannot be used together",
         ),
+        (with(&[("columns", "plan")]), "unknown column \"plan\""),
         (
-            vec![("from", "2026-01-01"), ("from", "2026-01-02"), ("to", "x")],
-            "param `from` is given more than once",
+            vec![("from", "x"), ("from", "2026-01-02"), ("to", "x")],
+            "param \"to\" must be an ISO date",
         ),
     ];
     for (query, expected) in cases {
@@ -353,13 +342,19 @@ fn every_bad_request_is_a_422_naming_the_param_without_its_value() {
             "{query:?}: `{message}` should start with `{expected}`"
         );
         assert!(!message.contains("SECRET"), "{message}");
+        for value in ["eu", "us", "account_id", "api_calls_total"] {
+            assert!(
+                !message.contains(value) || expected.contains(value),
+                "{message} reveals {value}"
+            );
+        }
     }
     assert!(error(&project, "usage_daily", &[("min_calls", "-1")])
-        .starts_with("param `min_calls` must be at least 0"));
+        .starts_with("param \"min_calls\" must be at least 0"));
     assert!(error(&project, "usage_daily", &[("min_calls", "1.5")])
-        .starts_with("param `min_calls` must be an integer"));
+        .starts_with("param \"min_calls\" must be an integer"));
     assert!(error(&project, "usage_daily", &[("no_region", "yes")])
-        .starts_with("param `no_region` must be true or false"));
+        .starts_with("param \"no_region\" must be true or false"));
     assert!(error(&project, "usage_daily", &[("days", "2026-01-01")])
         .starts_with("param `days` must be two values"));
     let long = "x".repeat(MAX_VALUE_BYTES + 1);
@@ -407,7 +402,7 @@ fn a_required_param_and_a_missing_tenant_are_refused() {
         &key(),
     )
     .unwrap_err();
-    assert_eq!(error.message, "param `to` is required");
+    assert_eq!(error.message, "missing required param \"to\"");
 }
 
 #[test]
@@ -565,4 +560,102 @@ fn finish_cuts_the_page_and_hides_order_keys() {
         last.next_cursor.is_none(),
         "no row beyond the page: no next page"
     );
+}
+
+#[test]
+fn a_repeated_param_takes_its_last_value() {
+    let project = project();
+    let twice = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "bad"),
+            ("from", "2026-01-02"),
+            ("to", "2026-01-31"),
+        ],
+    )
+    .unwrap();
+    let once = run(
+        &project,
+        "usage_summary",
+        &[("from", "2026-01-02"), ("to", "2026-01-31")],
+    )
+    .unwrap();
+    assert_eq!(twice.values, once.values);
+    assert_eq!(twice.canonical, once.canonical);
+}
+
+#[test]
+fn columns_are_trimmed_collapsed_and_kept_in_select_order() {
+    let project = project();
+    let compiled = run(
+        &project,
+        "usage_summary",
+        &[
+            ("from", "2026-01-01"),
+            ("to", "2026-01-31"),
+            ("columns", "storage_gb_avg, account_id,storage_gb_avg"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(compiled.columns, ["account_id", "storage_gb_avg"]);
+}
+
+#[test]
+fn a_plus_sent_unescaped_still_finds_its_alias_and_enum_member() {
+    let mut project = project();
+    let endpoint = project
+        .endpoints
+        .iter_mut()
+        .find(|endpoint| endpoint.name == "usage_summary")
+        .unwrap();
+    let region = endpoint
+        .params
+        .iter_mut()
+        .find(|param| param.name == "region")
+        .unwrap();
+    region.allowed.push("13+".into());
+    region.aliases.insert("EMERALD+".into(), "eu".into());
+    let base = [("from", "2026-01-01"), ("to", "2026-01-31")];
+    for (sent, bound) in [("13 ", "13+"), ("EMERALD ", "eu"), ("europe", "eu")] {
+        let query: Vec<(&str, &str)> = base.iter().copied().chain([("region", sent)]).collect();
+        let compiled = run(&project, "usage_summary", &query).unwrap();
+        assert!(
+            compiled.values.contains(&Value::Str(bound.into())),
+            "{sent:?} binds {bound:?}: {:?}",
+            compiled.values
+        );
+    }
+    let query: Vec<(&str, &str)> = base.iter().copied().chain([("region", "14 ")]).collect();
+    assert_eq!(
+        error(&project, "usage_summary", &query),
+        "param \"region\" is not an allowed value"
+    );
+}
+
+#[test]
+fn a_declared_sort_or_cursor_param_is_the_endpoints_own() {
+    let mut project = project();
+    let endpoint = project
+        .endpoints
+        .iter_mut()
+        .find(|endpoint| endpoint.name == "usage_daily")
+        .unwrap();
+    let mut sort = endpoint.param("account_prefix").unwrap().clone();
+    sort.name = "sort".into();
+    let mut cursor = sort.clone();
+    cursor.name = "cursor".into();
+    endpoint.params.push(sort);
+    endpoint.params.push(cursor);
+    // Neither is read as quiver's: not a sort of the output, not a signed cursor.
+    let compiled = run(
+        &project,
+        "usage_daily",
+        &[("sort", "not a column"), ("cursor", "not a cursor")],
+    )
+    .unwrap();
+    assert!(compiled
+        .order
+        .iter()
+        .all(|key| key.output != "not a column"));
 }

@@ -15,10 +15,23 @@ pub struct Parsed {
     pub canonical: String,
 }
 
+/// A value ending in spaces as it was probably sent: a query string's literal `+` decodes to a
+/// space, so `EMERALD+` arrives as `EMERALD `. offloader retries aliases and enum members with it.
+fn plus_restored(raw: &str) -> Option<String> {
+    raw.ends_with(' ')
+        .then(|| format!("{}+", raw.trim_end_matches(' ')))
+}
+
 /// Checks one value of `param` (after its aliases); the error says what was expected, never the
 /// value itself.
 pub fn parse_value(param: &Param, raw: &str) -> Result<Parsed, String> {
-    let raw = param.aliases.get(raw).map_or(raw, String::as_str);
+    let restored = plus_restored(raw);
+    let aliased = param.aliases.get(raw).or_else(|| {
+        restored
+            .as_ref()
+            .and_then(|restored| param.aliases.get(restored))
+    });
+    let raw = aliased.map_or(raw, String::as_str);
     let text = |value: Value, canonical: String, cast| Parsed {
         value,
         cast,
@@ -27,15 +40,12 @@ pub fn parse_value(param: &Param, raw: &str) -> Result<Parsed, String> {
     match param.param_type {
         ParamType::String => Ok(text(Value::Str(raw.to_string()), raw.to_string(), None)),
         ParamType::Enum => {
-            if param.allowed.iter().any(|allowed| allowed == raw) {
-                Ok(text(Value::Str(raw.to_string()), raw.to_string(), None))
-            } else {
-                let mut shown: Vec<&str> =
-                    param.allowed.iter().take(20).map(String::as_str).collect();
-                if param.allowed.len() > shown.len() {
-                    shown.push("…");
-                }
-                Err(format!("must be one of {}", shown.join(", ")))
+            let member = |value: &str| param.allowed.iter().find(|allowed| *allowed == value);
+            let found = member(raw).or_else(|| plus_restored(raw).and_then(|r| member(&r)));
+            match found {
+                Some(value) => Ok(text(Value::Str(value.clone()), value.clone(), None)),
+                // Neither the value nor the members are shown: the members describe the data.
+                None => Err("is not an allowed value".to_string()),
             }
         }
         ParamType::Integer => {
@@ -47,7 +57,7 @@ pub fn parse_value(param: &Param, raw: &str) -> Result<Parsed, String> {
             }
             if let Some(max) = param.max {
                 if value > max {
-                    return Err(format!("must be at most {max}"));
+                    return Err(format!("exceeds max of {max}"));
                 }
             }
             Ok(text(Value::I64(value), value.to_string(), None))
@@ -74,7 +84,7 @@ pub fn parse_value(param: &Param, raw: &str) -> Result<Parsed, String> {
                     Some("DATE"),
                 ))
             } else {
-                Err("must be a date YYYY-MM-DD".into())
+                Err("must be an ISO date (YYYY-MM-DD)".into())
             }
         }
         ParamType::Timestamp => match chrono::DateTime::parse_from_rfc3339(raw) {

@@ -1,4 +1,5 @@
-//! The public port's router: `GET|HEAD /v1/endpoints/{name}`, everything else a `404` envelope.
+//! The public port's router: `GET|HEAD /v1/endpoints/{name}` and `/healthz`, everything else a
+//! `404` envelope.
 //! One middleware wraps every request: its id, the URI and header limits, and once answered, one
 //! JSON log line and the request metrics.
 
@@ -6,17 +7,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Router};
 
 use crate::gateway::Gateway;
 use crate::metrics::UNKNOWN_ENDPOINT;
+use crate::representation::{self, Format};
 
+use super::cors;
 use super::endpoint::{self, KeyId};
-use super::errors::{ApiError, Family};
+use super::errors::{ApiError, Family, JSON_CONTENT_TYPE};
 use super::limits;
 use super::request_id::{self, RequestId};
 
@@ -29,9 +32,37 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             "/v1/endpoints/{name}",
             get(endpoint::handle).fallback(method_not_allowed),
         )
+        .route("/healthz", get(healthz))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(gateway.clone(), cors::layer))
         .layer(middleware::from_fn_with_state(gateway.clone(), around))
         .with_state(gateway)
+}
+
+/// offloader's liveness probe on the public port: `200 {"status":"ok"}` whatever the snapshots'
+/// state, to any caller that accepts JSON.
+async fn healthz(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    headers: HeaderMap,
+) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
+    if representation::negotiate(accept, None) != Ok(Format::Json) {
+        return ApiError::new(Family::NotAcceptable, "/healthz answers JSON only")
+            .response(&request_id);
+    }
+    let mut response = (StatusCode::OK, r#"{"status":"ok"}"#).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(JSON_CONTENT_TYPE),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=0, private, must-revalidate"),
+    );
+    response
 }
 
 async fn not_found(request: Request) -> Response {
@@ -83,9 +114,7 @@ async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next:
             next.run(request).await
         }
     };
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
+    request_id::stamp(response.headers_mut(), &request_id);
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     gateway

@@ -6,17 +6,19 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use crate::cache::{BodyKey, KeyParts};
+use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
 use crate::cursor;
 use crate::gateway::Gateway;
-use crate::project::{AuthMode, CachePolicy, Endpoint, Key, ServingMode};
-use crate::representation::{self, BodyMeta, Freshness};
+use crate::project::{AuthMode, CachePolicy, Endpoint, Key, RepeatedParams, ServingMode};
+use crate::representation::encoding::COMPRESS_BYTES_MIN;
+use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
 use crate::snapshot::Snapshot;
 
 use super::auth::{bearer_token, Refusal};
@@ -26,6 +28,9 @@ use super::limits;
 use super::query;
 use super::request_id::RequestId;
 use super::timing::Timings;
+
+/// What a call of an endpoint whose dataset has no snapshot yet is told.
+pub const NOT_READY_MESSAGE: &str = "snapshot is not ready";
 
 /// Seconds a caller is asked to wait before retrying a dataset that is not ready.
 const NOT_READY_RETRY_SECONDS: u64 = 5;
@@ -96,11 +101,18 @@ async fn respond(
     }
     timings.mark("auth");
 
-    let pairs = limits::query_pairs(raw_query)?;
-    let format_param = pairs
-        .iter()
-        .find(|(name, _)| name == "format")
-        .map(|(_, value)| value.as_str());
+    let refuse_repeats = gateway.project.settings.repeated_params == RepeatedParams::Refuse;
+    let pairs = limits::query_pairs(raw_query, refuse_repeats)?;
+    // `?format=` is quiver's unless the endpoint declares a `format` param (then only `Accept`
+    // chooses the format); the last one sent wins.
+    let format_param = match endpoint.param("format") {
+        Some(_) => None,
+        None => pairs
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "format")
+            .map(|(_, value)| value.as_str()),
+    };
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|value| value.to_str().ok());
@@ -146,44 +158,85 @@ async fn respond(
         snapshot_id: &snapshot.snapshot_id,
         format,
     });
-    let etag = body_key.etag();
-    let facts = Facts::new(gateway, endpoint, &snapshot, &etag);
+    let policy = HttpCaching::of(gateway, endpoint);
+    let etag = match policy {
+        HttpCaching::Keyed { revalidate: false } => None,
+        HttpCaching::Keyed { revalidate: true } => Some(body_key.etag()),
+        HttpCaching::Public { .. } => Some(body_key.strong_etag(encoding)),
+    };
+    let facts = Facts::new(endpoint, &snapshot, etag, policy);
     let if_none_match = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|value| value.to_str().ok());
-    if if_none_match.is_some_and(|tags| etag::none_match_hits(tags, &etag)) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        facts.write(response.headers_mut(), "revalidated", &timings);
-        return Ok(response);
+    if let (Some(tags), Some(etag)) = (if_none_match, facts.etag.as_deref()) {
+        if etag::none_match_hits(tags, etag) {
+            let mut response = StatusCode::NOT_MODIFIED.into_response();
+            facts.write(response.headers_mut(), "revalidated", &timings);
+            return Ok(response);
+        }
     }
 
     let meta = body_meta(endpoint, &snapshot);
+    // A JSON head in brotli cannot take its tail (representation::splice): its identity head is
+    // cached and each response compressed whole.
+    let cached_encoding = match (format, encoding) {
+        (Format::Json, Encoding::Br) => Encoding::Identity,
+        _ => encoding,
+    };
     let (body, cache_state) = match endpoint.cache {
         CachePolicy::Snapshot => {
-            let load = query::answer(gateway, endpoint, compiled, format, meta, request_id);
+            let load = query::answer(
+                gateway,
+                endpoint,
+                compiled,
+                format,
+                meta.clone(),
+                request_id,
+            );
             let (body, hit) = gateway
                 .cache
-                .get_or_load(body_key, encoding, load)
+                .get_or_load(body_key, cached_encoding, load)
                 .await
                 .map_err(|error: Arc<ApiError>| (*error).clone())?;
             gateway.metrics.record_cache(hit);
             (body, if hit { "hit" } else { "miss" })
         }
         CachePolicy::None => {
-            let identity =
-                query::answer(gateway, endpoint, compiled, format, meta, request_id).await?;
-            (query::compressed(identity, encoding).await, "off")
+            let identity = query::answer(
+                gateway,
+                endpoint,
+                compiled,
+                format,
+                meta.clone(),
+                request_id,
+            )
+            .await?;
+            let body = match format {
+                Format::Json => Arc::new(identity),
+                _ => query::compressed(identity, encoding).await,
+            };
+            (body, "off")
         }
+    };
+    let (bytes, coding) = match format {
+        Format::Json => {
+            let facts = facts.request_facts(request_id, cache_state);
+            let mut meta = meta;
+            meta.next_cursor = body.next_cursor.clone();
+            let tail = representation::envelope_tail(&meta, &facts, body.row_count);
+            joined(body.clone(), tail, encoding).await
+        }
+        _ => (body.bytes.clone(), body.encoding),
     };
     timings.mark("body");
 
-    let mut response = (StatusCode::OK, body.bytes.clone()).into_response();
+    let mut response = (StatusCode::OK, bytes).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(body.content_type),
     );
-    if let Some(coding) = body.encoding.header_value() {
+    if let Some(coding) = coding.header_value() {
         headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
     }
     if let Some(next) = body.next_cursor.as_deref() {
@@ -193,6 +246,27 @@ async fn respond(
     }
     facts.write(headers, cache_state, &timings);
     Ok(response)
+}
+
+/// A JSON body: its head and this response's tail, in the caller's coding. Compressing a whole
+/// body (an uncached one, or brotli) runs on a blocking thread; joining a compressed head to its
+/// small tail does not need one.
+async fn joined(body: Arc<CachedBody>, tail: Vec<u8>, wanted: Encoding) -> (Bytes, Encoding) {
+    let whole = body.encoding == Encoding::Identity
+        && wanted != Encoding::Identity
+        && body.bytes.len() + tail.len() >= COMPRESS_BYTES_MIN;
+    let join = move || {
+        let (bytes, coding) =
+            splice::join(&body.bytes, body.encoding, body.head_crc, &tail, wanted);
+        (Bytes::from(bytes), coding)
+    };
+    if whole {
+        tokio::task::spawn_blocking(join)
+            .await
+            .expect("compression does not panic")
+    } else {
+        join()
+    }
 }
 
 fn authenticate(gateway: &Gateway, headers: &HeaderMap) -> Result<Option<Key>, ApiError> {
@@ -241,16 +315,16 @@ fn snapshot_for(
     endpoint: &Endpoint,
     pairs: &[(String, String)],
 ) -> Result<Arc<Snapshot>, ApiError> {
-    let pinned = cursor::pinned_snapshot(&gateway.cursor_key, pairs)
-        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id));
+    let pinned = match endpoint.param("cursor") {
+        Some(_) => None,
+        None => cursor::pinned_snapshot(&gateway.cursor_key, pairs),
+    };
     pinned
+        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id))
         .or_else(|| gateway.snapshots.current(&endpoint.dataset))
+        // offloader's words; the dataset is not named (it is the project's, not the caller's).
         .ok_or_else(|| {
-            ApiError::new(
-                Family::NotReady,
-                format!("dataset '{}' has no snapshot yet", endpoint.dataset),
-            )
-            .retry_after(NOT_READY_RETRY_SECONDS)
+            ApiError::new(Family::NotReady, NOT_READY_MESSAGE).retry_after(NOT_READY_RETRY_SECONDS)
         })
 }
 
@@ -270,37 +344,99 @@ fn body_meta(endpoint: &Endpoint, snapshot: &Snapshot) -> BodyMeta {
     }
 }
 
-/// The per-request facts a response carries in headers (never in the body, which is cached).
+/// How HTTP caches may keep a response, as offloader decides it: a keyed response (the project
+/// requires keys) is `private, no-store` with no ETag (quiver's revalidation is opt-in); a
+/// public one is `public` for the endpoint's staleness bound (at most an hour, else a minute),
+/// with a strong ETag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HttpCaching {
+    Keyed { revalidate: bool },
+    Public { max_age_seconds: u64 },
+}
+
+/// A public response's lifetime without a staleness bound, and its cap with one.
+const PUBLIC_MAX_AGE_DEFAULT_SECONDS: u64 = 60;
+const PUBLIC_MAX_AGE_CAP_SECONDS: u64 = 3600;
+
+impl HttpCaching {
+    fn of(gateway: &Gateway, endpoint: &Endpoint) -> HttpCaching {
+        match gateway.project.settings.auth {
+            AuthMode::Required => HttpCaching::Keyed {
+                revalidate: gateway.project.settings.keyed_revalidation,
+            },
+            AuthMode::None => HttpCaching::Public {
+                max_age_seconds: endpoint
+                    .max_staleness
+                    .map(|staleness| staleness.as_secs())
+                    .filter(|seconds| *seconds > 0)
+                    .map_or(PUBLIC_MAX_AGE_DEFAULT_SECONDS, |seconds| {
+                        seconds.min(PUBLIC_MAX_AGE_CAP_SECONDS)
+                    }),
+            },
+        }
+    }
+
+    fn cache_control(self) -> String {
+        match self {
+            HttpCaching::Keyed { revalidate: false } => "private, no-store".into(),
+            HttpCaching::Keyed { revalidate: true } => "private, no-cache".into(),
+            HttpCaching::Public { max_age_seconds } => {
+                format!("public, max-age={max_age_seconds}, stale-while-revalidate=60")
+            }
+        }
+    }
+
+    fn vary(self) -> &'static str {
+        match self {
+            HttpCaching::Keyed { .. } => "Accept, Accept-Encoding, Authorization",
+            HttpCaching::Public { .. } => "Accept, Accept-Encoding",
+        }
+    }
+}
+
+/// The per-request facts a response carries in headers, and a JSON body in its `meta` too.
 struct Facts {
-    etag: String,
-    cache_control: &'static str,
+    etag: Option<String>,
+    caching: HttpCaching,
     snapshot_id: String,
-    freshness_age_seconds: Option<u64>,
+    /// Whole seconds since the watermark; negative for a watermark in the future.
+    age_seconds: Option<i64>,
     stale: bool,
 }
 
 impl Facts {
-    fn new(gateway: &Gateway, endpoint: &Endpoint, snapshot: &Snapshot, etag: &str) -> Facts {
+    fn new(
+        endpoint: &Endpoint,
+        snapshot: &Snapshot,
+        etag: Option<String>,
+        caching: HttpCaching,
+    ) -> Facts {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_secs() as i64);
-        let age = snapshot
-            .watermark_unix
-            .map(|watermark| (now - watermark).max(0) as u64);
+        let age = snapshot.watermark_unix.map(|watermark| now - watermark);
         let stale = match (age, endpoint.max_staleness) {
-            (Some(age), Some(max)) => age > max.as_secs(),
+            (Some(age), Some(max)) => age > max.as_secs() as i64,
             _ => false,
         };
-        let cache_control = match gateway.project.settings.auth {
-            AuthMode::Required => "private, no-cache",
-            AuthMode::None => "public, max-age=0, must-revalidate",
-        };
         Facts {
-            etag: etag.to_owned(),
-            cache_control,
+            etag,
+            caching,
             snapshot_id: snapshot.snapshot_id.clone(),
-            freshness_age_seconds: age,
+            age_seconds: age,
             stale,
+        }
+    }
+
+    fn request_facts<'a>(&self, request_id: &'a str, cache: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            request_id,
+            generated_at: chrono::Utc::now()
+                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string(),
+            cache,
+            age_seconds: self.age_seconds,
+            stale: self.stale,
         }
     }
 
@@ -310,13 +446,15 @@ impl Facts {
                 headers.insert(name, value);
             }
         };
-        put("etag", &self.etag);
-        put("cache-control", self.cache_control);
-        put("vary", "Accept, Accept-Encoding, Authorization");
+        if let Some(etag) = &self.etag {
+            put("etag", etag);
+        }
+        put("cache-control", &self.caching.cache_control());
+        put("vary", self.caching.vary());
         put("x-cache", cache_state);
         put("x-snapshot-id", &self.snapshot_id);
-        if let Some(age) = self.freshness_age_seconds {
-            put("x-freshness-age", &age.to_string());
+        if let Some(age) = self.age_seconds {
+            put("x-freshness-age", &age.max(0).to_string());
         }
         put("x-stale", if self.stale { "true" } else { "false" });
         put("server-timing", &timings.header());

@@ -76,6 +76,9 @@ pub struct ApiError {
     pub retry_after_seconds: Option<u64>,
 }
 
+/// Every JSON body's content type, as offloader sends it.
+pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
+
 /// The one message of `not_found`: a missing endpoint and one the key is not granted read the same.
 pub const NOT_FOUND_MESSAGE: &str = "no such endpoint";
 
@@ -122,12 +125,14 @@ impl ApiError {
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+            HeaderValue::from_static(JSON_CONTENT_TYPE),
         );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        if let Ok(value) = HeaderValue::from_str(request_id) {
-            headers.insert("x-request-id", value);
-        }
+        // offloader's (Plug's default): never stored by a shared cache, revalidated by a private one.
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("max-age=0, private, must-revalidate"),
+        );
+        super::request_id::stamp(headers, request_id);
         if let Some(seconds) = self.retry_after_seconds {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }

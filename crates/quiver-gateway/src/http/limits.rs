@@ -41,8 +41,12 @@ pub fn check_headers(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// The query string's pairs, decoded, in order; bounded in count and value length. A name given
-/// twice is refused: which one would win is not a caller's guess to make.
-pub fn query_pairs(raw_query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+/// twice is refused when `refuse_repeats` (the project's `repeated_params: refuse`); otherwise
+/// every pair is kept and compile reads the last value of a name.
+pub fn query_pairs(
+    raw_query: Option<&str>,
+    refuse_repeats: bool,
+) -> Result<Vec<(String, String)>, ApiError> {
     let raw = raw_query.unwrap_or("");
     if raw.split('&').filter(|pair| !pair.is_empty()).count() > QUERY_PAIRS_MAX {
         return Err(ApiError::new(
@@ -61,7 +65,7 @@ pub fn query_pairs(raw_query: Option<&str>) -> Result<Vec<(String, String)>, Api
                 ),
             ));
         }
-        if pairs[..index].iter().any(|(earlier, _)| earlier == name) {
+        if refuse_repeats && pairs[..index].iter().any(|(earlier, _)| earlier == name) {
             return Err(ApiError::new(
                 Family::InvalidParam,
                 format!("param '{}' is given more than once", printable(name)),
@@ -101,7 +105,7 @@ mod tests {
 
     #[test]
     fn pairs_decode_and_are_bounded() {
-        let pairs = query_pairs(Some("a=1&b=x%20y&c=")).unwrap();
+        let pairs = query_pairs(Some("a=1&b=x%20y&c="), true).unwrap();
         assert_eq!(
             pairs,
             vec![
@@ -110,17 +114,18 @@ mod tests {
                 ("c".into(), "".into())
             ]
         );
-        assert!(query_pairs(None).unwrap().is_empty());
+        assert!(query_pairs(None, true).unwrap().is_empty());
         let many: Vec<String> = (0..=QUERY_PAIRS_MAX).map(|i| format!("p{i}=1")).collect();
-        let error = query_pairs(Some(&many.join("&"))).unwrap_err();
+        let error = query_pairs(Some(&many.join("&")), false).unwrap_err();
         assert_eq!(error.family, Family::InvalidParam);
         let long = format!("a={}", "x".repeat(PARAM_VALUE_BYTES_MAX + 1));
-        assert!(query_pairs(Some(&long))
+        assert!(query_pairs(Some(&long), false)
             .unwrap_err()
             .message
             .contains("'a'"));
-        let twice = query_pairs(Some("a=1&a=2")).unwrap_err();
+        let twice = query_pairs(Some("a=1&a=2"), true).unwrap_err();
         assert!(twice.message.contains("more than once"));
+        assert_eq!(query_pairs(Some("a=1&a=2"), false).unwrap().len(), 2);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod connections;
+pub mod cors;
 pub mod endpoint;
 pub mod errors;
 pub mod etag;

@@ -60,8 +60,9 @@ fn replacement(head: &[u8]) -> Option<Vec<u8>> {
     let body = ApiError::new(family, message).body(&request_id);
     Some(
         format!(
-            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n\
-             x-request-id: {request_id}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            "HTTP/1.1 {status}\r\ncontent-type: application/json; charset=utf-8\r\n\
+             cache-control: max-age=0, private, must-revalidate\r\nx-request-id: {request_id}\r\n\
+             x-content-type-options: nosniff\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
         )
         .into_bytes(),

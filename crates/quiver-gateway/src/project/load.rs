@@ -9,8 +9,8 @@ use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
-    AuthMode, Column, ColumnType, ConnectionSettings, Dataset, Project, ReadyPolicy, Settings,
-    SnapshotSource, ALL_UNCHECKED,
+    AuthMode, Column, ColumnType, ConnectionSettings, CorsOrigins, Dataset, Project, ReadyPolicy,
+    RepeatedParams, Settings, SnapshotSource, ALL_UNCHECKED,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -293,6 +293,9 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             data_roots: vec![dir.to_path_buf()],
+            repeated_params: RepeatedParams::Last,
+            cors: CorsOrigins::Off,
+            keyed_revalidation: false,
             connections: ConnectionSettings {
                 max: DEFAULT_CONNECTIONS_MAX,
                 admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
@@ -378,6 +381,9 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "request_timeout_ms",
             "connections",
             "data_roots",
+            "repeated_params",
+            "cors_origins",
+            "keyed_revalidation",
         ],
         &[],
     ) else {
@@ -466,6 +472,39 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     }
     if let Some(node) = fields.get("connections") {
         read_connections(reader, node, &mut settings.connections);
+    }
+    if let Some(node) = fields.get("cors_origins") {
+        let text = match &node.value {
+            Value::Seq(items) => items
+                .iter()
+                .map(|item| reader.string(item, "a `cors_origins` entry"))
+                .collect::<Option<Vec<String>>>()
+                .map(|origins| origins.join(",")),
+            _ => reader.string(node, "`cors_origins`"),
+        };
+        if let Some(text) = text {
+            settings.cors = CorsOrigins::parse(&text);
+        }
+    }
+    if let Some(value) = fields
+        .get("keyed_revalidation")
+        .and_then(|node| reader.boolean(node, "`keyed_revalidation`"))
+    {
+        settings.keyed_revalidation = value;
+    }
+    if let Some(node) = fields.get("repeated_params") {
+        match reader.string(node, "`repeated_params`").as_deref() {
+            Some("last") => settings.repeated_params = RepeatedParams::Last,
+            Some("refuse") => settings.repeated_params = RepeatedParams::Refuse,
+            Some(other) => reader.error(
+                node.line,
+                format!(
+                    "`repeated_params` must be `last` or `refuse`, not `{}`",
+                    super::yaml::printable(other)
+                ),
+            ),
+            None => {}
+        }
     }
     if let Some(roots) = fields
         .get("data_roots")

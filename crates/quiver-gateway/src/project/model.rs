@@ -57,6 +57,50 @@ pub struct Settings {
     /// quiver: the directories local manifests and their parts must resolve inside (symlinks
     /// followed); the project directory unless `data_roots` says otherwise.
     pub data_roots: Vec<PathBuf>,
+    /// quiver: what a query string naming a param twice means (offloader: the last value wins).
+    pub repeated_params: RepeatedParams,
+    /// Which browser origins the public port allows (offloader's `OFFLOADER_CORS_ORIGINS`).
+    pub cors: CorsOrigins,
+    /// quiver: keyed responses carry an ETag and answer `If-None-Match` with `304` (offloader's
+    /// are `no-store` with no ETag, the default).
+    pub keyed_revalidation: bool,
+}
+
+/// The origins CORS allows, read as offloader reads `OFFLOADER_CORS_ORIGINS`: comma-separated,
+/// each trimmed, empty pieces dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// No CORS headers; a preflight is routed like any request.
+    Off,
+    /// Exactly `*`: any origin, without credentials.
+    Any,
+    /// These origins (exact, case-sensitive), with credentials; `*` among others is literal.
+    Listed(Vec<String>),
+}
+
+impl CorsOrigins {
+    pub fn parse(text: &str) -> CorsOrigins {
+        let origins: Vec<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|origin| !origin.is_empty())
+            .map(str::to_string)
+            .collect();
+        match origins.as_slice() {
+            [] => CorsOrigins::Off,
+            [only] if only == "*" => CorsOrigins::Any,
+            _ => CorsOrigins::Listed(origins),
+        }
+    }
+}
+
+/// A query string that names a param more than once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepeatedParams {
+    /// The last value wins, silently (offloader's reading, and the default).
+    Last,
+    /// `422 invalid_param`: which value was meant is not the gateway's guess to make.
+    Refuse,
 }
 
 /// quiver: how many connections the ports hold, and how long a request head may take.

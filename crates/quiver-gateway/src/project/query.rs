@@ -350,6 +350,22 @@ pub(super) fn read_filters(
     complete.then_some(filters)
 }
 
+/// A filter op's name in a project file (the inverse of [`parse_filter_op`]).
+pub fn filter_op_name(op: FilterOp) -> &'static str {
+    match op {
+        FilterOp::Eq => "eq",
+        FilterOp::Ne => "ne",
+        FilterOp::Lt => "lt",
+        FilterOp::Lte => "lte",
+        FilterOp::Gt => "gt",
+        FilterOp::Gte => "gte",
+        FilterOp::In => "in",
+        FilterOp::Between => "between",
+        FilterOp::Prefix => "prefix",
+        FilterOp::IsNull => "is_null",
+    }
+}
+
 pub fn parse_filter_op(text: &str) -> Option<FilterOp> {
     Some(match text {
         "eq" => FilterOp::Eq,

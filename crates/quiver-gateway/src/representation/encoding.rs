@@ -35,13 +35,13 @@ pub const COMPRESS_BYTES_MIN: usize = 512;
 //   br 1: 280-320 MB/s, 6.2-8.7x      br 4: 100 MB/s, 7.6-12x           br 5: 60-75 MB/s, 8.9-21.5x
 //   br 6: 26-46 MB/s, no denser       br 9: 2-14 MB/s                   br 11: under 1 MB/s
 /// zstd level 1: the fastest, and on these bodies as dense as level 3.
-const ZSTD_LEVEL: i32 = 1;
+pub(crate) const ZSTD_LEVEL: i32 = 1;
 /// brotli quality 5: up to twice quality 4's ratio for 1.7 times its time; 6 and above cost far
 /// more for almost nothing. A caller accepting zstd gets zstd, so brotli serves the rest.
 const BROTLI_QUALITY: u32 = 5;
 const BROTLI_WINDOW_LOG: u32 = 22;
 /// gzip level 5: level 6's ratio at up to twice its speed.
-const GZIP_LEVEL: u32 = 5;
+pub(crate) const GZIP_LEVEL: u32 = 5;
 
 impl Encoding {
     /// The `Content-Encoding` value; `None` for identity (the header is left out).

@@ -36,7 +36,7 @@ impl Format {
     /// The `Content-Type` of a body of this format.
     pub fn content_type(self) -> &'static str {
         match self {
-            Format::Json => "application/json",
+            Format::Json => "application/json; charset=utf-8",
             Format::Ndjson => "application/x-ndjson",
             Format::Csv => "text/csv; charset=utf-8",
             Format::ArrowStream => "application/vnd.apache.arrow.stream",

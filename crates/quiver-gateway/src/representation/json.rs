@@ -20,7 +20,7 @@ use arrow_json::WriterBuilder;
 use arrow_schema::{ArrowError, DataType, Field, FieldRef, Schema, TimeUnit};
 use serde::Serialize;
 
-use super::BodyMeta;
+use super::{BodyMeta, RequestFacts};
 
 pub(crate) const DATE_FORMAT: &str = "%Y-%m-%d";
 /// DuckDB's TIMESTAMP has no zone; the gateway serves it as UTC. A zoned column is relabelled UTC
@@ -46,7 +46,7 @@ fn encoder_options() -> EncoderOptions {
         .with_timestamp_tz_format(TIMESTAMP_TZ_FORMAT.to_string())
 }
 
-/// The envelope's `meta`, in the order design.md gives.
+/// The cacheable part of `meta`, in offloader's order: the Arrow and Parquet bodies' metadata.
 #[derive(Serialize)]
 struct MetaObject<'a> {
     endpoint: &'a str,
@@ -65,7 +65,8 @@ struct FreshnessObject<'a> {
     max_staleness_minutes: Option<u64>,
 }
 
-/// `meta` as a JSON object: the envelope's, and the metadata of the Arrow and Parquet bodies.
+/// `meta` as a JSON object without the per-request facts: the metadata of the Arrow and Parquet
+/// bodies (whose bytes are cached whole; their request's facts travel in headers).
 pub(crate) fn meta_object(meta: &BodyMeta, row_count: u64, out: &mut Vec<u8>) {
     let object = MetaObject {
         endpoint: &meta.endpoint,
@@ -82,8 +83,33 @@ pub(crate) fn meta_object(meta: &BodyMeta, row_count: u64, out: &mut Vec<u8>) {
     serde_json::to_writer(out, &object).expect("strings and integers always serialize");
 }
 
-/// The JSON body: `{"data":[rows],"meta":{…}}`.
-pub(crate) fn envelope(batches: &[RecordBatch], meta: &BodyMeta) -> Result<Vec<u8>, ArrowError> {
+/// The JSON envelope's `meta`, every field offloader's clients read, in offloader's order.
+#[derive(Serialize)]
+struct EnvelopeMeta<'a> {
+    request_id: &'a str,
+    endpoint: &'a str,
+    version: u32,
+    snapshot_id: &'a str,
+    generated_at: &'a str,
+    row_count: u64,
+    serving_mode: &'a str,
+    cache: &'a str,
+    freshness: EnvelopeFreshness<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct EnvelopeFreshness<'a> {
+    watermark: Option<&'a str>,
+    age_seconds: Option<i64>,
+    max_staleness_minutes: Option<u64>,
+    stale: bool,
+}
+
+/// The envelope's head: `{"data":[rows]`, the part a cache keeps (it is the same for every
+/// request with the same cache key). [`envelope_tail`] closes it.
+pub(crate) fn envelope_head(batches: &[RecordBatch]) -> Result<Vec<u8>, ArrowError> {
     let row_count: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let mut body = Vec::with_capacity(256 + row_count * 64);
     body.extend_from_slice(b"{\"data\":");
@@ -93,10 +119,34 @@ pub(crate) fn envelope(batches: &[RecordBatch], meta: &BodyMeta) -> Result<Vec<u
     }
     writer.finish()?;
     drop(writer);
-    body.extend_from_slice(b",\"meta\":");
-    meta_object(meta, row_count as u64, &mut body);
-    body.push(b'}');
     Ok(body)
+}
+
+/// The envelope's tail, `,"meta":{…}}`, written per response: the request id, the time, the
+/// cache's answer and the freshness's age change from one request to the next.
+pub fn envelope_tail(meta: &BodyMeta, facts: &RequestFacts<'_>, row_count: u64) -> Vec<u8> {
+    let object = EnvelopeMeta {
+        request_id: facts.request_id,
+        endpoint: &meta.endpoint,
+        version: meta.version,
+        snapshot_id: &meta.snapshot_id,
+        generated_at: &facts.generated_at,
+        row_count,
+        serving_mode: meta.serving_mode.as_str(),
+        cache: facts.cache,
+        freshness: EnvelopeFreshness {
+            watermark: meta.freshness.watermark.as_deref(),
+            age_seconds: facts.age_seconds,
+            max_staleness_minutes: meta.freshness.max_staleness_minutes,
+            stale: facts.stale,
+        },
+        next_cursor: meta.next_cursor.as_deref(),
+    };
+    let mut tail = Vec::with_capacity(384);
+    tail.extend_from_slice(b",\"meta\":");
+    serde_json::to_writer(&mut tail, &object).expect("strings and integers always serialize");
+    tail.push(b'}');
+    tail
 }
 
 /// The rows of one batch as NDJSON: one object per line, each line ended by `\n`.

@@ -3,14 +3,18 @@
 //! ([`encoding`]).
 //!
 //! A body is a pure function of the batches and [`BodyMeta`], which hold only what is the same for
-//! every request with the same cache key (per-request facts go in headers): that is what lets the
-//! cache keep bodies, compressed, and the ETag name them.
+//! every request with the same cache key: that is what lets the cache keep bodies, compressed, and
+//! the ETag name them. The one exception is the JSON envelope, whose `meta` also says what is true
+//! of one request ([`RequestFacts`]: its id, the time, the cache's answer, the freshness's age, as
+//! offloader's clients read them): its body is the cached head ([`encode`]) joined to a tail
+//! written per response ([`envelope_tail`], [`splice`]).
 
 pub mod columnar;
 mod csv;
 pub mod encoding;
 pub mod format;
 mod json;
+pub mod splice;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
@@ -19,6 +23,7 @@ use axum::body::Bytes;
 pub use columnar::META_KEY;
 pub use encoding::{compress, negotiate_encoding, Encoding};
 pub use format::{negotiate, Format, NotAcceptable};
+pub use json::envelope_tail;
 
 use crate::project::ServingMode;
 
@@ -43,6 +48,20 @@ pub struct Freshness {
     pub max_staleness_minutes: Option<u64>,
 }
 
+/// What a JSON envelope's `meta` says of the one response it is part of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestFacts<'a> {
+    pub request_id: &'a str,
+    /// When this response was made: UTC with microseconds and `Z` (`2026-07-01T18:21:10.123456Z`).
+    pub generated_at: String,
+    /// `hit` (from the response cache), `miss` (computed and cached) or `off` (never cached).
+    pub cache: &'a str,
+    /// Whole seconds from the watermark to now (negative for a watermark in the future).
+    pub age_seconds: Option<i64>,
+    /// The age is over the endpoint's `max_staleness_minutes`.
+    pub stale: bool,
+}
+
 /// A body could not be written. Never shown to a caller (it is an `internal` error there).
 #[derive(Debug, thiserror::Error)]
 pub enum EncodeError {
@@ -60,8 +79,9 @@ pub enum EncodeError {
     Parquet(#[from] parquet::errors::ParquetError),
 }
 
-/// Writes the body of a response in `format` from the rows the compiled query returned.
-/// `schema` is the query's result schema: it names the columns of a response without rows.
+/// Writes the body of a response in `format` from the rows the compiled query returned; for
+/// JSON, the envelope's head, which [`envelope_tail`] closes. `schema` is the query's result
+/// schema: it names the columns of a response without rows.
 pub fn encode(
     format: Format,
     schema: &SchemaRef,
@@ -72,7 +92,7 @@ pub fn encode(
         check_batch(schema, batch)?;
     }
     let body = match format {
-        Format::Json => json::envelope(batches, meta)?,
+        Format::Json => json::envelope_head(batches)?,
         Format::Ndjson => {
             let mut body = Vec::new();
             for batch in batches {

@@ -102,33 +102,60 @@ fn expected_rows() -> Value {
     ])
 }
 
+fn facts(cache: &str) -> RequestFacts<'_> {
+    RequestFacts {
+        request_id: "req-1",
+        generated_at: "2026-11-24T07:00:00.123456Z".to_string(),
+        cache,
+        age_seconds: Some(3600),
+        stale: true,
+    }
+}
+
+/// The JSON body a handler sends: the encoded head and the request's tail.
+fn envelope(batches: &[RecordBatch], meta: &BodyMeta, row_count: u64) -> Vec<u8> {
+    let head = encode(Format::Json, &schema(), batches, meta).unwrap();
+    [
+        head.to_vec(),
+        envelope_tail(meta, &facts("miss"), row_count),
+    ]
+    .concat()
+}
+
 #[test]
 fn json_envelope_holds_rows_in_select_order_and_meta() {
-    let body = encode(Format::Json, &schema(), &[batch()], &meta(None)).unwrap();
+    let head = encode(Format::Json, &schema(), &[batch()], &meta(None)).unwrap();
+    assert!(
+        serde_json::from_slice::<Value>(&head).is_err(),
+        "the cached head is not a whole body"
+    );
+    let body = envelope(&[batch()], &meta(None), 2);
     let text = std::str::from_utf8(&body).unwrap();
     let value: Value = serde_json::from_str(text).unwrap();
     assert_eq!(value["data"], expected_rows());
     assert_eq!(
         value["meta"],
         json!({
-            "endpoint": "orders_by_region", "version": 2, "snapshot_id": "snap-7",
-            "row_count": 2, "serving_mode": "local_table",
-            "freshness": {"watermark": "2026-11-24T06:00:00Z", "max_staleness_minutes": 90}
+            "request_id": "req-1", "endpoint": "orders_by_region", "version": 2,
+            "snapshot_id": "snap-7", "generated_at": "2026-11-24T07:00:00.123456Z",
+            "row_count": 2, "serving_mode": "local_table", "cache": "miss",
+            "freshness": {"watermark": "2026-11-24T06:00:00Z", "age_seconds": 3600,
+                          "max_staleness_minutes": 90, "stale": true}
         })
     );
-    // The wire order: data first, then meta; columns as selected; meta's keys as design.md
-    // lists them; no next_cursor key on a last page.
+    // The wire order: data first, then meta; columns as selected; meta's keys in offloader's
+    // order; no next_cursor key on a last page.
     assert!(text.starts_with("{\"data\":[{\"id\":1,\"region\":"));
     assert!(text.contains(
-        "\"meta\":{\"endpoint\":\"orders_by_region\",\"version\":2,\"snapshot_id\":\"snap-7\",\
-         \"row_count\":2,\"serving_mode\":\"local_table\",\"freshness\":"
+        "\"meta\":{\"request_id\":\"req-1\",\"endpoint\":\"orders_by_region\",\"version\":2,\
+         \"snapshot_id\":\"snap-7\",\"generated_at\":"
     ));
     assert!(!text.contains("next_cursor"));
 }
 
 #[test]
 fn json_envelope_carries_the_next_cursor_and_survives_no_rows() {
-    let body = encode(Format::Json, &schema(), &[batch()], &meta(Some("abc"))).unwrap();
+    let body = envelope(&[batch()], &meta(Some("abc")), 2);
     let value: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(value["meta"]["next_cursor"], "abc");
 
@@ -138,13 +165,20 @@ fn json_envelope_carries_the_next_cursor_and_survives_no_rows() {
         max_staleness_minutes: None,
     };
     for batches in [vec![], vec![RecordBatch::new_empty(schema())]] {
-        let body = encode(Format::Json, &schema(), &batches, &no_freshness).unwrap();
+        let head = encode(Format::Json, &schema(), &batches, &no_freshness).unwrap();
+        let unaged = RequestFacts {
+            age_seconds: None,
+            stale: false,
+            ..facts("off")
+        };
+        let body = [head.to_vec(), envelope_tail(&no_freshness, &unaged, 0)].concat();
         let value: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(value["data"], json!([]));
         assert_eq!(value["meta"]["row_count"], 0);
+        assert_eq!(value["meta"]["cache"], "off");
         assert_eq!(
             value["meta"]["freshness"],
-            json!({"watermark": null, "max_staleness_minutes": null})
+            json!({"watermark": null, "age_seconds": null, "max_staleness_minutes": null, "stale": false})
         );
     }
 }
