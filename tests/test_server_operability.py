@@ -122,6 +122,24 @@ def test_metrics_count_sessions_statements_rows_failures_and_errors(env: dict[st
         assert server.stop() == 0
 
 
+def test_flight_sql_statements_are_counted_too(env: dict[str, str]) -> None:
+    from flight_sql_support import connect
+
+    server = ServerProcess("--metrics", "tcp://127.0.0.1:0", "--listen", "grpc://127.0.0.1:0", env=env)
+    server.token = TOKEN
+    try:
+        url = next(x for x in server.announced if x.startswith("METRICS:")).removeprefix("METRICS:")
+        before = scrape(url)["quiver_server_statements_total"]
+        with connect(server) as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE counted (x INTEGER)")
+            cur.execute("INSERT INTO counted VALUES (?)", parameters=(1,))
+            cur.execute("SELECT count(*) FROM counted")
+            assert cur.fetchone() == (1,)
+        assert scrape(url)["quiver_server_statements_total"] - before == 3
+    finally:
+        assert server.stop() == 0
+
+
 def test_version() -> None:
     done = run_serve("--version", env={})
     assert done.returncode == 0, done.stderr

@@ -131,6 +131,7 @@ impl FlightSql {
             return Ok(statements::empty_result());
         }
         self.read_result(ticket.transaction_id.clone(), raw, move |lease, read| {
+            lease.session().note_statement(&ticket.sql);
             statements::stream(lease, Some(read), types, |open| {
                 open.duck.query(&ticket.sql, None, BATCH_ROWS)
             })
@@ -168,6 +169,7 @@ impl FlightSql {
                 .parameters
                 .as_ref()
                 .map(prepared::Parameters::stream);
+            lease.session().note_statement(&statement.sql);
             statements::stream(lease, Some(read), types, |open| {
                 open.duck.query(&statement.sql, parameters, BATCH_ROWS)
             })

@@ -180,6 +180,7 @@ pub fn plan(lease: &Lease, ticket: &mut StatementTicket) -> Result<SchemaRef, St
     if let Some(schema) = schema {
         return Ok(schema);
     }
+    lease.session().note_statement(&ticket.sql);
     lease
         .with(|open| open.duck.execute(&ticket.sql, None, None))
         .map_err(status)?;
@@ -422,6 +423,7 @@ pub fn record_count(rows: Option<i64>) -> i64 {
 /// Blocks on DuckDB.
 pub fn execute(lease: &Lease, sql: &str, parameters: Option<&Parameters>) -> Result<i64, Status> {
     let parameters = parameters.map(Parameters::stream);
+    lease.session().note_statement(sql);
     let rows = lease
         .with(|open| open.duck.execute(sql, parameters, None))
         .map_err(status)?;
