@@ -186,7 +186,12 @@ def others_keep_serving(gateway: Gateway) -> None:
 
 
 def failed(gateway: Gateway, dataset: str) -> dict:
-    return poll(lambda: (entry := gateway.dataset(dataset))["state"] == "failed" and entry, f"{dataset} to fail")
+    try:
+        return poll(lambda: (entry := gateway.dataset(dataset))["state"] == "failed" and entry, f"{dataset} to fail")
+    except AssertionError as timeout:
+        # Whether it still refreshes or ended well, and what the gateway logged about it.
+        logged = [line for line in gateway.logs().splitlines() if f'"{dataset}"' in line]
+        raise AssertionError(f"{timeout}; its status: {gateway.dataset(dataset)}; its log: {logged[-20:]}") from None
 
 
 def test_bad_manifest_fails_its_dataset_only(lab):
