@@ -7,17 +7,32 @@ health and admin routes.
 from __future__ import annotations
 
 import datetime
+import functools
 import gzip
+import http.server
 import json
 import re
+import subprocess
+import threading
 import zlib
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway_support import ACME, CATALOG, GLOBEX, Gateway, Response, copy_example, poll, request
+from gateway_support import (
+    ACME,
+    CATALOG,
+    GLOBEX,
+    Gateway,
+    Response,
+    copy_example,
+    gateway_binary,
+    poll,
+    request,
+)
 
 RANGE = {"from": "2026-05-30", "to": "2026-06-01"}
 WATERMARK = datetime.datetime(2026, 6, 1, tzinfo=datetime.UTC)
@@ -536,3 +551,80 @@ def test_diagnostics_with_offloaders_admin_token(tmp_path, monkeypatch):
         # The descriptions and probes stay open, as offloader's are.
         for path in ("/docs", "/schema", "/openapi.json", "/metrics", "/live", "/ready"):
             assert gateway.admin("GET", path).status == 200, path
+
+
+class QuietFiles(http.server.SimpleHTTPRequestHandler):
+    """Serves a directory, remembering each request's target instead of logging it."""
+
+    targets: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.targets.append(self.path)
+        super().do_GET()
+
+    def do_HEAD(self) -> None:
+        self.targets.append("HEAD " + self.path)
+        super().do_HEAD()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def point_part_at(project: Path, path: str, extra_dataset_yaml: str = "") -> None:
+    """Names the champion dataset's one part by `path` (a URL) in its manifest."""
+    manifest_path = project / "data" / "champion_stats" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][0]["path"] = path
+    manifest_path.write_text(json.dumps(manifest))
+    (project / "data" / "champion_stats" / "champion_stats.parquet").unlink()
+    dataset = project / "datasets" / "champion_stats.yml"
+    dataset.write_text(dataset.read_text() + extra_dataset_yaml)
+
+
+def test_a_part_named_by_an_http_url_is_downloaded(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    pq.write_table(pa.Table.from_pylist(CHAMPIONS, schema=CHAMPION_SCHEMA), served / "stats.parquet")
+    handler = functools.partial(QuietFiles, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        project = public_project(tmp_path)
+        url = f"http://127.0.0.1:{server.server_address[1]}/stats.parquet?X-Signature=abc%2Fdef"
+        point_part_at(project, url)
+        manifest = json.loads((project / "data" / "champion_stats" / "manifest.json").read_text())
+        manifest["files"][0]["size_bytes"] = (served / "stats.parquet").stat().st_size
+        (project / "data" / "champion_stats" / "manifest.json").write_text(json.dumps(manifest))
+        with Gateway.start(project) as gateway:
+            reply = gateway.call("champion", champion_id="11")
+            assert reply.status == 200, reply.body
+            assert reply.json()["data"][0]["data"]["by_lane"] == {"jungle": 0.53}
+            downloaded = list((project / ".quiver-gateway" / "parts").rglob("part-*.parquet"))
+            assert len(downloaded) == 1, "the part is kept in the state directory"
+        assert "/stats.parquet?X-Signature=abc%2Fdef" in QuietFiles.targets, "the signed URL's query is kept"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_gs_part_that_cannot_be_reached_fails_its_dataset_clearly(tmp_path):
+    project = public_project(tmp_path)
+    point_part_at(project, "gs://quiver-no-such-bucket/stats/champion_stats.parquet", "materialize_budget_seconds: 3\n")
+    with Gateway.start(project, wait_ready=False) as gateway:
+        entry = poll(
+            lambda: (entry := gateway.dataset("champion_stats"))["state"] == "failed" and entry,
+            "the gs:// dataset to fail",
+        )
+        assert "gs://quiver-no-such-bucket/stats/champion_stats.parquet" in entry["last_error"], entry
+        reply = gateway.call("champion", champion_id="1")
+        assert reply.status == 503 and reply.json()["error"]["message"] == "snapshot is not ready"
+        assert gateway.get("/healthz").status == 200
+
+
+def test_unsupported_part_schemes_are_named_by_check(tmp_path):
+    project = public_project(tmp_path)
+    point_part_at(project, "az://container/champion_stats.parquet")
+    checked = subprocess.run([str(gateway_binary()), "check", str(project)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode != 0
+    assert "az:// parts are not supported" in checked.stdout + checked.stderr

@@ -4,8 +4,6 @@
 //! reported before serving, against the dataset file's `manifest:` line. Object-storage manifests
 //! are left to serving (they need its credentials and network).
 
-use std::time::{Duration, Instant};
-
 use super::fetch::{self, ManifestLocation};
 use super::manifest::Manifest;
 use crate::project::{Dataset, Diagnostics, Project};
@@ -33,15 +31,7 @@ fn check_dataset(project: &Project, dataset: &Dataset) -> Result<(), String> {
     if !problems.is_empty() {
         return Err(format!("{location}: {}", problems.join("; ")));
     }
-    // Local parts are only resolved, never copied: the deadline and scratch directory are unused.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    fetch::local_parts(
-        &location,
-        &manifest,
-        std::path::Path::new(""),
-        deadline,
-        roots,
-    )
-    .map_err(|problems| format!("{location}: {problems}"))?;
-    Ok(())
+    // Local parts are resolved, parts named by URL parsed; nothing is fetched.
+    fetch::check_parts(&location, &manifest, roots)
+        .map_err(|problems| format!("{location}: {problems}"))
 }

@@ -2,25 +2,122 @@
 //! manifest and every part must resolve, `..` and symlinks followed, inside the project's
 //! `data_roots`), or object storage (`s3://bucket/key`, through `object_store` with its
 //! credentials and endpoint from the environment: `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...).
-//! Object-store parts are downloaded, bounded, into `<state>/parts/<dataset>/<snapshot_id>/`, so
-//! the server reads local files (the server's DuckDB cannot install `httpfs` offline).
+//! Any manifest may also name a part by URL, as offloader's may: `s3://`, `gs://` (or `gcs://`,
+//! credentials from `GOOGLE_*`), `http://` or `https://` (public objects or signed URLs, query
+//! string kept); `az://`, `azure://` and `r2://` are refused by name. Object-store parts are
+//! downloaded, bounded in size and by the materialize budget, into
+//! `<state>/parts/<dataset>/<snapshot_id>/`, so the server reads local files (the server's DuckDB
+//! cannot install `httpfs` offline).
 
 use std::io::Write;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use futures_util::StreamExt;
 use object_store::aws::AmazonS3Builder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 
 use super::manifest::{Manifest, MANIFEST_BYTES_MAX};
 use crate::project::SnapshotSource;
 
 /// The largest part downloaded; a bigger one is refused before a byte is written.
 pub const PART_BYTES_MAX: u64 = 16 << 30;
-/// Bytes asked for per ranged read (the deadline is checked between them).
-const DOWNLOAD_CHUNK_BYTES: u64 = 8 << 20;
+
+/// How long a part's host may take to accept a connection, and how long retries of one request
+/// may go on (a part's download is bounded by the materialize budget besides).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const RETRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const RETRIES_MAX: usize = 2;
+
+/// A part named by URL: the store that reads it and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartUrl {
+    S3 {
+        bucket: String,
+        key: String,
+    },
+    Gcs {
+        bucket: String,
+        key: String,
+    },
+    /// The whole URL, query string included (a signed URL's signature is there).
+    Http {
+        url: String,
+    },
+}
+
+impl std::fmt::Display for PartUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PartUrl::S3 { bucket, key } => write!(f, "s3://{bucket}/{key}"),
+            PartUrl::Gcs { bucket, key } => write!(f, "gs://{bucket}/{key}"),
+            PartUrl::Http { url } => f.write_str(url),
+        }
+    }
+}
+
+/// `Some` when a part's path is a URL (offloader's schemes, any case): what it names, or why it
+/// cannot be read. `None`: a path (local, or a key next to an object-store manifest).
+pub fn part_url(path: &str) -> Option<Result<PartUrl, String>> {
+    let (scheme, rest) = path.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let bucket_key = |what: &str| {
+        rest.split_once('/')
+            .filter(|(bucket, key)| !bucket.is_empty() && !key.is_empty())
+            .map(|(bucket, key)| (bucket.to_string(), key.to_string()))
+            .ok_or_else(|| format!("'{path}': expected {what}://bucket/key"))
+    };
+    Some(match scheme.as_str() {
+        "s3" => bucket_key("s3").map(|(bucket, key)| PartUrl::S3 { bucket, key }),
+        "gs" | "gcs" => bucket_key("gs").map(|(bucket, key)| PartUrl::Gcs { bucket, key }),
+        "http" | "https" if !rest.is_empty() && !rest.starts_with('/') => Ok(PartUrl::Http {
+            url: format!("{scheme}://{rest}"),
+        }),
+        "http" | "https" => Err(format!("'{path}': expected {scheme}://host/path")),
+        "az" | "azure" | "r2" => Err(format!(
+            "'{path}': {scheme}:// parts are not supported (s3, gs, gcs, http and https are)"
+        )),
+        _ => return None,
+    })
+}
+
+/// The store that reads `url`, and the object's path in it.
+fn part_store(url: &PartUrl) -> Result<(Box<dyn ObjectStore>, ObjectPath), String> {
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: RETRIES_MAX,
+        retry_timeout: RETRY_TIMEOUT,
+    };
+    let options = ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT);
+    let store: Box<dyn ObjectStore> = match url {
+        PartUrl::S3 { bucket, .. } => s3(bucket)?,
+        PartUrl::Gcs { bucket, .. } => Box::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(retry)
+                .with_client_options(options)
+                .build()
+                .map_err(|error| format!("object storage for gs://{bucket}: {error}"))?,
+        ),
+        PartUrl::Http { url } => Box::new(
+            HttpBuilder::new()
+                .with_url(url)
+                .with_retry(retry)
+                .with_client_options(options.with_allow_http(url.starts_with("http://")))
+                .build()
+                .map_err(|error| format!("{url}: {error}"))?,
+        ),
+    };
+    let path = match url {
+        PartUrl::S3 { key, .. } | PartUrl::Gcs { key, .. } => ObjectPath::from(key.as_str()),
+        // The store's URL is the object's: nothing is appended (the query string stays last).
+        PartUrl::Http { .. } => ObjectPath::default(),
+    };
+    Ok((store, path))
+}
 
 /// A manifest's resolved location.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +201,8 @@ pub fn read_manifest(
 }
 
 /// The local files of a manifest's parts, in its order: local parts resolved and checked,
-/// object-store parts downloaded into `parts_dir`. Every missing part is reported at once.
+/// object-store parts and parts named by URL downloaded into `parts_dir` (which the caller
+/// gives whenever a part is downloaded). Every problem is reported at once.
 pub fn local_parts(
     location: &ManifestLocation,
     manifest: &Manifest,
@@ -112,41 +210,42 @@ pub fn local_parts(
     deadline: Instant,
     data_roots: &[PathBuf],
 ) -> Result<Vec<PathBuf>, String> {
-    match location {
-        ManifestLocation::File(path) => resolve_local(path, manifest, data_roots),
-        ManifestLocation::ObjectStore { bucket, key } => {
-            download(bucket, key, manifest, parts_dir, deadline)
-        }
-    }
-}
-
-fn resolve_local(
-    manifest_path: &Path,
-    manifest: &Manifest,
-    data_roots: &[PathBuf],
-) -> Result<Vec<PathBuf>, String> {
-    let manifest_path = confine(manifest_path, data_roots)?;
-    let base = manifest_path.parent().unwrap_or(Path::new("."));
+    let manifest_dir = match location {
+        ManifestLocation::File(path) => Some(confine(path, data_roots)?),
+        ManifestLocation::ObjectStore { .. } => None,
+    };
     let mut problems = Vec::new();
     let mut files = Vec::with_capacity(manifest.files.len());
     for (index, part) in manifest.files.iter().enumerate() {
-        let checked = confine(&base.join(&part.path), data_roots);
-        match checked.and_then(|path| match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => Ok((meta, path)),
-            Ok(_) => Err("is not a file".into()),
-            Err(_) => Err("is missing".into()),
-        }) {
-            Ok((meta, path)) => {
-                if let Some(expected) = part.size_bytes.filter(|size| *size != meta.len()) {
-                    problems.push(format!(
-                        "files[{index}].size_bytes: the manifest says {expected}, {} has {}",
-                        part.path,
-                        meta.len()
-                    ));
-                }
-                files.push(path);
+        let target = parts_dir.join(format!("part-{index:06}.{}", part.format.as_str()));
+        let file = match (part_url(&part.path), location, &manifest_dir) {
+            (Some(url), _, _) => url
+                .map_err(|why| format!("files[{index}].path: {why}"))
+                .and_then(|url| {
+                    download(&url, &target, part.size_bytes, deadline)
+                        .map_err(|why| format!("files[{index}] ({url}): {why}"))
+                }),
+            (None, ManifestLocation::File(_), Some(manifest_path)) => {
+                local_part(manifest_path, index, part, data_roots)
             }
-            Err(why) => problems.push(format!("files[{index}].path: {} {why}", part.path)),
+            (None, ManifestLocation::ObjectStore { bucket, key }, _) => {
+                let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
+                part_key(prefix, &part.path)
+                    .map_err(|why| format!("files[{index}].path: {why}"))
+                    .and_then(|key| {
+                        let url = PartUrl::S3 {
+                            bucket: bucket.clone(),
+                            key,
+                        };
+                        download(&url, &target, part.size_bytes, deadline)
+                            .map_err(|why| format!("files[{index}] ({url}): {why}"))
+                    })
+            }
+            (None, ManifestLocation::File(_), None) => unreachable!("a file manifest is confined"),
+        };
+        match file {
+            Ok(file) => files.push(file),
+            Err(problem) => problems.push(problem),
         }
     }
     if problems.is_empty() {
@@ -154,6 +253,59 @@ fn resolve_local(
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// What `check` can know of a manifest's parts without the network: local parts resolved as
+/// serving resolves them, URLs parsed (not fetched).
+pub fn check_parts(
+    location: &ManifestLocation,
+    manifest: &Manifest,
+    data_roots: &[PathBuf],
+) -> Result<(), String> {
+    let ManifestLocation::File(path) = location else {
+        return Ok(());
+    };
+    let manifest_path = confine(path, data_roots)?;
+    let problems: Vec<String> = manifest
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(index, part)| match part_url(&part.path) {
+            Some(url) => url.err().map(|why| format!("files[{index}].path: {why}")),
+            None => local_part(&manifest_path, index, part, data_roots).err(),
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// A local part of the manifest at `manifest_path` (resolved already), confined and checked.
+fn local_part(
+    manifest_path: &Path,
+    index: usize,
+    part: &super::manifest::Part,
+    data_roots: &[PathBuf],
+) -> Result<PathBuf, String> {
+    let base = manifest_path.parent().unwrap_or(Path::new("."));
+    let checked = confine(&base.join(&part.path), data_roots);
+    let (meta, path) = checked
+        .and_then(|path| match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok((meta, path)),
+            Ok(_) => Err("is not a file".into()),
+            Err(_) => Err("is missing".into()),
+        })
+        .map_err(|why| format!("files[{index}].path: {} {why}", part.path))?;
+    if let Some(expected) = part.size_bytes.filter(|size| *size != meta.len()) {
+        return Err(format!(
+            "files[{index}].size_bytes: the manifest says {expected}, {} has {}",
+            part.path,
+            meta.len()
+        ));
+    }
+    Ok(path)
 }
 
 /// `path` with symlinks resolved, if it exists and lies inside one of `data_roots`.
@@ -169,39 +321,31 @@ pub fn confine(path: &Path, data_roots: &[PathBuf]) -> Result<PathBuf, String> {
     }
 }
 
+/// Downloads the part at `url` to `target`, within `deadline` (each request, and the whole).
 fn download(
-    bucket: &str,
-    manifest_key: &str,
-    manifest: &Manifest,
-    parts_dir: &Path,
+    url: &PartUrl,
+    target: &Path,
+    expected_bytes: Option<u64>,
     deadline: Instant,
-) -> Result<Vec<PathBuf>, String> {
-    let prefix = manifest_key.rsplit_once('/').map(|(prefix, _)| prefix);
-    let mut keys = Vec::with_capacity(manifest.files.len());
-    for (index, part) in manifest.files.iter().enumerate() {
-        keys.push(
-            part_key(prefix, &part.path).map_err(|why| format!("files[{index}].path: {why}"))?,
-        );
+) -> Result<PathBuf, String> {
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
     }
-    std::fs::create_dir_all(parts_dir)
-        .map_err(|error| format!("cannot create {}: {error}", parts_dir.display()))?;
-    let store = s3(bucket)?;
-    let mut files = Vec::with_capacity(keys.len());
-    for (index, key) in keys.iter().enumerate() {
-        let part = &manifest.files[index];
-        let target = parts_dir.join(format!("part-{index:06}.{}", part.format.as_str()));
-        let at = format!("files[{index}] (s3://{bucket}/{key})");
-        block_on(download_one(
-            &store,
-            key,
-            &target,
-            part.size_bytes,
-            deadline,
-        ))?
-        .map_err(|why| format!("{at}: {why}"))?;
-        files.push(target);
+    let (store, path) = part_store(url)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    // The timer is made inside the runtime that drives it.
+    let bounded = async {
+        tokio::time::timeout(
+            left,
+            download_one(store.as_ref(), &path, target, expected_bytes, deadline),
+        )
+        .await
+    };
+    match block_on(bounded)? {
+        Ok(result) => result.map(|()| target.to_path_buf()),
+        Err(_elapsed) => Err("the download ran past the materialize budget".into()),
     }
-    Ok(files)
 }
 
 /// The key of a part: its path under the manifest's prefix; no absolute paths, no `..`.
@@ -223,13 +367,12 @@ fn part_key(prefix: Option<&str>, path: &str) -> Result<String, String> {
 
 async fn download_one(
     store: &dyn ObjectStore,
-    key: &str,
+    path: &ObjectPath,
     target: &Path,
     expected_bytes: Option<u64>,
     deadline: Instant,
 ) -> Result<(), String> {
-    let path = ObjectPath::from(key);
-    let size = store.head(&path).await.map_err(|e| e.to_string())?.size;
+    let size = store.head(path).await.map_err(|e| e.to_string())?.size;
     if size > PART_BYTES_MAX {
         return Err(format!(
             "{size} bytes, more than the limit of {PART_BYTES_MAX}"
@@ -248,7 +391,7 @@ async fn download_one(
         return Ok(());
     }
     let partial = target.with_extension("partial");
-    let written = write_ranges(store, &path, size, &partial, deadline).await;
+    let written = write_stream(store, path, size, &partial, deadline).await;
     match written.and_then(|()| std::fs::rename(&partial, target).map_err(|e| e.to_string())) {
         Ok(()) => Ok(()),
         Err(why) => {
@@ -258,7 +401,9 @@ async fn download_one(
     }
 }
 
-async fn write_ranges(
+/// Streams the object into `partial` (one request: a plain HTTP server need not answer ranges),
+/// checking the deadline between chunks and never writing more than its announced size.
+async fn write_stream(
     store: &dyn ObjectStore,
     path: &ObjectPath,
     size: u64,
@@ -266,23 +411,25 @@ async fn write_ranges(
     deadline: Instant,
 ) -> Result<(), String> {
     let mut file = std::fs::File::create(partial).map_err(|e| e.to_string())?;
-    let mut start = 0;
-    while start < size {
+    let mut stream = store
+        .get(path)
+        .await
+        .map_err(|e| e.to_string())?
+        .into_stream();
+    let mut written = 0u64;
+    while let Some(chunk) = stream.next().await {
         if Instant::now() >= deadline {
             return Err("the download ran past the materialize budget".into());
         }
-        let range: Range<u64> = start..size.min(start + DOWNLOAD_CHUNK_BYTES);
-        let bytes = store
-            .get_range(path, range.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        assert_eq!(
-            bytes.len() as u64,
-            range.end - range.start,
-            "a ranged read's length"
-        );
-        file.write_all(&bytes).map_err(|e| e.to_string())?;
-        start = range.end;
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        written += chunk.len() as u64;
+        if written > size {
+            return Err(format!("the object sent more than its {size} bytes"));
+        }
+        file.write_all(&chunk).map_err(|e| e.to_string())?;
+    }
+    if written != size {
+        return Err(format!("the object sent {written} of its {size} bytes"));
     }
     file.sync_all().map_err(|e| e.to_string())
 }
@@ -334,6 +481,44 @@ mod tests {
         assert_eq!(part_key(None, "1.parquet").unwrap(), "1.parquet");
         for bad in ["../x.parquet", "/x.parquet", "a//b", "s3://other/x", "./x"] {
             assert!(part_key(Some("a"), bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn part_urls_name_their_store_or_why_not() {
+        let parsed = |path: &str| part_url(path).map(|url| url.map(|url| url.to_string()));
+        assert_eq!(
+            parsed("s3://b/a/p.parquet"),
+            Some(Ok("s3://b/a/p.parquet".into()))
+        );
+        assert_eq!(parsed("GS://b/p.csv"), Some(Ok("gs://b/p.csv".into())));
+        assert_eq!(
+            part_url("gcs://b/k/p.csv"),
+            Some(Ok(PartUrl::Gcs {
+                bucket: "b".into(),
+                key: "k/p.csv".into()
+            }))
+        );
+        assert_eq!(
+            parsed("https://host:8443/p.parquet?X-Goog-Signature=ab%2Fc"),
+            Some(Ok(
+                "https://host:8443/p.parquet?X-Goog-Signature=ab%2Fc".into()
+            ))
+        );
+        for refused in ["az://c/p", "azure://c/p", "r2://b/p"] {
+            let why = parsed(refused).unwrap().unwrap_err();
+            assert!(why.contains("not supported"), "{why}");
+        }
+        for malformed in ["gs://bucket", "s3:///key", "https:///p", "http://"] {
+            assert!(parsed(malformed).unwrap().is_err(), "{malformed}");
+        }
+        for local in [
+            "p.parquet",
+            "../data/p.csv",
+            "/abs/p.csv",
+            "file.csv?x=y://z",
+        ] {
+            assert_eq!(parsed(local), None, "{local}");
         }
     }
 }

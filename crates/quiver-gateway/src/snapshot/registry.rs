@@ -434,14 +434,17 @@ impl Snapshots {
         deadline: Instant,
     ) -> Result<Kept, String> {
         let dataset = &slot.dataset;
-        let parts_dir = match location {
-            ManifestLocation::File(_) => None,
-            ManifestLocation::ObjectStore { .. } => Some(
-                self.parts_root()
-                    .join(path_component(&dataset.id))
-                    .join(path_component(&manifest.snapshot_id)),
-            ),
-        };
+        // Parts are downloaded for an object-store manifest, and for any part named by URL.
+        let downloads = matches!(location, ManifestLocation::ObjectStore { .. })
+            || manifest
+                .files
+                .iter()
+                .any(|part| fetch::part_url(&part.path).is_some());
+        let parts_dir = downloads.then(|| {
+            self.parts_root()
+                .join(path_component(&dataset.id))
+                .join(path_component(&manifest.snapshot_id))
+        });
         let scratch = parts_dir.clone().unwrap_or_default();
         let parts = fetch::local_parts(
             location,
