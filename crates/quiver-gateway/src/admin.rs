@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use crate::catalog;
 use crate::gateway::Gateway;
 use crate::http::auth;
-use crate::http::errors::{ApiError, Family, JSON_CONTENT_TYPE};
+use crate::http::errors::{plain_json, ApiError, Family};
 use crate::http::request_id::{self, RequestId};
 use crate::metrics::{DatasetScrape, Scrape};
 use crate::project::keys;
@@ -100,17 +100,7 @@ fn request_id_of(request: &Request) -> String {
 
 /// A JSON answer as offloader's admin port gives it: `charset=utf-8`, Plug's cache-control.
 fn json_reply(status: StatusCode, value: &Value) -> Response {
-    let mut response = (status, value.to_string()).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(JSON_CONTENT_TYPE),
-    );
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=0, private, must-revalidate"),
-    );
-    response
+    plain_json(status, value.to_string())
 }
 
 async fn live() -> Response {

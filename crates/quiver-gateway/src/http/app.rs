@@ -9,7 +9,7 @@ use std::time::Instant;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Extension, Router};
 
@@ -19,7 +19,7 @@ use crate::representation::{self, Format};
 
 use super::cors;
 use super::endpoint::{self, KeyId};
-use super::errors::{ApiError, Family, JSON_CONTENT_TYPE};
+use super::errors::{plain_json, ApiError, Family};
 use super::limits;
 use super::request_id::{self, RequestId};
 
@@ -52,17 +52,7 @@ async fn healthz(
         return ApiError::new(Family::NotAcceptable, "/healthz answers JSON only")
             .response(&request_id);
     }
-    let mut response = (StatusCode::OK, r#"{"status":"ok"}"#).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(JSON_CONTENT_TYPE),
-    );
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=0, private, must-revalidate"),
-    );
-    response
+    plain_json(StatusCode::OK, r#"{"status":"ok"}"#.to_string())
 }
 
 async fn not_found(request: Request) -> Response {

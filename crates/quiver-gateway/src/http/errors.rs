@@ -79,6 +79,23 @@ pub struct ApiError {
 /// Every JSON body's content type, as offloader sends it.
 pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
 
+/// A JSON answer with offloader's headers for what is not an endpoint's rows (errors, health, admin):
+/// `charset=utf-8` and Plug's default cache-control (never stored by a shared cache, revalidated by
+/// a private one).
+pub fn plain_json(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(JSON_CONTENT_TYPE),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=0, private, must-revalidate"),
+    );
+    response
+}
+
 /// The one message of `not_found`: a missing endpoint and one the key is not granted read the same.
 pub const NOT_FOUND_MESSAGE: &str = "no such endpoint";
 
@@ -121,17 +138,8 @@ impl ApiError {
     }
 
     pub fn response(&self, request_id: &str) -> Response {
-        let mut response = (self.family.status(), self.body(request_id)).into_response();
+        let mut response = plain_json(self.family.status(), self.body(request_id));
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(JSON_CONTENT_TYPE),
-        );
-        // offloader's (Plug's default): never stored by a shared cache, revalidated by a private one.
-        headers.insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("max-age=0, private, must-revalidate"),
-        );
         super::request_id::stamp(headers, request_id);
         if let Some(seconds) = self.retry_after_seconds {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
