@@ -708,3 +708,28 @@ def test_a_bucket_without_a_project_file_is_refused(tmp_path, moto):
         stdin=subprocess.DEVNULL,
     )
     assert https.returncode != 0 and "https:// is not supported" in https.stderr
+
+
+def test_refusals_use_offloaders_words(keyed):
+    def refusal(reply, status: int) -> dict:
+        assert reply.status == status, reply.body
+        return reply.json()["error"]
+
+    assert refusal(keyed.call("customer_usage_summary", None, **RANGE), 401) == {
+        "family": "unauthorized",
+        "message": "missing or malformed bearer token",
+    }
+    for token in ("offl_unknown_key", "qgw_demo_revoked_key"):
+        assert refusal(keyed.call("customer_usage_summary", token, **RANGE), 401)["message"] == (
+            "invalid or revoked API key"
+        )
+    missing = refusal(keyed.call("no_such_endpoint", ACME), 404)
+    forbidden = refusal(keyed.call("customer_usage_daily", GLOBEX, account_id="acc_x", **RANGE), 404)
+    assert missing == forbidden == {"family": "not_found", "message": "endpoint not found"}
+
+
+def test_timestamps_are_written_as_offloader_writes_them(keyed):
+    rows = keyed.call("open_invoices", ACME, unpaid="false").json()["data"]
+    assert rows, "the example has paid invoices"
+    for row in rows:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}", row["issued_at"]), row
