@@ -140,7 +140,6 @@ query:
     - { column: champion_id, dir: asc }
 columns: [champion_id, patch]
 freshness: { max_staleness_minutes: 5 }
-pagination: { default_limit: 50, max_limit: 100 }
 cache: { policy: snapshot }
 """
 
@@ -326,6 +325,10 @@ def test_params_named_sort_cursor_and_format_are_the_endpoints_own(public):
     assert reply.header("content-type").startswith("application/json")
     assert reply.json()["data"] == [{"champion_id": "11", "patch": "16.13"}]
     assert message(public.call("champions_by_patch", sort="name")) == 'param "sort" is not an allowed value'
+    # Without a pagination block: offloader's 50 by default, at most 100.
+    assert message(public.call("champions_by_patch", limit="101")) == "limit exceeds max of 100"
+    by_patch = next(e for e in public.admin("GET", "/schema").json()["endpoints"] if e["name"] == "champions_by_patch")
+    assert by_patch["pagination"] == {"default_limit": 50, "max_limit": 100}
     # quiver's format choice is still there through Accept.
     as_csv = public.call("champions_by_patch", headers={"Accept": "text/csv"}, format="16.12")
     assert as_csv.status == 200 and as_csv.body.decode().splitlines() == ["champion_id,patch", "22,16.12"]
