@@ -1,8 +1,9 @@
 """`./quiver demo`, the gateway's part: an endpoint, a cache hit and a 304.
 
 `quiver-gateway serve` runs on a copy of examples/gateway (its own quiver server spawned behind
-it); an endpoint is called with an example key, the same call again comes from the cache, a known
-ETag revalidates with `304`, and the gateway stops cleanly when its stdin closes.
+it), with quiver's keyed revalidation on (keyed responses are otherwise `no-store`, as offloader's);
+an endpoint is called with an example key, the same call again comes from the cache, a known ETag
+revalidates with `304`, and the gateway stops cleanly when its stdin closes.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="quiver-gateway-demo-") as scratch:
         project = Path(scratch) / "project"
         shutil.copytree(ROOT / "examples" / "gateway", project, ignore=shutil.ignore_patterns(".quiver-gateway"))
+        settings = project / "offloader.yml"
+        settings.write_text(settings.read_text().rstrip("\n") + "\n  keyed_revalidation: true\n")
         started = time.monotonic()
         process = subprocess.Popen(
             [
@@ -77,9 +80,10 @@ def main() -> None:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         for attempt in ("first", "again"):
             status, headers, body = get(public, PATH, auth)
-            rows = json.loads(body)["data"]
+            envelope = json.loads(body)
+            rows = envelope["data"]
             print(
-                f"  GET customer_usage_summary ({attempt}): {status}, X-Cache: {headers['x-cache']}, "
+                f"  GET customer_usage_summary ({attempt}): {status}, meta.cache: {envelope['meta']['cache']}, "
                 f"{len(rows)} accounts, top {rows[0]['account_id']} with {rows[0]['api_calls_total']:,} "
                 f"API calls; Server-Timing: {headers['server-timing']}"
             )

@@ -154,14 +154,15 @@ class Gateway:
     stdout_lines: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, project: Path, *extra_args: str, wait_ready: bool = True) -> Gateway:
+    def start(cls, project: Path, *extra_args: str, wait_ready: bool = True, location: str | None = None) -> Gateway:
+        """Serves ``project``, or the project at ``location`` (a bucket) with ``project`` its state."""
         stderr_path = project.parent / f"gateway-{time.monotonic_ns()}.stderr"
         with open(stderr_path, "wb") as stderr:
             process = subprocess.Popen(
                 [
                     str(gateway_binary()),
                     "serve",
-                    str(project),
+                    location or str(project),
                     "--listen",
                     "127.0.0.1:0",
                     "--admin-listen",

@@ -12,12 +12,15 @@ import gzip
 import http.server
 import json
 import re
+import socket
 import subprocess
+import sys
 import threading
 import zlib
 from pathlib import Path
 from typing import ClassVar
 
+import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -137,7 +140,6 @@ query:
     - { column: champion_id, dir: asc }
 columns: [champion_id, patch]
 freshness: { max_staleness_minutes: 5 }
-pagination: { default_limit: 50, max_limit: 100 }
 cache: { policy: snapshot }
 """
 
@@ -323,6 +325,10 @@ def test_params_named_sort_cursor_and_format_are_the_endpoints_own(public):
     assert reply.header("content-type").startswith("application/json")
     assert reply.json()["data"] == [{"champion_id": "11", "patch": "16.13"}]
     assert message(public.call("champions_by_patch", sort="name")) == 'param "sort" is not an allowed value'
+    # Without a pagination block: offloader's 50 by default, at most 100.
+    assert message(public.call("champions_by_patch", limit="101")) == "limit exceeds max of 100"
+    by_patch = next(e for e in public.admin("GET", "/schema").json()["endpoints"] if e["name"] == "champions_by_patch")
+    assert by_patch["pagination"] == {"default_limit": 50, "max_limit": 100}
     # quiver's format choice is still there through Accept.
     as_csv = public.call("champions_by_patch", headers={"Accept": "text/csv"}, format="16.12")
     assert as_csv.status == 200 and as_csv.body.decode().splitlines() == ["champion_id,patch", "22,16.12"]
@@ -628,3 +634,105 @@ def test_unsupported_part_schemes_are_named_by_check(tmp_path):
     checked = subprocess.run([str(gateway_binary()), "check", str(project)], capture_output=True, text=True, timeout=60)
     assert checked.returncode != 0
     assert "az:// parts are not supported" in checked.stdout + checked.stderr
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def moto(monkeypatch):
+    """An S3-compatible server (moto) on a free port, and the environment that reaches it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        poll(lambda: listening(port), "moto to listen")
+        endpoint = f"http://127.0.0.1:{port}"
+        for name, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    finally:
+        server.kill()
+        server.wait()
+
+
+def upload(client, bucket: str, directory: Path, prefix: str) -> None:
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and ".quiver-gateway" not in path.parts:
+            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(directory).as_posix()}")
+
+
+def test_a_project_in_a_bucket_is_downloaded_and_served(tmp_path, moto):
+    moto.create_bucket(Bucket="projects")
+    upload(moto, "projects", copy_example(tmp_path / "source"), "teams/analytics")
+    # A sibling prefix is not part of the project, and a broken file there changes nothing.
+    moto.put_object(Bucket="projects", Key="teams/analytics2/offloader.yml", Body=b"version: [broken")
+    state = tmp_path / "state"
+    (state / "config").mkdir(parents=True)
+    (state / "config" / "leftover.yml").write_text("from an earlier run")
+    with Gateway.start(state, "--state-dir", str(state), location="s3://projects/teams/analytics") as gateway:
+        reply = gateway.call("customer_usage_summary", ACME, **RANGE)
+        assert reply.status == 200, reply.body
+        assert reply.json()["meta"]["snapshot_id"] == "2026-06-01T00:00:00Z_r0001"
+    assert (state / "config" / "offloader.yml").is_file()
+    assert not (state / "config" / "leftover.yml").exists(), "the download directory is emptied first"
+
+
+def test_a_bucket_without_a_project_file_is_refused(tmp_path, moto):
+    moto.create_bucket(Bucket="empty")
+    moto.put_object(Bucket="empty", Key="p/data.csv", Body=b"a\n1\n")
+    refused = subprocess.run(
+        [str(gateway_binary()), "serve", "s3://empty/p", "--state-dir", str(tmp_path / "s"), "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert refused.returncode != 0
+    assert "s3://empty/p: no project file" in refused.stderr
+    https = subprocess.run(
+        [str(gateway_binary()), "serve", "https://example.com/p", "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert https.returncode != 0 and "https:// is not supported" in https.stderr
+
+
+def test_refusals_use_offloaders_words(keyed):
+    def refusal(reply, status: int) -> dict:
+        assert reply.status == status, reply.body
+        return reply.json()["error"]
+
+    assert refusal(keyed.call("customer_usage_summary", None, **RANGE), 401) == {
+        "family": "unauthorized",
+        "message": "missing or malformed bearer token",
+    }
+    for token in ("offl_unknown_key", "qgw_demo_revoked_key"):
+        assert refusal(keyed.call("customer_usage_summary", token, **RANGE), 401)["message"] == (
+            "invalid or revoked API key"
+        )
+    missing = refusal(keyed.call("no_such_endpoint", ACME), 404)
+    forbidden = refusal(keyed.call("customer_usage_daily", GLOBEX, account_id="acc_x", **RANGE), 404)
+    assert missing == forbidden == {"family": "not_found", "message": "endpoint not found"}
+
+
+def test_timestamps_are_written_as_offloader_writes_them(keyed):
+    rows = keyed.call("open_invoices", ACME, unpaid="false").json()["data"]
+    assert rows, "the example has paid invoices"
+    for row in rows:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}", row["issued_at"]), row

@@ -121,7 +121,7 @@ fn errors(project: &Project) -> Vec<Value> {
         json!({"status": 422, "family": "invalid_param", "when": "a param is unknown, missing or invalid"}),
         json!({"status": 404, "family": "not_found", "when": "the endpoint does not exist or the key may not call it"}),
         json!({"status": 503, "family": "not_ready", "when": "the endpoint's data has no snapshot yet"}),
-        json!({"status": 500, "family": "internal", "when": "the request failed inside the gateway"}),
+        json!({"status": 500, "family": "internal", "when": "the request failed inside the service"}),
     ];
     if project.settings.auth == AuthMode::Required {
         errors.insert(

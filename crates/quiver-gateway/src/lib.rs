@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod backend;
+pub mod bucket_project;
 pub mod cache;
 pub mod catalog;
 pub mod compile;

@@ -44,7 +44,9 @@ enum Command {
 
 #[derive(Args)]
 struct ServeArgs {
-    /// The project directory (offloader.yml or gateway.yml, datasets/, endpoints/, keys/).
+    /// The project directory (offloader.yml or gateway.yml, datasets/, endpoints/, keys/), or
+    /// a project in a bucket: s3://bucket/prefix or gs://bucket/prefix (downloaded into
+    /// STATE_DIR/config).
     project_dir: PathBuf,
     /// The public port's address (port 0: a free port).
     #[arg(long, default_value = "127.0.0.1:8080")]

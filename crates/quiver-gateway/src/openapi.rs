@@ -38,7 +38,7 @@ pub fn document(project: &Project) -> Value {
                             "family": {
                                 "type": "string",
                                 "enum": ["invalid_param", "unauthorized", "not_found", "rate_limited",
-                                         "not_ready", "overloaded", "timeout", "internal"]
+                                         "not_ready", "timeout", "internal"]
                             },
                             "message": { "type": "string" }
                         }
@@ -112,7 +112,7 @@ fn error_responses() -> Value {
         "Unauthorized": error("unauthorized: no key, or an unknown, revoked or expired one"),
         "NotFound": error("not_found: no such endpoint, or the key is not granted it (the same answer)"),
         "RateLimited": error("rate_limited: the key's rate limit; see Retry-After"),
-        "Unavailable": error("not_ready (no snapshot yet) or overloaded; see Retry-After"),
+        "Unavailable": error("not_ready: no snapshot yet, or the service is busy; see Retry-After"),
         "Timeout": error("timeout: the request ran past its time"),
         "Internal": error("internal"),
     })

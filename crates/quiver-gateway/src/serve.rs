@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::bucket_project::{self, ProjectSource};
 use crate::gateway::{Gateway, GatewayOptions};
 use crate::http::connections::{self, ConnectionLimits};
 use crate::{admin, http, project};
@@ -75,12 +76,17 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         }
         None => None,
     };
-    let mut project = project::load(&options.project_dir).map_err(|diagnostics| {
-        format!(
-            "the project at {} does not load:\n{diagnostics}",
-            options.project_dir.display()
-        )
-    })?;
+    // A project in a bucket is downloaded into the state directory (default: `.quiver-gateway`
+    // here) and loaded from there; a directory is loaded where it is.
+    let source = bucket_project::parse(&options.project_dir.to_string_lossy())?;
+    let state_dir = match (&options.state_dir, &source) {
+        (Some(dir), _) => dir.clone(),
+        (None, ProjectSource::Directory(dir)) => dir.join(".quiver-gateway"),
+        (None, ProjectSource::Bucket { .. }) => PathBuf::from(".quiver-gateway"),
+    };
+    let project_dir = bucket_project::materialize(&source, &state_dir.join("config"))?;
+    let mut project = project::load(&project_dir)
+        .map_err(|diagnostics| format!("the project at {source} does not load:\n{diagnostics}"))?;
     let cors = options
         .cors_origins
         .clone()
@@ -88,10 +94,6 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
     if let Some(origins) = cors {
         project.settings.cors = project::CorsOrigins::parse(&origins);
     }
-    let state_dir = options
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| options.project_dir.join(".quiver-gateway"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("gateway")

@@ -1,5 +1,5 @@
 //! Admission to the server's connections: as many requests query at once as the pool has
-//! connections; the next wait at most the project's `pool.wait_ms` (then `503 overloaded`), and
+//! connections; the next wait at most the project's `pool.wait_ms` (then `503 not_ready`, busy), and
 //! beyond a bounded number of waiters a request is shed at once (counted). Cache hits never come
 //! here.
 

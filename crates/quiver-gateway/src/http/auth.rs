@@ -27,14 +27,12 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The message a caller sees. Unknown, revoked and expired keys read alike: a caller learns
-    /// nothing about which tokens once existed.
+    /// The message a caller sees, in offloader's words. Unknown, revoked and expired keys read
+    /// alike: a caller learns nothing about which tokens once existed.
     pub fn message(self) -> &'static str {
         match self {
-            Refusal::Missing => "a bearer token is required (Authorization: Bearer <token>)",
-            Refusal::Unknown | Refusal::Revoked | Refusal::Expired => {
-                "the bearer token is not valid"
-            }
+            Refusal::Missing => "missing or malformed bearer token",
+            Refusal::Unknown | Refusal::Revoked | Refusal::Expired => "invalid or revoked API key",
         }
     }
 }

@@ -20,8 +20,9 @@ pub enum Family {
     /// The admin port's: a rollback with nothing to roll back to, a dataset busy refreshing.
     Conflict,
     RateLimited,
+    /// No snapshot yet, or (offloader's reading of a saturated pool) no database connection
+    /// free: retry shortly.
     NotReady,
-    Overloaded,
     Timeout,
     UriTooLong,
     HeadersTooLarge,
@@ -40,7 +41,6 @@ impl Family {
             Family::Conflict => "conflict",
             Family::RateLimited => "rate_limited",
             Family::NotReady => "not_ready",
-            Family::Overloaded => "overloaded",
             Family::Timeout => "timeout",
             Family::UriTooLong => "uri_too_long",
             Family::HeadersTooLarge => "headers_too_large",
@@ -58,7 +58,7 @@ impl Family {
             Family::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             Family::Conflict => StatusCode::CONFLICT,
             Family::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Family::NotReady | Family::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Family::NotReady => StatusCode::SERVICE_UNAVAILABLE,
             Family::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Family::UriTooLong => StatusCode::URI_TOO_LONG,
             Family::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -97,10 +97,10 @@ pub fn plain_json(status: StatusCode, body: String) -> Response {
 }
 
 /// The one message of `not_found`: a missing endpoint and one the key is not granted read the same.
-pub const NOT_FOUND_MESSAGE: &str = "no such endpoint";
+pub const NOT_FOUND_MESSAGE: &str = "endpoint not found";
 
 /// The one message of `internal`: what went wrong is logged with the request id, never sent.
-pub const INTERNAL_MESSAGE: &str = "the request failed inside the gateway; see its logs";
+pub const INTERNAL_MESSAGE: &str = "internal error";
 
 impl ApiError {
     pub fn new(family: Family, message: impl Into<String>) -> ApiError {
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn retryable_families_carry_retry_after() {
-        let response = ApiError::new(Family::Overloaded, "busy")
+        let response = ApiError::new(Family::NotReady, "busy")
             .retry_after(0)
             .response("r2");
         assert_eq!(response.status(), 503);

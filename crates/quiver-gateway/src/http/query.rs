@@ -19,6 +19,9 @@ use crate::representation::{self, BodyMeta, Encoding, Format};
 use super::admission::Refused;
 use super::errors::{ApiError, Family};
 
+/// What a caller is told when no database connection is free (offloader's words).
+pub const BUSY_MESSAGE: &str = "service is busy, retry shortly";
+
 /// Seconds an overloaded gateway asks a caller to wait.
 const OVERLOADED_RETRY_SECONDS: u64 = 1;
 
@@ -33,14 +36,11 @@ pub async fn answer(
     request_id: &str,
 ) -> Result<CachedBody, ApiError> {
     let (permit, waited) = gateway.admission.enter().await.map_err(|refused| {
-        let message = match refused {
-            Refused::Shed => {
-                gateway.metrics.record_load_shed();
-                "too many requests are waiting for the database"
-            }
-            Refused::TimedOut => "no database connection came free in time",
-        };
-        ApiError::new(Family::Overloaded, message).retry_after(OVERLOADED_RETRY_SECONDS)
+        if refused == Refused::Shed {
+            gateway.metrics.record_load_shed();
+        }
+        // offloader's answer to a saturated pool: the same for a shed and a timed-out wait.
+        ApiError::new(Family::NotReady, BUSY_MESSAGE).retry_after(OVERLOADED_RETRY_SECONDS)
     })?;
     gateway.metrics.record_pool_wait(waited.as_secs_f64());
 

@@ -178,7 +178,7 @@ fn a_good_project_loads_into_the_model() {
         Some("tenant_id"),
         "a tenant dataset scopes every endpoint"
     );
-    assert_eq!((daily.default_limit, daily.max_limit), (100, 1000));
+    assert_eq!((daily.default_limit, daily.max_limit), (50, 100));
     assert_eq!(
         daily.param("min_calls").unwrap().default.as_deref(),
         Some("0")

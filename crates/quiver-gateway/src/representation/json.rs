@@ -2,9 +2,10 @@
 //! nested columns as JSON text for formats that hold only flat values (CSV).
 //!
 //! Rows are objects with the columns in select order and explicit nulls; nested columns (STRUCT,
-//! LIST, MAP) are nested JSON; DATE is `YYYY-MM-DD`; TIMESTAMP is RFC 3339 in UTC, written with
-//! `Z` (a column without a zone is taken as UTC; a zoned one is shown in UTC, the same instant);
-//! decimals are JSON numbers; NaN and infinities are null.
+//! LIST, MAP) are nested JSON; DATE is `YYYY-MM-DD`; TIMESTAMP is written as offloader writes it,
+//! `2026-06-01T00:00:00.000000` (always six fractional digits, no zone: DuckDB's TIMESTAMP has
+//! none); a zoned column (TIMESTAMPTZ) is shown in UTC with a `Z`, so it is not read as local
+//! time; decimals are JSON numbers; NaN and infinities are null.
 
 use std::sync::Arc;
 
@@ -23,10 +24,10 @@ use serde::Serialize;
 use super::{BodyMeta, RequestFacts};
 
 pub(crate) const DATE_FORMAT: &str = "%Y-%m-%d";
-/// DuckDB's TIMESTAMP has no zone; the gateway serves it as UTC. A zoned column is relabelled UTC
-/// first ([`utc_labelled`]), so both are written alike.
-pub(crate) const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.fZ";
-pub(crate) const TIMESTAMP_TZ_FORMAT: &str = TIMESTAMP_FORMAT;
+/// DuckDB's TIMESTAMP has no zone: written without one, with microseconds (offloader's form). A
+/// zoned column is relabelled UTC first ([`utc_labelled`]) and written with `Z`.
+pub(crate) const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6f";
+pub(crate) const TIMESTAMP_TZ_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6fZ";
 /// The zone every zoned timestamp column is relabelled to before it is written as text.
 const UTC_OFFSET: &str = "+00:00";
 

@@ -89,13 +89,13 @@ fn expected_rows() -> Value {
     json!([
         {
             "id": 1, "region": "eu \"west\",1", "day": "2025-11-24",
-            "at": "2025-11-24T08:00:00Z", "at_tz": "2025-11-24T08:00:00Z", "paid": true,
+            "at": "2025-11-24T08:00:00.000000", "at_tz": "2025-11-24T08:00:00.000000Z", "paid": true,
             "ratio": 2.5, "total": 12345, "tags": [1, null],
             "address": {"city": "Oslo", "zip": 150}, "counts": {"a": 1}
         },
         {
             "id": null, "region": null, "day": null,
-            "at": "2025-11-24T08:00:00.250Z", "at_tz": null, "paid": null,
+            "at": "2025-11-24T08:00:00.250000", "at_tz": null, "paid": null,
             "ratio": null, "total": null, "tags": null,
             "address": {"city": null, "zip": 7}, "counts": null
         }
@@ -225,13 +225,13 @@ fn csv_has_a_header_quotes_text_and_writes_nested_columns_as_json() {
     );
     assert_eq!(
         lines[1],
-        "1,\"eu \"\"west\"\",1\",2025-11-24,2025-11-24T08:00:00Z,2025-11-24T08:00:00Z,\
+        "1,\"eu \"\"west\"\",1\",2025-11-24,2025-11-24T08:00:00.000000,2025-11-24T08:00:00.000000Z,\
          true,2.5,12345,\"[1,null]\",\"{\"\"city\"\":\"\"Oslo\"\",\"\"zip\"\":150}\",\
          \"{\"\"a\"\":1}\""
     );
     assert_eq!(
         lines[2],
-        ",,,2025-11-24T08:00:00.250Z,,,NaN,,,\"{\"\"city\"\":null,\"\"zip\"\":7}\","
+        ",,,2025-11-24T08:00:00.250000,,,NaN,,,\"{\"\"city\"\":null,\"\"zip\"\":7}\","
     );
 
     let empty = encode(Format::Csv, &schema(), &[], &meta(None)).unwrap();

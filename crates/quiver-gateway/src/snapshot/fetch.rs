@@ -86,26 +86,14 @@ pub fn part_url(path: &str) -> Option<Result<PartUrl, String>> {
 
 /// The store that reads `url`, and the object's path in it.
 fn part_store(url: &PartUrl) -> Result<(Box<dyn ObjectStore>, ObjectPath), String> {
-    let retry = RetryConfig {
-        backoff: BackoffConfig::default(),
-        max_retries: RETRIES_MAX,
-        retry_timeout: RETRY_TIMEOUT,
-    };
     let options = ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT);
     let store: Box<dyn ObjectStore> = match url {
         PartUrl::S3 { bucket, .. } => s3(bucket)?,
-        PartUrl::Gcs { bucket, .. } => Box::new(
-            GoogleCloudStorageBuilder::from_env()
-                .with_bucket_name(bucket)
-                .with_retry(retry)
-                .with_client_options(options)
-                .build()
-                .map_err(|error| format!("object storage for gs://{bucket}: {error}"))?,
-        ),
+        PartUrl::Gcs { bucket, .. } => gcs(bucket)?,
         PartUrl::Http { url } => Box::new(
             HttpBuilder::new()
                 .with_url(url)
-                .with_retry(retry)
+                .with_retry(retry_config())
                 .with_client_options(options.with_allow_http(url.starts_with("http://")))
                 .build()
                 .map_err(|error| format!("{url}: {error}"))?,
@@ -434,7 +422,7 @@ async fn write_stream(
     file.sync_all().map_err(|e| e.to_string())
 }
 
-fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
+pub(crate) fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
     AmazonS3Builder::from_env()
         .with_url(format!("s3://{bucket}"))
         .build()
@@ -442,9 +430,27 @@ fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
         .map_err(|error| format!("object storage for s3://{bucket}: {error}"))
 }
 
+pub(crate) fn gcs(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
+    GoogleCloudStorageBuilder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(retry_config())
+        .with_client_options(ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT))
+        .build()
+        .map(|store| Box::new(store) as Box<dyn ObjectStore>)
+        .map_err(|error| format!("object storage for gs://{bucket}: {error}"))
+}
+
+fn retry_config() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: RETRIES_MAX,
+        retry_timeout: RETRY_TIMEOUT,
+    }
+}
+
 /// Runs an object-store future on a runtime of its own: callers are materialize threads, never
 /// inside the serving runtime.
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
+pub(crate) fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
