@@ -51,20 +51,22 @@ mkdir -p "$extensions" "$root/quiver_native-$version.data/scripts"
 cp "$EXTENSION_FILE" "$extensions/"
 cp "$GATEWAY" "$root/quiver_native-$version.data/scripts/"
 cp LICENSE "$root/quiver_native-$version.dist-info/"
-mkdir -p "$stage/packed"
-"${WHEEL_TOOL[@]}" pack --dest-dir "$stage/packed" "$root" >/dev/null
 
 # The manylinux tag is the newest glibc any ELF file in the wheel needs (the extension's embedded
-# library, extension/build/libquiver_impl.so, included); GLIBCXX stays within that policy's gcc.
+# library, extension/build/libquiver_impl.so, which auditwheel cannot see, included);
+# tests/test_install_python.py holds it to `auditwheel show`, which also weighs libstdc++'s versions.
 elves=("$root"/quiver_native/*.so "$GATEWAY" "$EXTENSION_FILE" extension/build/libquiver_impl.so)
 glibc_minor=0
 for elf in "${elves[@]}"; do
     [[ -f "$elf" ]] || { echo "no $elf to read glibc versions from" >&2; exit 1; }
     needed="$(objdump -T "$elf" | grep -oE 'GLIBC_2\.[0-9]+' | sed 's/GLIBC_2\.//' | sort -n | tail -1)"
-    (( needed > glibc_minor )) && glibc_minor=$needed
+    if (( needed > glibc_minor )); then glibc_minor=$needed; fi
 done
-"${WHEEL_TOOL[@]}" tags --remove --platform-tag "manylinux_2_${glibc_minor}_x86_64" "$stage"/packed/*.whl >/dev/null
-mv "$stage"/packed/*.whl "$stage/wheels/"
+# The tag goes into WHEEL before packing (`wheel pack` names the file after it): one compression pass.
+sed -i "s/^Tag: \(.*\)-linux_x86_64\$/Tag: \1-manylinux_2_${glibc_minor}_x86_64/" "$root/quiver_native-$version.dist-info/WHEEL"
+grep -q "^Tag: .*-manylinux_2_${glibc_minor}_x86_64\$" "$root/quiver_native-$version.dist-info/WHEEL" \
+    || { echo "maturin's wheel is not tagged linux_x86_64: $(grep '^Tag:' "$root"/*.dist-info/WHEEL)" >&2; exit 1; }
+"${WHEEL_TOOL[@]}" pack --dest-dir "$stage/wheels" "$root" >/dev/null
 
 rm -f "$out"/*.whl
 mv "$stage"/wheels/*.whl "$out/"
