@@ -170,13 +170,25 @@ def test_metadata_names_the_version_license_and_dependencies(installed: Installe
 
 def test_the_extension_is_installed_where_duckdb_python_packages_put_theirs(installed: Installed) -> None:
     result = installed.python_code(
-        "import quiver, quiver.extension as e; print(quiver.extension_path()); print(e.extensions_dir())"
+        textwrap.dedent(
+            """
+            import duckdb, quiver, quiver.extension
+            print(quiver.extension_path())
+            print(quiver.extension.extensions_dir())
+            # DuckDB's convention: the directory is an extension directory, so LOAD finds it by name.
+            con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+            con.execute("SET extension_directories = [?]", [str(quiver.extension.extensions_dir())])
+            con.execute("LOAD quiver")
+            print(con.execute("SELECT * FROM quiver_version()").fetchone()[0])
+            """
+        )
     )
     assert result.returncode == 0, result.stderr
-    path, directory = result.stdout.split()
+    path, directory, version = result.stdout.split()
     site = next((installed.venv / "lib").glob("python3*/site-packages"))
     assert Path(path) == site / ".duckdb_extensions" / "v2.0.0" / "linux_amd64" / "quiver.duckdb_extension"
     assert Path(directory) == site / ".duckdb_extensions"
+    assert version == VERSION
 
 
 def test_every_program_answers_its_version(installed: Installed) -> None:
