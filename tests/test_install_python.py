@@ -192,7 +192,14 @@ def test_the_extension_is_installed_where_duckdb_python_packages_put_theirs(inst
 
 
 def test_every_program_answers_its_version(installed: Installed) -> None:
-    for argv in (["quiver", "--version"], ["quiver-server", "--version"], ["quiver-gateway", "--version"]):
+    commands = (
+        ["quiver", "--version"],
+        ["quiver-server", "--version"],
+        ["quiver", "server", "--version"],
+        ["quiver-gateway", "--version"],
+        ["quiver", "gateway", "--version"],
+    )
+    for argv in commands:
         result = installed.run(*argv)
         assert result.returncode == 0, (argv, result.stderr)
         assert VERSION in result.stdout, (argv, result.stdout)
