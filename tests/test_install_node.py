@@ -63,8 +63,19 @@ def test_the_readme_example_runs_from_an_npm_install(tarballs: list[Path], tmp_p
     installed = project / "node_modules" / "@quiver"
     assert sorted(path.name for path in installed.iterdir()) == ["node", "node-linux-x64-gnu"]
     (project / "example.js").write_text(readme_example())
-    # The server the example spawns: quiver's venv runs `python -m quiver.serve`.
-    env = {**os.environ, "QUIVER_SERVER_PYTHON": os.environ.get("QUIVER_SERVER_PYTHON", sys.executable)}
+    # The server the example spawns is the `quiver-server` on PATH, as `pip install quiver-arrow`
+    # puts it there (here a program of that name running quiver's venv); no variable names it.
+    scripts = tmp_path / "bin"
+    scripts.mkdir()
+    server = scripts / "quiver-server"
+    server.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m quiver.serve "$@"\n')
+    server.chmod(0o755)
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("QUIVER_SERVER_PYTHON", "QUIVER_SERVER_COMMAND")
+    }
+    env["PATH"] = f"{scripts}:{env.get('PATH', '')}"
     run = subprocess.run(["node", "example.js"], cwd=project, env=env, capture_output=True, text=True, timeout=90)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["3", "3 [ { n: 3n } ]"], run.stdout
