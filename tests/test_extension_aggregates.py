@@ -2,14 +2,16 @@
 window use, NULLs, empty input and many groups, each checked against DuckDB's built-in equivalent;
 a body that raises is a typed DuckDB error and the connection goes on.
 
-Two workers: quiver's own example (`quiver-allinone`: sum_int, avg_double, concat_agg) and one built
-with vgi-python 0.47.0 from vgi's own aggregate fixtures (tests/vgi_oracle/aggregate_worker.py), each
-over stdio and `launch:`.
+The workers: quiver's own examples (sum_int, avg_double, concat_agg: the Rust `quiver-allinone` over
+stdio and `launch:`, the Python `quiver.vgi.allinone`, the Java `AllInOne`) and one built with
+vgi-python 0.47.0 from vgi's own aggregate fixtures (tests/vgi_oracle/aggregate_worker.py), over
+stdio and `launch:`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import duckdb
@@ -37,11 +39,22 @@ def mismatches(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple]:
     return [row for row in rows if any(row[i] != row[i + 1] for i in range(1, width, 2))]
 
 
-@pytest.fixture(params=["stdio", "launch"])
+JAVA_WORKER = ROOT / "java" / "bin" / "quiver-allinone-java"
+JAVA_JAR = ROOT / "java" / "target" / "quiver-java-0.1.0.jar"
+
+
+@pytest.fixture(params=["rust", "rust-launch", "python", "java"])
 def con(request, extension: Path, allinone: Path) -> duckdb.DuckDBPyConnection:
+    location = {
+        "rust": str(allinone),
+        "rust-launch": f"launch:{allinone}",
+        "python": f"{sys.executable} -m quiver.vgi.allinone",
+        "java": f"launch:{JAVA_WORKER}",
+    }[request.param]
+    if request.param == "java" and not JAVA_JAR.is_file():
+        pytest.fail(f"the Java worker is not built ({JAVA_JAR} missing); run java/build.sh or ./quiver test")
     connection = connect(extension, threads="2")
-    prefix = "launch:" if request.param == "launch" else ""
-    connection.execute(f"ATTACH '{prefix}{allinone}' AS w (TYPE quiver)")
+    connection.execute(f"ATTACH '{location}' AS w (TYPE quiver)")
     connection.execute(DATA)
     yield connection
     connection.execute("DETACH w")
@@ -121,9 +134,8 @@ def test_window_use(con: duckdb.DuckDBPyConnection) -> None:
     assert (
         mismatches(
             con,
-            "SELECT k, w.main.sum_int(x) OVER (PARTITION BY g % 5 ORDER BY k ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), "
-            "(sum(x) OVER (PARTITION BY g % 5 ORDER BY k ROWS BETWEEN 3 PRECEDING AND CURRENT ROW))::BIGINT "
-            "FROM t WHERE k < 600",
+            "SELECT k, w.main.sum_int(x) OVER frame, (sum(x) OVER frame)::BIGINT FROM t WHERE k < 600 "
+            "WINDOW frame AS (PARTITION BY g % 5 ORDER BY k ROWS BETWEEN 3 PRECEDING AND CURRENT ROW)",
         )
         == []
     )
