@@ -358,29 +358,34 @@ fn group_column(batch: &RecordBatch, column: &str) -> Result<Vec<i64>, ErrorRepo
     Ok(ids.as_primitive::<Int64Type>().values().to_vec())
 }
 
+/// The live executions, and their ids oldest first.
+#[derive(Default)]
+struct Live {
+    by_id: HashMap<ExecutionId, Arc<Mutex<Execution>>>,
+    order: VecDeque<ExecutionId>,
+}
+
 /// The executions of this process.
+#[derive(Default)]
 struct Executions {
-    live: Mutex<(
-        HashMap<ExecutionId, Arc<Mutex<Execution>>>,
-        VecDeque<ExecutionId>,
-    )>,
+    live: Mutex<Live>,
 }
 
 impl Executions {
     fn open(&self, execution: Execution) -> ExecutionId {
         let id: ExecutionId = quiver_secret::random::bytes();
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        while live.1.len() >= AGGREGATE_EXECUTIONS_MAX {
-            if let Some(oldest) = live.1.pop_front() {
-                live.0.remove(&oldest);
+        while live.order.len() >= AGGREGATE_EXECUTIONS_MAX {
+            if let Some(oldest) = live.order.pop_front() {
+                live.by_id.remove(&oldest);
                 logging::log(
                     Level::Warn,
                     format!("more than {AGGREGATE_EXECUTIONS_MAX} aggregate executions: the oldest was dropped"),
                 );
             }
         }
-        live.0.insert(id, Arc::new(Mutex::new(execution)));
-        live.1.push_back(id);
+        live.by_id.insert(id, Arc::new(Mutex::new(execution)));
+        live.order.push_back(id);
         id
     }
 
@@ -388,7 +393,7 @@ impl Executions {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         ExecutionId::try_from(id)
             .ok()
-            .and_then(|id| live.0.get(&id).cloned())
+            .and_then(|id| live.by_id.get(&id).cloned())
             .ok_or_else(|| {
                 errors::invalid_argument(
                     "unknown aggregate execution (never bound here, or already destroyed)",
@@ -401,8 +406,8 @@ impl Executions {
             return;
         };
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        live.0.remove(&id);
-        live.1.retain(|other| *other != id);
+        live.by_id.remove(&id);
+        live.order.retain(|other| *other != id);
     }
 }
 
@@ -443,9 +448,7 @@ fn binary(bytes: Vec<u8>) -> Option<ArrayRef> {
 
 /// Registers the five aggregate methods.
 pub(crate) fn register(service: &mut Service, catalog: Arc<Catalog>) {
-    let executions = Arc::new(Executions {
-        live: Mutex::new((HashMap::new(), VecDeque::new())),
-    });
+    let executions = Arc::new(Executions::default());
     let params = || vec![field("request", DataType::Binary, false)];
     let result = || Some(field("result", DataType::Binary, false));
     {
