@@ -267,6 +267,13 @@ unique_ptr<CreateFunctionInfo> CreateWorkerAggregateFunction(shared_ptr<WorkerFu
 	                            FunctionNullHandling::SPECIAL_HANDLING, nullptr, AggregateBind);
 	// Any call may fail (the worker raises, answers the wrong shape, or dies): DuckDB must then pass
 	// our typed error on rather than call it an internal error.
+	// Named parameters, as duckdb_functions() lists them (the constructor above names them col0...).
+	FunctionSignature signature;
+	for (auto &parameter : function->parameters) {
+		signature.AddPositionalOnly(Identifier(parameter.name), parameter.type);
+	}
+	signature.SetReturnType(function->result_type);
+	aggregate.GetSignature() = std::move(signature);
 	aggregate.SetFallible();
 	// ORDER BY inside the call is kept (DuckDB sorts each group's rows before they reach update)
 	// only for a function that declares its result depends on the order.
