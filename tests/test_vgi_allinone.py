@@ -138,7 +138,7 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
         {
             "path": ["main"],
             "counts": {
-                "aggregate_function": 0,
+                "aggregate_function": 3,
                 "index": 0,
                 "macro": 0,
                 "scalar_function": 1,
@@ -149,7 +149,14 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
         }
     ]
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case"}
+    assert set(functions) == {"numbers", "echo", "upper_case", "sum_int", "avg_double", "concat_agg"}
+    concat = functions["concat_agg"]
+    assert (concat["listed_as"], concat["function_type"]) == ("AGGREGATE_FUNCTION", "AGGREGATE")
+    assert [(a["name"], a["type"], a["metadata"].get("vgi_const")) for a in concat["arguments"]] == [
+        ("s", "string", None),
+        ("sep", "string", "true"),
+    ]
+    assert [(o["name"], o["type"]) for o in concat["output"]] == [("result", "string")]
 
     upper = functions["upper_case"]
     assert (upper["listed_as"], upper["function_type"]) == ("SCALAR_FUNCTION", "SCALAR")
@@ -181,7 +188,7 @@ def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["echo", "numbers", "upper_case"],
+        "functions": ["avg_double", "concat_agg", "echo", "numbers", "sum_int", "upper_case"],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

@@ -68,7 +68,7 @@ shared_ptr<WorkerFunction> DescribeFunction(ClientContext &context, const shared
 		}
 		function->parameters.push_back(std::move(param));
 	}
-	if (function->info.kind == QUIVER_KIND_SCALAR) {
+	if (function->info.kind == QUIVER_KIND_SCALAR || function->info.kind == QUIVER_KIND_AGGREGATE) {
 		ArrowSchemaWrapper result;
 		Check(quiver_worker_function_result(worker.get(), index, &result.arrow_schema, error.data(), error.size()),
 		      error, Phase::BIND);
@@ -230,6 +230,9 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 			break;
 		case QUIVER_KIND_TABLE_IN_OUT:
 			functions.push_back(CreateWorkerInOutFunction(function));
+			break;
+		case QUIVER_KIND_AGGREGATE:
+			functions.push_back(CreateWorkerAggregateFunction(function));
 			break;
 		default:
 			continue;

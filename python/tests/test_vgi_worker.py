@@ -324,7 +324,7 @@ def oracle() -> dict[str, Any]:
     return results
 
 
-def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> None:
+def test_oracle_catalog_lists_the_functions(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
     assert catalog["attach"] == {
@@ -333,7 +333,7 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
         "supports_transactions": False,
     }
     assert catalog["schemas"][0]["counts"] == {
-        "aggregate_function": 0,
+        "aggregate_function": 3,
         "index": 0,
         "macro": 0,
         "scalar_function": 1,
@@ -342,7 +342,9 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
         "view": 0,
     }
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case"}
+    assert set(functions) == {"numbers", "echo", "upper_case", "sum_int", "avg_double", "concat_agg"}
+    concat = functions["concat_agg"]
+    assert (concat["listed_as"], concat["function_type"]) == ("AGGREGATE_FUNCTION", "AGGREGATE")
     upper = functions["upper_case"]
     assert (upper["listed_as"], upper["function_type"]) == ("SCALAR_FUNCTION", "SCALAR")
     assert [(a["name"], a["type"]) for a in upper["arguments"]] == [("s", "string")]
@@ -364,7 +366,7 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["echo", "numbers", "upper_case"],
+        "functions": ["avg_double", "concat_agg", "echo", "numbers", "sum_int", "upper_case"],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

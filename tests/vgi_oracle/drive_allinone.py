@@ -91,7 +91,9 @@ def catalog(worker: list[str]) -> dict[str, Any]:
     out["load_catalog"] = {
         "source": str(snapshot.source),
         "fallback_reason": snapshot.fallback_reason,
-        "functions": sorted(f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions]),
+        "functions": sorted(
+            f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions, *s.aggregate_functions]
+        ),
     }
     contents = client.contents(attach_opaque_data=token, if_none_match=None)
     again = client.contents(attach_opaque_data=token, if_none_match=contents.etag)

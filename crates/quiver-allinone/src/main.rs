@@ -5,12 +5,14 @@
 //!   batches of `--batch-rows` rows (default 4M rows = 32 MB).
 //! * `echo(TABLE)` — table-in-out function, every input batch passed through.
 //! * `upper_case(s VARCHAR) -> VARCHAR` — scalar, Unicode upper case.
+//! * `sum_int`, `avg_double`, `concat_agg` — aggregates (see `aggregates.rs`).
 //!
 //! ```sh
 //! quiver-allinone                      # stdio, as ATTACH ... LOCATION '<cmd>' runs it
 //! quiver-allinone --unix /tmp/w.sock   # prints UNIX:/tmp/w.sock, many connections
 //! ```
 
+mod aggregates;
 mod numbers;
 mod upper;
 
@@ -19,7 +21,10 @@ use quiver_vgi::{Arg, LaunchArgs, TableInOutFunction, Worker};
 
 /// The all-in-one example worker.
 #[derive(Parser)]
-#[command(version, about = "VGI example worker: numbers, echo, upper_case")]
+#[command(
+    version,
+    about = "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg"
+)]
 struct Args {
     #[command(flatten)]
     launch: LaunchArgs,
@@ -42,5 +47,8 @@ fn main() {
         .function(numbers::numbers(args.batch_rows, args.max_workers))
         .function(echo)
         .function(upper::upper_case())
+        .function(aggregates::sum_int())
+        .function(aggregates::avg_double())
+        .function(aggregates::concat_agg())
         .run_with(&args.launch);
 }

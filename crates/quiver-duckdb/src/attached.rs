@@ -96,6 +96,10 @@ pub struct FunctionInfoC {
     pub stability: i32,
     /// Non-zero: the function handles NULL inputs itself.
     pub special_null_handling: i32,
+    /// Aggregates: non-zero when the result depends on the rows' order.
+    pub order_dependent: i32,
+    /// Aggregates: non-zero when the result changes under `DISTINCT`.
+    pub distinct_dependent: i32,
 }
 
 /// How far DuckDB may reuse a function's results; the numbers are `quiver_function_info.stability`
@@ -317,6 +321,8 @@ pub unsafe extern "C" fn quiver_worker_function(
             max_workers: f.max_workers.unwrap_or(0).max(0),
             stability: Stability::of(f.stability.as_deref()).to_c(),
             special_null_handling: (f.null_handling.as_deref() == Some("SPECIAL")).into(),
+            order_dependent: f.order_dependent.into(),
+            distinct_dependent: f.distinct_dependent.into(),
         };
         // SAFETY: by this function's contract.
         unsafe { write_out(out, info, "out") }

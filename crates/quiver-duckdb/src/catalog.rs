@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
 use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
-use quiver_vgi_contract::{arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
+use quiver_vgi_contract::{aggregate, arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
 use crate::ffi::{Failure, Outcome};
@@ -33,6 +33,8 @@ pub enum Kind {
     Table = 2,
     /// A table in, a table out (`FROM w.f((SELECT ...))`).
     TableInOut = 3,
+    /// Rows in, one value per group out (`SELECT w.f(x) ... GROUP BY ...`), see `aggregate.rs`.
+    Aggregate = 4,
 }
 
 /// One function as the worker describes it.
@@ -65,6 +67,10 @@ pub struct FunctionDesc {
     pub stability: Option<String>,
     /// `DEFAULT` or `SPECIAL` (scalars).
     pub null_handling: Option<String>,
+    /// Aggregates: the result depends on the order of the rows (`ORDER BY` inside the call).
+    pub order_dependent: bool,
+    /// Aggregates: the result changes under `DISTINCT`.
+    pub distinct_dependent: bool,
 }
 
 /// What `catalog_attach` answered, plus the functions found.
@@ -76,7 +82,7 @@ pub struct Discovered {
     pub default_schema: String,
     /// The functions DuckDB can call.
     pub functions: Vec<FunctionDesc>,
-    /// Functions of kinds the engine cannot call yet (aggregates, table-buffering): registered
+    /// Functions of kinds the engine cannot call yet (table-buffering): registered
     /// as placeholders that say so, never left to read as "does not exist".
     pub skipped: Vec<Skipped>,
 }
@@ -418,21 +424,25 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         function_type::SCALAR => Kind::Scalar,
         function_type::TABLE if has_table_arg => Kind::TableInOut,
         function_type::TABLE => Kind::Table,
+        aggregate::FUNCTION_TYPE => Kind::Aggregate,
         _ => return Ok(None),
     };
     let result = match (kind, info.bytes("output_schema")?) {
-        (Kind::Scalar, Some(bytes)) if !bytes.is_empty() => {
+        (Kind::Scalar | Kind::Aggregate, Some(bytes)) if !bytes.is_empty() => {
             let schema = ipc::decode_schema(bytes, "FunctionInfo.output_schema")?;
             if schema.fields().len() != 1 {
                 return Err(malformed(
                     &name,
-                    "a scalar function's output schema must have one field",
+                    "a scalar or aggregate function's output schema must have one field",
                 ));
             }
             Some(schema)
         }
-        (Kind::Scalar, _) => {
-            return Err(malformed(&name, "a scalar function needs an output schema"))
+        (Kind::Scalar | Kind::Aggregate, _) => {
+            return Err(malformed(
+                &name,
+                "a scalar or aggregate function needs an output schema",
+            ))
         }
         _ => None,
     };
@@ -449,6 +459,10 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         max_workers: info.int("max_workers")?,
         stability: info.str("stability")?,
         null_handling: info.str("null_handling")?,
+        order_dependent: info.str("order_dependent")?.as_deref()
+            == Some(aggregate::ORDER_DEPENDENT),
+        distinct_dependent: info.str("distinct_dependent")?.as_deref()
+            == Some(aggregate::DISTINCT_DEPENDENT),
         name,
     }))
 }

@@ -13,6 +13,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Params, Service};
+use quiver_vgi_contract::aggregate;
 use quiver_vgi_contract::arg_metadata;
 use quiver_vgi_contract::enums::object_type;
 use quiver_vgi_contract::filter_container;
@@ -107,7 +108,7 @@ impl Catalog {
     fn schema_info(&self) -> RecordBatch {
         let tables = self.count(FunctionKind::Table) + self.count(FunctionKind::TableInOut);
         let counts = [
-            ("aggregate_function", 0),
+            ("aggregate_function", self.count(FunctionKind::Aggregate)),
             ("index", 0),
             ("macro", 0),
             ("scalar_function", self.count(FunctionKind::Scalar)),
@@ -129,7 +130,10 @@ impl Catalog {
             .iter()
             .filter(|f| match wanted {
                 object_type::SCALAR_FUNCTION => f.kind == FunctionKind::Scalar,
-                object_type::TABLE_FUNCTION => f.kind != FunctionKind::Scalar,
+                object_type::TABLE_FUNCTION => {
+                    matches!(f.kind, FunctionKind::Table | FunctionKind::TableInOut)
+                }
+                object_type::AGGREGATE_FUNCTION => f.kind == FunctionKind::Aggregate,
                 _ => false,
             })
             .collect()
@@ -217,10 +221,15 @@ fn default_values(function: &Function) -> Option<Vec<u8>> {
 
 /// One `FunctionInfo` row.
 pub fn function_info(function: &Function) -> RecordBatch {
-    let scalar = function.kind == FunctionKind::Scalar;
+    // Scalars and aggregates are not table functions: no scan capabilities.
+    let scalar = matches!(
+        function.kind,
+        FunctionKind::Scalar | FunctionKind::Aggregate
+    );
     let caps = function.caps;
     let output = match &function.body {
-        crate::function::Body::Scalar { result_type, .. } => {
+        crate::function::Body::Scalar { result_type, .. }
+        | crate::function::Body::Aggregate { result_type, .. } => {
             Schema::new(vec![Field::new("result", result_type.clone(), true)])
         }
         _ => Schema::empty(),
@@ -264,8 +273,22 @@ pub fn function_info(function: &Function) -> RecordBatch {
         .str("order_preservation", (!scalar).then_some(order))
         .int("max_workers", (!scalar).then_some(max_workers))
         .str("partition_kind", Some("NOT_PARTITIONED"))
-        .str("order_dependent", Some("NOT_ORDER_DEPENDENT"))
-        .str("distinct_dependent", Some("NOT_DISTINCT_DEPENDENT"))
+        .str(
+            "order_dependent",
+            Some(if caps.order_dependent {
+                aggregate::ORDER_DEPENDENT
+            } else {
+                "NOT_ORDER_DEPENDENT"
+            }),
+        )
+        .str(
+            "distinct_dependent",
+            Some(if caps.distinct_dependent {
+                aggregate::DISTINCT_DEPENDENT
+            } else {
+                "NOT_DISTINCT_DEPENDENT"
+            }),
+        )
         .bool("has_finalize", Some(caps.has_finalize))
         .finish()
 }

@@ -9,6 +9,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType, SchemaRef};
 use quiver_wire::ErrorReport;
 
+use crate::aggregate::ErasedAggregator;
 use crate::args::Args;
 use crate::declarations::{is_identifier, Arg, Capabilities, FunctionKind};
 use crate::in_out_state::{InOutInit, InOutState};
@@ -69,6 +70,10 @@ pub(crate) enum Body {
     TableInOut {
         bind: Arc<BindBody>,
         state: Arc<InOutFactory>,
+    },
+    Aggregate {
+        result_type: DataType,
+        aggregator: Arc<dyn ErasedAggregator>,
     },
 }
 
@@ -153,10 +158,10 @@ impl Function {
                 self.name
             ),
         }
-        if self.kind != FunctionKind::Scalar {
+        if !matches!(self.kind, FunctionKind::Scalar | FunctionKind::Aggregate) {
             assert!(
                 self.args.iter().all(|a| !a.constant),
-                "{}: constant args are for scalars",
+                "{}: constant args are for scalars and aggregates",
                 self.name
             );
         }

@@ -71,6 +71,10 @@ fn init(
         (FunctionKind::Table, None) => table(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::INPUT)) => input(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::FINALIZE)) => finalize(context, bound, &request),
+        (FunctionKind::Aggregate, _) => Err(errors::invalid_argument(format!(
+            "{}() is an aggregate function: it is called with aggregate_update, not init",
+            bound.function.name
+        ))),
         (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
             "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
         ))),

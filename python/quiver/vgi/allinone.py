@@ -1,4 +1,7 @@
-"""The example worker: ``numbers(n)``, ``echo(TABLE)``, ``upper_case(VARCHAR)``.
+"""The example worker: ``numbers(n)``, ``echo(TABLE)``, ``upper_case(VARCHAR)`` and three aggregates.
+
+The aggregates ``sum_int``, ``avg_double`` and ``concat_agg`` mean the same as in the Rust and Java
+examples.
 
 ``python -m quiver.vgi.allinone`` (stdio) or ``... --unix PATH [--idle-timeout SECS]``;
 attach it from DuckDB with ``LOCATION 'launch:python -m quiver.vgi.allinone'``.
@@ -12,12 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from quiver.vgi import Arg, Worker
+from quiver.vgi import Arg, InvalidArgumentError, Worker
 
 DEFAULT_BATCH_ROWS = 1 << 20
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
-worker = Worker("allinone", "VGI example worker: numbers, echo, upper_case")
+worker = Worker("allinone", "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg")
 
 
 @worker.scalar(returns=pa.string(), args=[Arg("s", pa.string(), "the text to upper-case")])
@@ -52,6 +55,73 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
 def echo(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.RecordBatch:
     """Returns its input table unchanged (finalize adds nothing)."""
     return batch
+
+
+@worker.aggregate(name="sum_int", returns=pa.int64(), args=[Arg("x", pa.int64(), "the values to add")])
+class SumInt:
+    """Sum of the non-NULL values; NULL when there are none; an error on overflow."""
+
+    def init(self, args: dict[str, Any]) -> int | None:
+        return None
+
+    def update(self, total: int | None, columns: list[pa.Array], rows: list[int], args: dict[str, Any]) -> int | None:
+        values = [v for v in columns[0].take(pa.array(rows, pa.int64())).to_pylist() if v is not None]
+        return total if not values else _checked((total or 0) + sum(values))
+
+    def combine(self, total: int | None, other: int | None, args: dict[str, Any]) -> int | None:
+        return total if other is None else _checked((total or 0) + other)
+
+    def finalize(self, totals: list[int | None], args: dict[str, Any]) -> pa.Array:
+        return pa.array(totals, pa.int64())
+
+
+def _checked(total: int) -> int:
+    if not -(1 << 63) <= total < 1 << 63:
+        raise InvalidArgumentError("sum_int(): BIGINT overflow")
+    return total
+
+
+@worker.aggregate(name="avg_double", returns=pa.float64(), args=[Arg("x", pa.float64(), "the values to average")])
+class AvgDouble:
+    """Mean of the non-NULL values; NULL when there are none."""
+
+    def init(self, args: dict[str, Any]) -> tuple[float, int]:
+        return (0.0, 0)
+
+    def update(self, state: tuple[float, int], columns: list[pa.Array], rows: list[int], args: dict[str, Any]):
+        total, count = state
+        for value in columns[0].take(pa.array(rows, pa.int64())).to_pylist():
+            if value is not None:
+                total, count = total + value, count + 1
+        return (total, count)
+
+    def combine(self, state: tuple[float, int], other: tuple[float, int], args: dict[str, Any]):
+        return (state[0] + other[0], state[1] + other[1])
+
+    def finalize(self, states: list[tuple[float, int] | None], args: dict[str, Any]) -> pa.Array:
+        return pa.array([s[0] / s[1] if s and s[1] else None for s in states], pa.float64())
+
+
+@worker.aggregate(
+    name="concat_agg",
+    returns=pa.string(),
+    args=[Arg("s", pa.string(), "the strings to join"), Arg("sep", pa.string(), "the separator", constant=True)],
+    order_dependent=True,
+)
+class ConcatAgg:
+    """The non-NULL strings joined by sep, in the order given (ORDER BY inside the call)."""
+
+    def init(self, args: dict[str, Any]) -> list[str]:
+        return []
+
+    def update(self, parts: list[str], columns: list[pa.Array], rows: list[int], args: dict[str, Any]) -> list[str]:
+        return parts + [v for v in columns[0].take(pa.array(rows, pa.int64())).to_pylist() if v is not None]
+
+    def combine(self, parts: list[str], other: list[str], args: dict[str, Any]) -> list[str]:
+        return parts + other
+
+    def finalize(self, states: list[list[str] | None], args: dict[str, Any]) -> pa.Array:
+        return pa.array([args["sep"].join(p) if p else None for p in states], pa.string())
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pyarrow as pa
 from . import filters as vgi_filters
 from . import wire
 from .errors import NotFoundError, OpaqueDataNotRecognizedError
-from .function import SCALAR, Function
+from .function import AGGREGATE, SCALAR, Function
 from .protocol import SchemaObjectType
 
 if TYPE_CHECKING:
@@ -36,15 +36,15 @@ def resolve(functions: dict[str, Function], name: str, schema_path: list[str] | 
 
 def function_info(function: Function) -> dict[str, Any]:
     """The ``FunctionInfo`` row of one function."""
-    table_like = function.kind != SCALAR
+    table_like = function.kind not in (SCALAR, AGGREGATE)
     defaults = function.default_values()
-    output = pa.schema([pa.field("result", function.returns)]) if function.kind == SCALAR else wire.EMPTY_SCHEMA
+    output = wire.EMPTY_SCHEMA if table_like else pa.schema([pa.field("result", function.returns)])
     return {
         "comment": None,
         "tags": [],
         "name": function.name,
         "schema_path": [SCHEMA_NAME],
-        "function_type": "SCALAR" if function.kind == SCALAR else "TABLE",
+        "function_type": {SCALAR: "SCALAR", AGGREGATE: "AGGREGATE"}.get(function.kind, "TABLE"),
         "arguments": wire.schema_bytes(function.arguments_schema()),
         "output_schema": wire.schema_bytes(output),
         "parameter_default_values": None if defaults is None else wire.stream_bytes([defaults], defaults.schema),
@@ -70,8 +70,8 @@ def function_info(function: Function) -> dict[str, Any]:
         "supports_positions": False,
         "split_token_ttl_seconds": None,
         "partition_kind": "NOT_PARTITIONED",
-        "order_dependent": "NOT_ORDER_DEPENDENT",
-        "distinct_dependent": "NOT_DISTINCT_DEPENDENT",
+        "order_dependent": "ORDER_DEPENDENT" if function.order_dependent else "NOT_ORDER_DEPENDENT",
+        "distinct_dependent": "DISTINCT_DEPENDENT" if function.distinct_dependent else "NOT_DISTINCT_DEPENDENT",
         "supports_window": False,
         "streaming_partitioned": False,
         "has_finalize": function.finalize is not None,
@@ -88,13 +88,14 @@ def function_info(function: Function) -> dict[str, Any]:
 def schema_info(functions: dict[str, Function]) -> dict[str, Any]:
     """The ``SchemaInfo`` row of the one schema, ``main``."""
     scalars = sum(1 for f in functions.values() if f.kind == SCALAR)
+    aggregates = sum(1 for f in functions.values() if f.kind == AGGREGATE)
     counts = {
-        "aggregate_function": 0,
+        "aggregate_function": aggregates,
         "index": 0,
         "macro": 0,
         "scalar_function": scalars,
         "table": 0,
-        "table_function": len(functions) - scalars,
+        "table_function": len(functions) - scalars - aggregates,
         "view": 0,
     }
     return {"comment": None, "tags": [], "path": [SCHEMA_NAME], "estimated_object_count": list(counts.items())}
@@ -122,7 +123,9 @@ class CatalogMethods:
         if wanted == "SCALAR_FUNCTION":
             return [f for f in functions if f.kind == SCALAR]
         if wanted == "TABLE_FUNCTION":
-            return [f for f in functions if f.kind != SCALAR]
+            return [f for f in functions if f.kind not in (SCALAR, AGGREGATE)]
+        if wanted == "AGGREGATE_FUNCTION":
+            return [f for f in functions if f.kind == AGGREGATE]
         return [] if wanted else functions
 
     def catalog_catalogs(self) -> bytes:

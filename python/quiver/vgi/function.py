@@ -12,7 +12,7 @@ import pyarrow as pa
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
-SCALAR, TABLE, TABLE_IN_OUT = "scalar", "table", "table-in-out"
+SCALAR, TABLE, TABLE_IN_OUT, AGGREGATE = "scalar", "table", "table-in-out", "aggregate"
 _SQL_NAMES = {
     pa.int8(): "TINYINT",
     pa.int16(): "SMALLINT",
@@ -39,7 +39,11 @@ def sql_name(arrow_type: pa.DataType) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One parameter: positional unless ``named``; ``table`` marks a table-in-out input."""
+    """One parameter: positional unless ``named``.
+
+    ``table`` marks a table-in-out input; ``constant`` an aggregate's argument that arrives once, at
+    bind, instead of as a column.
+    """
 
     name: str
     type: pa.DataType = field(default_factory=pa.null)
@@ -49,6 +53,7 @@ class Arg:
     min: int | float | None = None
     max: int | float | None = None
     table: bool = False
+    constant: bool = False
 
     @classmethod
     def table_input(cls, name: str, doc: str = "") -> Arg:
@@ -63,6 +68,8 @@ class Arg:
             metadata["vgi_arg"] = "named"
         if self.table:
             metadata["vgi_type"] = "table"
+        if self.constant:
+            metadata["vgi_const"] = "true"
         if self.default is not None:
             metadata["vgi_default"] = json.dumps(self.default)
         if self.min is not None or self.max is not None:
@@ -116,10 +123,17 @@ class Function:
     shared_work: Callable[[dict[str, Any]], int] | None = None
     finalize: Callable[..., Any] | None = None
     initial_state: Callable[[dict[str, Any]], Any] | None = None
+    order_dependent: bool = False
+    distinct_dependent: bool = False
 
     @property
     def positional(self) -> list[Arg]:
         return [a for a in self.args if not a.named and not a.table]
+
+    @property
+    def columns(self) -> list[Arg]:
+        """An aggregate's value columns: its arguments that are not constants."""
+        return [a for a in self.args if not a.constant]
 
     @property
     def named(self) -> list[Arg]:
@@ -151,7 +165,7 @@ class Function:
                         positional[int(child.name[len("positional_") :])] = value
                     elif child.name.startswith("named_"):
                         named[child.name[len("named_") :]] = value
-        declared = self.positional if self.kind != SCALAR else []
+        declared = {SCALAR: [], AGGREGATE: [a for a in self.args if a.constant]}.get(self.kind, self.positional)
         if len(positional) > len(declared):
             raise ArgumentValidationError(
                 f"{self.name}() takes {len(declared)} positional argument(s) but {len(positional)} were given"

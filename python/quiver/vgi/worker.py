@@ -22,10 +22,12 @@ from ..rpc import MethodKind, Server
 from ..rpc.session import Session
 from ..transport.socket import SocketConnection, listen_unix
 from ..transport.stdio import stdio_connection
+from . import aggregate
+from .aggregate import AggregateMethods
 from .bind import BindMethods
 from .catalog import CatalogMethods
 from .execution import Executions
-from .function import SCALAR, TABLE, TABLE_IN_OUT, Arg, Function
+from .function import AGGREGATE, SCALAR, TABLE, TABLE_IN_OUT, Arg, Function
 from .init import InitMethods
 from .log import LEVELS, log, set_level
 from .protocol import VgiV2
@@ -45,6 +47,7 @@ class Worker:
         self.description = description
         self.functions: dict[str, Function] = {}
         self.executions = Executions()
+        self.aggregates = aggregate.Executions()
 
     # decorators ------------------------------------------------------------------------
 
@@ -137,6 +140,40 @@ class Worker:
 
         return wrap
 
+    def aggregate(
+        self,
+        *,
+        name: str,
+        returns: pa.DataType,
+        args: list[Arg],
+        doc: str = "",
+        order_dependent: bool = False,
+        distinct_independent: bool = False,
+    ) -> Callable[[Any], Function]:
+        """Decorates an :class:`~quiver.vgi.aggregate.Aggregator` (a class, instantiated once, or an object).
+
+        ``order_dependent``: the result depends on the rows' order, so the engine keeps ``ORDER BY``
+        inside the call; ``distinct_independent``: ``DISTINCT`` does not change the result (a min, a
+        max), so the engine may drop it (by default it is honoured).
+        """
+
+        def wrap(aggregator: Any) -> Function:
+            body = aggregator() if isinstance(aggregator, type) else aggregator
+            return self.add(
+                Function(
+                    name,
+                    AGGREGATE,
+                    body,
+                    list(args),
+                    doc or _doc(aggregator),
+                    returns=returns,
+                    order_dependent=order_dependent,
+                    distinct_dependent=not distinct_independent,
+                )
+            )
+
+        return wrap
+
     # serving -----------------------------------------------------------------------------
 
     def server(self) -> Server:
@@ -213,7 +250,7 @@ def _doc(body: Callable[..., Any]) -> str:
     return (body.__doc__ or "").strip()
 
 
-class _Service(CatalogMethods, BindMethods, InitMethods):
+class _Service(CatalogMethods, BindMethods, InitMethods, AggregateMethods):
     """The implementation of :class:`~quiver.vgi.protocol.VgiV2` for one :class:`Worker`."""
 
     def __init__(self, worker: Worker) -> None:

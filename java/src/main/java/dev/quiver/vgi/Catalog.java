@@ -140,16 +140,19 @@ final class Catalog {
     }
     return switch (type) {
       case "SCALAR_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.SCALAR).toList();
-      case "TABLE_FUNCTION" -> functions.stream().filter(f -> f.kind != Function.Kind.SCALAR).toList();
+      case "TABLE_FUNCTION" -> functions.stream()
+          .filter(f -> f.kind == Function.Kind.TABLE || f.kind == Function.Kind.TABLE_IN_OUT).toList();
+      case "AGGREGATE_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.AGGREGATE).toList();
       default -> List.of();
     };
   }
 
   private Map<String, Object> schemaInfo() {
     long scalars = worker.functions().values().stream().filter(f -> f.kind == Function.Kind.SCALAR).count();
-    List<Object> counts = List.of(List.of("aggregate_function", 0L), List.of("index", 0L), List.of("macro", 0L),
-        List.of("scalar_function", scalars), List.of("table", 0L),
-        List.of("table_function", worker.functions().size() - scalars), List.of("view", 0L));
+    long aggregates = worker.functions().values().stream().filter(f -> f.kind == Function.Kind.AGGREGATE).count();
+    List<Object> counts = List.of(List.of("aggregate_function", aggregates), List.of("index", 0L),
+        List.of("macro", 0L), List.of("scalar_function", scalars), List.of("table", 0L),
+        List.of("table_function", worker.functions().size() - scalars - aggregates), List.of("view", 0L));
     Map<String, Object> row = new LinkedHashMap<>();
     row.put("tags", List.of());
     row.put("path", List.of(SCHEMA_NAME));
@@ -158,7 +161,7 @@ final class Catalog {
   }
 
   private Map<String, Object> functionInfo(Function function, BufferAllocator allocator) {
-    boolean tableLike = function.kind != Function.Kind.SCALAR;
+    boolean tableLike = function.kind != Function.Kind.SCALAR && function.kind != Function.Kind.AGGREGATE;
     Schema output = tableLike ? new Schema(List.of())
         : new Schema(List.of(new Field("result", FieldType.nullable(function.returns), null)));
     Map<String, Object> row = new LinkedHashMap<>();
@@ -189,8 +192,9 @@ final class Catalog {
     row.put("filters_exactly_applied", false);
     row.put("supports_positions", false);
     row.put("partition_kind", "NOT_PARTITIONED");
-    row.put("order_dependent", "NOT_ORDER_DEPENDENT");
-    row.put("distinct_dependent", "NOT_DISTINCT_DEPENDENT");
+    row.put("order_dependent", function.orderDependent ? "ORDER_DEPENDENT" : "NOT_ORDER_DEPENDENT");
+    boolean distinct = function.kind == Function.Kind.AGGREGATE && function.distinctDependent;
+    row.put("distinct_dependent", distinct ? "DISTINCT_DEPENDENT" : "NOT_DISTINCT_DEPENDENT");
     row.put("supports_window", false);
     row.put("streaming_partitioned", false);
     row.put("has_finalize", function.finalizer != null);

@@ -11,8 +11,8 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * A function a worker serves, of one of three kinds, built with {@link Worker#scalar},
- * {@link Worker#table} or {@link Worker#tableInOut} (crates/quiver-vgi/src/function.rs is the
+ * A function a worker serves, of one of four kinds, built with {@link Worker#scalar},
+ * {@link Worker#table}, {@link Worker#tableInOut} or {@link Worker#aggregate} (crates/quiver-vgi/src/function.rs is the
  * Rust twin, python/quiver/vgi/function.py the Python one).
  */
 public final class Function {
@@ -20,7 +20,8 @@ public final class Function {
   public enum Kind {
     SCALAR("a scalar function"),
     TABLE("a table function"),
-    TABLE_IN_OUT("a table-in-out function");
+    TABLE_IN_OUT("a table-in-out function"),
+    AGGREGATE("an aggregate function");
 
     final String described;
 
@@ -29,7 +30,11 @@ public final class Function {
     }
 
     String wireName() {
-      return this == SCALAR ? "SCALAR" : "TABLE";
+      return switch (this) {
+        case SCALAR -> "SCALAR";
+        case AGGREGATE -> "AGGREGATE";
+        default -> "TABLE";
+      };
     }
   }
 
@@ -86,6 +91,9 @@ public final class Function {
   ScanFactory scan;
   InOutBody inOut;
   FinalizeBody finalizer;
+  Aggregator<Object> aggregator;
+  boolean orderDependent;
+  boolean distinctDependent = true;
 
   Function(String name, Kind kind) {
     if (!name.matches("[a-z_][a-z0-9_]*")) {
@@ -186,6 +194,28 @@ public final class Function {
     return this;
   }
 
+  /** An aggregate function's behaviour. */
+  @SuppressWarnings("unchecked")
+  public <S> Function aggregator(Aggregator<S> body) {
+    require(Kind.AGGREGATE, "aggregator");
+    this.aggregator = (Aggregator<Object>) body;
+    return this;
+  }
+
+  /** The aggregate's result depends on its rows' order: the engine keeps {@code ORDER BY} inside the call. */
+  public Function orderDependent() {
+    require(Kind.AGGREGATE, "orderDependent");
+    this.orderDependent = true;
+    return this;
+  }
+
+  /** {@code DISTINCT} does not change the aggregate's result (a min, a max); by default it is honoured. */
+  public Function distinctIndependent() {
+    require(Kind.AGGREGATE, "distinctIndependent");
+    this.distinctDependent = false;
+    return this;
+  }
+
   private void require(Kind wanted, String what) {
     if (kind != wanted) {
       throw new IllegalStateException(name + "(): " + what + " is for " + wanted.described + "s");
@@ -198,6 +228,7 @@ public final class Function {
       case SCALAR -> scalar != null && returns != null;
       case TABLE -> scan != null && output != null;
       case TABLE_IN_OUT -> inOut != null && args.stream().anyMatch(Arg::table);
+      case AGGREGATE -> aggregator != null && returns != null;
     };
     if (!complete) {
       throw new IllegalStateException(name + "() is not fully declared (" + kind.described + ")");
@@ -206,6 +237,11 @@ public final class Function {
 
   List<Arg> positional() {
     return args.stream().filter(a -> !a.named() && !a.table()).toList();
+  }
+
+  /** An aggregate's value columns: its arguments that are not constants. */
+  List<Arg> columns() {
+    return args.stream().filter(a -> !a.constant()).toList();
   }
 
   List<Arg> namedArgs() {

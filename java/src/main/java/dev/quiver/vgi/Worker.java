@@ -43,6 +43,7 @@ public final class Worker {
   private final Map<String, Function> functions = new LinkedHashMap<>();
   final Catalog catalog = new Catalog(this);
   final Executions executions = new Executions();
+  final Aggregates aggregates = new Aggregates(this);
 
   public Worker(String name, String description) {
     this.name = name;
@@ -64,6 +65,13 @@ public final class Worker {
   /** Declares a scalar function returning {@code returns}; finish it with {@link Function#body}. */
   public Function scalar(String name, ArrowType returns) {
     Function function = add(new Function(name, Function.Kind.SCALAR));
+    function.returns = returns;
+    return function;
+  }
+
+  /** Declares an aggregate returning {@code returns}; finish it with {@link Function#aggregator}. */
+  public Function aggregate(String name, ArrowType returns) {
+    Function function = add(new Function(name, Function.Kind.AGGREGATE));
     function.returns = returns;
     return function;
   }
@@ -160,6 +168,9 @@ public final class Worker {
         .withHeader(Dataclasses.GLOBAL_INIT_RESPONSE));
     unary(protocol, "table_function_cardinality", List.of(request), result,
         (p, a) -> Rows.row(Dataclasses.TABLE_CARDINALITY, new LinkedHashMap<>(), a));
+    for (String method : Aggregates.METHODS) {
+      unary(protocol, method, List.of(request), result, (p, a) -> aggregates.call(method, p.bytes("request"), a));
+    }
     return protocol;
   }
 

@@ -17,7 +17,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * The example worker, with the Rust worker's semantics (crates/quiver-allinone):
  * {@code numbers(n, batch_rows => 4194304)} the integers 0..n-1 shared across the scan's
  * connections, {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
- * case with NULL kept.
+ * case with NULL kept, and the aggregates {@code sum_int}, {@code avg_double} and {@code concat_agg}
+ * ({@link ExampleAggregates}).
  */
 public final class AllInOne {
   private AllInOne() {}
@@ -29,7 +30,8 @@ public final class AllInOne {
   static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
 
   public static Worker worker() {
-    Worker worker = new Worker("allinone", "VGI example worker: numbers, echo, upper_case");
+    Worker worker = new Worker("allinone",
+        "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg");
     worker.scalar("upper_case", UTF8)
         .doc("Upper-cases a string (Unicode-aware); NULL stays NULL")
         .arg(Arg.of("s", UTF8).doc("the text to upper-case"))
@@ -69,6 +71,7 @@ public final class AllInOne {
         .arg(Arg.table("data").doc("the rows to pass through"))
         .inOut((args, state, input, allocator) -> input)
         .finalizer((args, state, allocator) -> null);
+    ExampleAggregates.declare(worker);
     return worker;
   }
 
