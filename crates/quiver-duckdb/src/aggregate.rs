@@ -410,8 +410,8 @@ pub unsafe extern "C" fn quiver_aggregate_update(
         let groups = unsafe { ids_of(groups, count, "groups")? };
         let values = match (&aggregate.input, values.is_null()) {
             (_, true) => None,
-            // SAFETY: by this function's contract.
             (Some((_, ffi)), false) => {
+                // SAFETY: by this function's contract.
                 Some(unsafe { arrow_c::import_batch(values, ffi, "values")? })
             }
             (None, false) => {
