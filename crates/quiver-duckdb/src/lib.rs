@@ -24,9 +24,11 @@ use std::ffi::{c_char, CStr};
 
 mod arrow_c;
 pub mod attached;
+pub mod attached_docs;
 pub mod bind;
 pub mod calls;
 pub mod catalog;
+pub mod catalog_docs;
 pub mod ffi;
 pub mod filters;
 pub mod negotiate;
