@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .docs import Docs
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
@@ -116,6 +117,8 @@ class Function:
     shared_work: Callable[[dict[str, Any]], int] | None = None
     finalize: Callable[..., Any] | None = None
     initial_state: Callable[[dict[str, Any]], Any] | None = None
+    schema: str | None = None
+    docs: Docs = field(default_factory=Docs)
 
     @property
     def positional(self) -> list[Arg]:
