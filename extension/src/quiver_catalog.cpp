@@ -206,8 +206,17 @@ public:
 			info.SetQualifiedName(QualifiedName({schema.name}, Identifier()));
 			info.comment = schema.comment;
 			info.tags = schema.tags;
-			info.on_conflict = OnCreateConflict::REPLACE_ON_CONFLICT;
-			CreateSchema(data, info);
+			info.on_conflict = OnCreateConflict::IGNORE_ON_CONFLICT;
+			if (!CreateSchema(data, info)) {
+				// `main` exists already (DuckCatalog made it, internal): the worker's now, described.
+				EntryLookupInfo lookup(CatalogType::SCHEMA_ENTRY, QualifiedName(schema.name));
+				auto existing = DuckCatalog::LookupSchema(data, lookup, OnEntryNotFound::RETURN_NULL);
+				if (existing) {
+					existing->internal = false;
+					existing->comment = schema.comment;
+					existing->tags = schema.tags;
+				}
+			}
 		}
 		hide_main = !has_main;
 		for (auto &function : functions) {
