@@ -15,7 +15,14 @@ mod numbers;
 mod upper;
 
 use clap::Parser;
-use quiver_vgi::{Arg, LaunchArgs, TableInOutFunction, Worker};
+use quiver_vgi::{Arg, LaunchArgs, SchemaDecl, TableInOutFunction, Worker};
+
+/// The catalog's comment; the Python and Java example workers say the same.
+const CATALOG_COMMENT: &str =
+    "quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case";
+/// The catalog's `vgi.doc_llm` tag.
+const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) \
+    returns its input table; upper_case(s) upper-cases text with Unicode full case mapping.";
 
 /// The all-in-one example worker.
 #[derive(Parser)]
@@ -37,8 +44,24 @@ fn main() {
         .doc("Returns its input table unchanged, batch for batch")
         .arg(Arg::table("data").doc("The input table"))
         .max_workers(1)
-        .map(|batch| Ok(batch.clone()));
+        .map(|batch| Ok(batch.clone()))
+        .comment("Returns its input table unchanged")
+        .tag("vgi.category", "tables")
+        .category("tables")
+        .example(
+            "SELECT * FROM allinone.echo((SELECT 42 AS answer))",
+            "One row passed through",
+        );
     Worker::new("allinone")
+        .comment(CATALOG_COMMENT)
+        .tag("vgi.title", "quiver all-in-one example")
+        .tag("vgi.doc_llm", CATALOG_DOC)
+        .schema(
+            SchemaDecl::new("main")
+                .comment("The example functions")
+                .tag("vgi.title", "Examples")
+                .tag("vgi.categories", r#"["generators", "tables", "text"]"#),
+        )
         .function(numbers::numbers(args.batch_rows, args.max_workers))
         .function(echo)
         .function(upper::upper_case())
