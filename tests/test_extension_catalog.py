@@ -7,6 +7,7 @@ log records on the engine's stderr.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -54,6 +55,10 @@ def test_the_catalog_comment_and_tags(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_function_comments_tags_examples_and_categories(con: duckdb.DuckDBPyConnection) -> None:
+    shout_examples = con.execute(
+        "SELECT tags['vgi.example_queries'] FROM duckdb_functions() WHERE database_name = 'shelf' "
+        "AND function_name = 'shout'"
+    ).fetchone()[0]
     rows = con.execute(
         "SELECT function_name, schema_name, description, comment, tags, examples, categories FROM duckdb_functions() "
         "WHERE database_name = 'shelf' AND function_name IN ('shout', 'three') ORDER BY function_name"
@@ -64,11 +69,16 @@ def test_function_comments_tags_examples_and_categories(con: duckdb.DuckDBPyConn
             "text",
             "The text in upper case.",
             "Upper-cases text",
-            {"vgi.category": "text"},
+            {"vgi.category": "text", "vgi.example_queries": shout_examples},
             ["SELECT shelf.shout('hi')", "SELECT shelf.text.shout('ß')"],
             ["string"],
         ),
         ("three", "numbers", "The numbers 1, 2, 3.", "One to three", {}, [], []),
+    ]
+    # What each example shows is in the vgi.example_queries tag, where VGI's tools read it.
+    assert json.loads(shout_examples) == [
+        {"sql": "SELECT shelf.shout('hi')", "description": "prints HI"},
+        {"sql": "SELECT shelf.text.shout('ß')", "description": ""},
     ]
     # The example queries run as written.
     assert con.execute(rows[0][5][0]).fetchone() == ("HI",)

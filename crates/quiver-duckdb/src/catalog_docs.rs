@@ -13,6 +13,8 @@ use quiver_vgi_contract::RowReader;
 pub const ITEMS_MAX: usize = 256;
 /// Most bytes of one comment, tag value or example kept (longer ones are cut at a char boundary).
 pub const TEXT_MAX: usize = 64 * 1024;
+/// The tag VGI's tools read a function's example queries, with what each shows, from.
+pub const EXAMPLE_QUERIES_TAG: &str = "vgi.example_queries";
 /// Most schemas one catalog may declare.
 pub const SCHEMAS_MAX: usize = 1024;
 
@@ -42,10 +44,24 @@ impl Docs {
     /// The `comment`, `tags`, `examples` and `categories` of a `FunctionInfo`, `SchemaInfo` or
     /// `CatalogAttachResult` row (whichever it has).
     pub fn of(row: &RowReader<'_>) -> Docs {
+        let examples = examples(row);
+        let mut tags = tags(row);
+        // What the examples show travels in the `vgi.example_queries` tag, where VGI's tools read
+        // it (DuckDB's examples column holds SQL alone); the worker's own tag wins.
+        if !examples.is_empty() && !tags.iter().any(|(k, _)| k == EXAMPLE_QUERIES_TAG) {
+            let listed: Vec<serde_json::Value> = examples
+                .iter()
+                .map(|(sql, description)| serde_json::json!({"sql": sql, "description": description}))
+                .collect();
+            tags.push((
+                EXAMPLE_QUERIES_TAG.to_string(),
+                serde_json::Value::Array(listed).to_string(),
+            ));
+        }
         Docs {
             comment: row.str("comment").ok().flatten().map(cut),
-            tags: tags(row),
-            examples: examples(row),
+            tags,
+            examples: examples.into_iter().map(|(sql, _)| sql).collect(),
             categories: row
                 .strs("categories")
                 .ok()
@@ -118,22 +134,32 @@ fn tags(row: &RowReader<'_>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The `sql` of each `examples` struct (a plain `list<utf8>` is taken as SQL too).
-fn examples(row: &RowReader<'_>) -> Vec<String> {
+/// The `sql` and `description` of each `examples` struct (a plain `list<utf8>` is taken as SQL
+/// without descriptions).
+fn examples(row: &RowReader<'_>) -> Vec<(String, String)> {
     let Some(items) = row.list("examples").ok().flatten() else {
         return Vec::new();
     };
-    let sql = match items.as_struct_opt() {
-        Some(structs) => structs.column_by_name("sql").cloned(),
-        None => Some(items),
+    let (sql, description) = match items.as_struct_opt() {
+        Some(structs) => (
+            structs.column_by_name("sql").cloned(),
+            structs.column_by_name("description").cloned(),
+        ),
+        None => (Some(items), None),
     };
     let Some(sql) = sql.as_ref().and_then(|s| s.as_string_opt::<i32>()) else {
         return Vec::new();
     };
-    sql.iter()
-        .flatten()
+    let description = description.as_ref().and_then(|d| d.as_string_opt::<i32>());
+    (0..sql.len())
+        .filter(|&i| sql.is_valid(i))
         .take(ITEMS_MAX)
-        .map(|s| cut(s.to_string()))
+        .map(|i| {
+            let shows = description
+                .filter(|d| d.is_valid(i))
+                .map_or("", |d| d.value(i));
+            (cut(sql.value(i).to_string()), cut(shows.to_string()))
+        })
         .collect()
 }
 
