@@ -7,6 +7,7 @@ written against every worker attached as `allinone`.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -49,42 +50,48 @@ def seen(extension: Path, allinone: Path) -> dict[str, dict[str, object]]:
     return out
 
 
+EXPECTED_FUNCTIONS = {
+    # name: (comment, category, example query, what it shows, its answer)
+    "echo": (
+        "Returns its input table unchanged",
+        "tables",
+        "SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))",
+        "Ten rows passed through: 10",
+        [(10,)],
+    ),
+    "numbers": (
+        "The integers 0..n-1, generated in parallel",
+        "generators",
+        "SELECT sum(n) FROM allinone.main.numbers(1000)",
+        "The sum of 0..999: 499500",
+        [(499500,)],
+    ),
+    "upper_case": (
+        "Upper-cases text with Unicode full case mapping",
+        "text",
+        "SELECT allinone.main.upper_case('straße')",
+        "STRASSE: full case mapping turns ß into SS",
+        [("STRASSE",)],
+    ),
+}
+
+
 def test_the_rust_worker_declares_its_catalog(seen: dict[str, dict[str, object]]) -> None:
     rust = seen["rust"]
     comment, tags = rust["database"]
     assert comment.startswith("quiver's example VGI worker")
     assert tags["vgi.title"] == "quiver all-in-one example"
-    assert rust["schemas"] == [
-        (
-            "main",
-            "The example functions",
-            {"vgi.title": "Examples", "vgi.categories": '["generators", "tables", "text"]'},
-        )
-    ]
-    assert rust["functions"] == [
-        (
-            "echo",
-            "Returns its input table unchanged",
-            {"vgi.category": "tables"},
-            ["tables"],
-            ["SELECT * FROM allinone.echo((SELECT 42 AS answer))"],
-        ),
-        (
-            "numbers",
-            "The integers 0..n-1, generated in parallel",
-            {"vgi.category": "generators"},
-            ["generators"],
-            ["SELECT sum(n) FROM allinone.numbers(1000)"],
-        ),
-        (
-            "upper_case",
-            "Upper-cases text with Unicode full case mapping",
-            {"vgi.category": "text"},
-            ["text"],
-            ["SELECT allinone.upper_case('straße')"],
-        ),
-    ]
-    assert rust["answers"] == [[(42,)], [(499500,)], [("STRASSE",)]]
+    [(schema, schema_comment, schema_tags)] = rust["schemas"]
+    assert (schema, schema_comment, schema_tags["vgi.title"]) == ("main", "The example functions", "Examples")
+    registry = [c["name"] for c in json.loads(schema_tags["vgi.categories"])]
+    assert registry == ["generators", "tables", "text"]
+    assert [f[0] for f in rust["functions"]] == sorted(EXPECTED_FUNCTIONS)
+    for name, comment, tags, categories, examples in rust["functions"]:
+        said, category, sql, shows, _ = EXPECTED_FUNCTIONS[name]
+        assert (comment, tags["vgi.category"], categories, examples) == (said, category, [category], [sql])
+        # The engine carries what each example shows in the vgi.example_queries tag.
+        assert json.loads(tags["vgi.example_queries"]) == [{"sql": sql, "description": shows}]
+    assert rust["answers"] == [EXPECTED_FUNCTIONS[name][4] for name in sorted(EXPECTED_FUNCTIONS)]
 
 
 @pytest.mark.parametrize("sdk", ["python", "java"])

@@ -20,6 +20,8 @@ use quiver_vgi::{Arg, LaunchArgs, SchemaDecl, TableInOutFunction, Worker};
 /// The catalog's comment; the Python and Java example workers say the same.
 const CATALOG_COMMENT: &str =
     "quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case";
+/// The `main` schema's `vgi.categories` registry, which each function's `vgi.category` names.
+const CATEGORIES: &str = r#"[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
 /// The catalog's `vgi.doc_llm` tag.
 const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) \
     returns its input table; upper_case(s) upper-cases text with Unicode full case mapping.";
@@ -49,8 +51,8 @@ fn main() {
         .tag("vgi.category", "tables")
         .category("tables")
         .example(
-            "SELECT * FROM allinone.echo((SELECT 42 AS answer))",
-            "One row passed through",
+            "SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))",
+            "Ten rows passed through: 10",
         );
     Worker::new("allinone")
         .comment(CATALOG_COMMENT)
@@ -60,7 +62,7 @@ fn main() {
             SchemaDecl::new("main")
                 .comment("The example functions")
                 .tag("vgi.title", "Examples")
-                .tag("vgi.categories", r#"["generators", "tables", "text"]"#),
+                .tag("vgi.categories", CATEGORIES),
         )
         .function(numbers::numbers(args.batch_rows, args.max_workers))
         .function(echo)

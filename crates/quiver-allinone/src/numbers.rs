@@ -59,7 +59,7 @@ pub fn numbers(batch_rows: i64, max_workers: u32) -> Function {
         .tag("vgi.category", "generators")
         .category("generators")
         .example(
-            "SELECT sum(n) FROM allinone.numbers(1000)",
+            "SELECT sum(n) FROM allinone.main.numbers(1000)",
             "The sum of 0..999: 499500",
         )
 }

@@ -25,7 +25,7 @@ pub fn upper_case() -> Function {
         .tag("vgi.category", "text")
         .category("text")
         .example(
-            "SELECT allinone.upper_case('straße')",
+            "SELECT allinone.main.upper_case('straße')",
             "STRASSE: full case mapping turns ß into SS",
         )
 }

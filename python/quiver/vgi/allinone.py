@@ -17,6 +17,13 @@ from quiver.vgi import Arg, Example, Worker
 DEFAULT_BATCH_ROWS = 1 << 20
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
+# The main schema's vgi.categories registry, which each function's vgi.category names.
+CATEGORIES = (
+    '[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, '
+    '{"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, '
+    '{"name": "text", "title": "Text", "description": "Functions over strings"}]'
+)
+
 worker = Worker(
     "allinone",
     "VGI example worker: numbers, echo, upper_case",
@@ -30,7 +37,7 @@ worker = Worker(
 worker.schema(
     "main",
     comment="The example functions",
-    tags={"vgi.title": "Examples", "vgi.categories": '["generators", "tables", "text"]'},
+    tags={"vgi.title": "Examples", "vgi.categories": CATEGORIES},
 )
 
 
@@ -40,7 +47,7 @@ worker.schema(
     comment="Upper-cases text with Unicode full case mapping",
     tags={"vgi.category": "text"},
     categories=["text"],
-    examples=[Example("SELECT allinone.upper_case('straße')", "STRASSE: full case mapping turns ß into SS")],
+    examples=[Example("SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS")],
 )
 def upper_case(s: pa.Array) -> pa.Array:
     """Converts a string to upper case (Unicode full case mapping); NULL stays NULL."""
@@ -64,7 +71,7 @@ def upper_case(s: pa.Array) -> pa.Array:
     comment="The integers 0..n-1, generated in parallel",
     tags={"vgi.category": "generators"},
     categories=["generators"],
-    examples=[Example("SELECT sum(n) FROM allinone.numbers(1000)", "The sum of 0..999: 499500")],
+    examples=[Example("SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500")],
 )
 def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
     """The integers 0 .. n-1 as column n, in batches, shared by every connection of the scan."""
@@ -83,7 +90,9 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
     comment="Returns its input table unchanged",
     tags={"vgi.category": "tables"},
     categories=["tables"],
-    examples=[Example("SELECT * FROM allinone.echo((SELECT 42 AS answer))", "One row passed through")],
+    examples=[
+        Example("SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))", "Ten rows passed through: 10")
+    ],
 )
 def echo(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.RecordBatch:
     """Returns its input table unchanged (finalize adds nothing)."""

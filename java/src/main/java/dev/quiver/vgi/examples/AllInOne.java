@@ -27,6 +27,11 @@ public final class AllInOne {
   static final ArrowType UTF8 = ArrowType.Utf8.INSTANCE;
   static final long DEFAULT_BATCH_ROWS = 4L << 20;
   static final long BATCH_ROWS_MAX = 64L << 20;
+  /** The main schema's vgi.categories registry, which each function's vgi.category names. */
+  static final String CATEGORIES = "[{\"name\": \"generators\", \"title\": \"Generators\", \"description\":"
+      + " \"Functions that make rows\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
+      + " \"Functions over a whole table\"}, {\"name\": \"text\", \"title\": \"Text\", \"description\":"
+      + " \"Functions over strings\"}]";
   static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
 
   public static Worker worker() {
@@ -37,7 +42,7 @@ public final class AllInOne {
         .tag("vgi.doc_llm", "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) returns its input"
             + " table; upper_case(s) upper-cases text with Unicode full case mapping.")
         .schema("main", "The example functions",
-            Map.of("vgi.title", "Examples", "vgi.categories", "[\"generators\", \"tables\", \"text\"]"));
+            Map.of("vgi.title", "Examples", "vgi.categories", CATEGORIES));
     worker.scalar("upper_case", UTF8)
         .doc("Converts a string to upper case (Unicode full case mapping); NULL stays NULL.")
         .arg(Arg.of("s", UTF8).doc("The string to convert"))
@@ -46,7 +51,7 @@ public final class AllInOne {
         .comment("Upper-cases text with Unicode full case mapping")
         .tag("vgi.category", "text")
         .category("text")
-        .example("SELECT allinone.upper_case('straße')", "STRASSE: full case mapping turns ß into SS");
+        .example("SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS");
     worker.table("numbers")
         .doc("The integers 0..n-1 as column n, generated in parallel across the scan's connections")
         .arg(Arg.of("n", INT64).doc("How many rows (0..n-1)").min(0))
@@ -59,7 +64,7 @@ public final class AllInOne {
         .comment("The integers 0..n-1, generated in parallel")
         .tag("vgi.category", "generators")
         .category("generators")
-        .example("SELECT sum(n) FROM allinone.numbers(1000)", "The sum of 0..999: 499500")
+        .example("SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500")
         .scan(args -> (scan, allocator) -> {
           Scan.Range rows = scan.claim(args.int64("batch_rows"));
           if (rows == null) {
@@ -88,7 +93,7 @@ public final class AllInOne {
         .comment("Returns its input table unchanged")
         .tag("vgi.category", "tables")
         .category("tables")
-        .example("SELECT * FROM allinone.echo((SELECT 42 AS answer))", "One row passed through");
+        .example("SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))", "Ten rows passed through: 10");
     return worker;
   }
 
