@@ -371,6 +371,19 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
     assert "OpaqueDataNotRecognizedError" in catalog["forged_token"]["message"]
 
 
+def test_oracle_reads_the_declared_catalog(oracle: dict[str, Any]) -> None:
+    declared = oracle["catalog"]["declared"]
+    assert (declared["default_schema"], declared["tags"]["vgi.title"]) == ("main", "quiver all-in-one example")
+    assert declared["schemas"]["main"]["comment"] == "The example functions"
+    assert declared["functions"]["numbers"] == {
+        "schema": "main",
+        "comment": "The integers 0..n-1, generated in parallel",
+        "tags": {"vgi.category": "generators"},
+        "examples": [["SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500"]],
+        "categories": ["generators"],
+    }
+
+
 def test_oracle_upper_case_keeps_nulls_and_handles_unicode(oracle: dict[str, Any]) -> None:
     # Full case mapping, as str.upper and the Rust and Java example workers: ß -> SS, ﬁ -> FI.
     expected = [{"result": [None if s is None else s.upper() for s in batch]} for batch in UPPER_INPUT]
