@@ -7,17 +7,22 @@
 - ``later``: a function declared with a kind no engine knows yet (``FUTURE_KIND``), which the
   engine must list and refuse by name;
 - ``shout`` sends one log record (INFO) on the wire per call, as a worker's log reaches its engine.
+
+``--per-schema``: the worker has no ``catalog_contents`` (as vgi-python before 0.39), so the engine
+lists each schema's functions by type; ``tally`` is then listed as an aggregate only
+(``AGGREGATE_FUNCTION``), where it is otherwise a scalar.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from quiver.vgi import Arg, Example, Worker
+from quiver.vgi import Arg, Example, Worker, wire
 from quiver.vgi import catalog as vgi_catalog
 from quiver.vgi import init as vgi_init
 
@@ -58,14 +63,37 @@ def later(x: pa.Array) -> pa.Array:
     return x
 
 
+@worker.scalar(returns=pa.int64(), args=[Arg("x", pa.int64())], schema="numbers")
+def tally(x: pa.Array) -> pa.Array:
+    """Declared as an aggregate with --per-schema."""
+    return x
+
+
 _function_info = vgi_catalog.function_info
+_DECLARED = {"later": "FUTURE_KIND"}
 
 
 def _declared_kind(function: Any) -> dict[str, Any]:
     row = _function_info(function)
-    if function.name == "later":
-        row["function_type"] = "FUTURE_KIND"
+    row["function_type"] = _DECLARED.get(function.name, row["function_type"])
     return row
+
+
+_functions = vgi_catalog.CatalogMethods._functions
+_attach = vgi_catalog.CatalogMethods.catalog_attach
+
+
+def _by_type(self: Any, wanted: str | None, path: list[str] | None = None) -> list[Any]:
+    """``tally`` listed under AGGREGATE_FUNCTION alone."""
+    if wanted == "AGGREGATE_FUNCTION":
+        return [f for f in _functions(self, None, path) if f.name == "tally"]
+    return [f for f in _functions(self, wanted, path) if f.name != "tally"]
+
+
+def _attach_without_contents(self: Any, request: bytes) -> bytes:
+    answer = wire.read_row(_attach(self, request))
+    answer["supports_catalog_contents"] = False
+    return wire.row_bytes(wire.CATALOG_ATTACH_RESULT, answer)
 
 
 _process = vgi_init._ScalarState.process
@@ -79,4 +107,10 @@ def _process_logged(self: Any, input: Any, out: Any, ctx: Any) -> None:
 if __name__ == "__main__":
     vgi_catalog.function_info = _declared_kind
     vgi_init._ScalarState.process = _process_logged
-    worker.main()
+    argv = sys.argv[1:]
+    if "--per-schema" in argv:
+        argv.remove("--per-schema")
+        _DECLARED["tally"] = "AGGREGATE"
+        vgi_catalog.CatalogMethods._functions = _by_type
+        vgi_catalog.CatalogMethods.catalog_attach = _attach_without_contents
+    worker.main(argv)

@@ -116,3 +116,15 @@ def test_worker_log_records_follow_the_stderr_switch(
     connection.execute(f"ATTACH '{WORKER}' AS shelf (TYPE quiver)")
     assert connection.execute("SELECT shelf.shout('a')").fetchone() == ("A",)
     assert "shout: 1 rows" not in capfd.readouterr().err
+
+
+def test_schema_by_schema_discovery_lists_aggregates_too(extension: Path) -> None:
+    # A worker without catalog_contents is asked for each schema's functions by type: scalar,
+    # table, and aggregate (which vgi-scikit-bio's 32 aggregates are listed under).
+    connection = connect(extension, threads="1")
+    connection.execute(f"ATTACH '{WORKER} --per-schema' AS shelf (TYPE quiver)")
+    listed = connection.execute(
+        "SELECT function_name, schema_name FROM duckdb_functions() WHERE database_name = 'shelf' ORDER BY 1"
+    ).fetchall()
+    assert listed == [("later", "numbers"), ("shout", "text"), ("tally", "numbers"), ("three", "numbers")]
+    assert connection.execute("SELECT shelf.shout('x')").fetchone() == ("X",)

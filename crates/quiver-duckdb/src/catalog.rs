@@ -290,11 +290,17 @@ fn contents_by_schema(row: &RowReader<'_>) -> Result<Vec<RecordBatch>, ErrorRepo
         .as_struct_opt()
         .ok_or_else(|| malformed(what, "not a list of structs"))?;
     let mut rows = Vec::new();
-    for category in ["scalar_functions", "table_functions"] {
-        let lists = schemas
-            .column_by_name(category)
-            .and_then(|c| c.as_list_opt::<i32>())
-            .ok_or_else(|| malformed(what, &format!("no list '{category}'")))?;
+    for category in ["scalar_functions", "table_functions", "aggregate_functions"] {
+        let Some(column) = schemas.column_by_name(category) else {
+            // Aggregates came later than the other two: a worker may not list them.
+            if category == "aggregate_functions" {
+                continue;
+            }
+            return Err(malformed(what, &format!("no list '{category}'")));
+        };
+        let lists = column
+            .as_list_opt::<i32>()
+            .ok_or_else(|| malformed(what, &format!("'{category}' is not a list")))?;
         for schema in 0..lists.len() {
             let items = lists.value(schema);
             let items = items
@@ -339,7 +345,11 @@ fn per_schema(
             Some(path) => path,
             None => vec![schema.str("name")?.ok_or_else(|| schema.missing("path"))?],
         };
-        for object_type in [object_type::SCALAR_FUNCTION, object_type::TABLE_FUNCTION] {
+        for object_type in [
+            object_type::SCALAR_FUNCTION,
+            object_type::TABLE_FUNCTION,
+            object_type::AGGREGATE_FUNCTION,
+        ] {
             let method = methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS;
             let call = |client: &mut Client, by_path: bool| {
                 client.call(
@@ -348,6 +358,11 @@ fn per_schema(
                 )
             };
             let reply = match call(client, by_path) {
+                // Aggregates are listed where a worker knows them; one that refuses the type
+                // has none (so they are never lost silently where it does list them).
+                Err(ClientError::Remote(_)) if object_type == object_type::AGGREGATE_FUNCTION => {
+                    continue
+                }
                 // A worker whose declared version says one shape but whose method takes the
                 // other (the call took a schema `name` before protocol 2.0, a `path` since; a
                 // worker may declare a version its methods do not follow, or none). Try the
