@@ -553,3 +553,78 @@ fn contents(catalog: &Catalog, if_none_match: Option<&str>) -> Vec<u8> {
         .bytes("functions", functions.as_deref());
     ipc::encode_batch(&answer.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builders::ScalarFunction;
+    use quiver_vgi_contract::RowReader;
+
+    fn identity(name: &str) -> Function {
+        ScalarFunction::new(name, DataType::Int64)
+            .arg(Arg::new("x", DataType::Int64))
+            .body(|input| Ok(input.columns[0].clone()))
+    }
+
+    fn catalog() -> Catalog {
+        let mut docs = CatalogDocs::default();
+        docs.set_default("text");
+        docs.declare(SchemaDecl::new("archive").comment("kept for later"));
+        Catalog::new(
+            "shelf",
+            vec![identity("shout"), identity("tally").in_schema("numbers")],
+        )
+        .with_docs(docs)
+    }
+
+    #[test]
+    fn every_schema_is_declared_once_and_main_only_when_asked() {
+        let catalog = catalog();
+        let names: Vec<&str> = catalog
+            .docs
+            .schemas
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["text", "archive", "numbers"]);
+        let archive = catalog.schema_infos(Some(&["archive".to_string()]));
+        let row = RowReader::new(&archive[0], "SchemaInfo");
+        assert_eq!(
+            row.str("comment").unwrap().as_deref(),
+            Some("kept for later")
+        );
+    }
+
+    #[test]
+    fn a_function_resolves_in_its_own_schema_only() {
+        let catalog = catalog();
+        let path = |p: &str| vec![p.to_string()];
+        assert!(catalog.resolve("tally", Some(&path("numbers"))).is_ok());
+        assert!(catalog.resolve("tally", Some(&path("text"))).is_err());
+        assert!(catalog.resolve("shout", Some(&path("TEXT"))).is_ok());
+        assert!(catalog.resolve("shout", None).is_ok());
+        let listed = catalog.functions_of(&path("numbers"), object_type::SCALAR_FUNCTION);
+        assert_eq!(listed.len(), 1);
+        let info = function_info(listed[0], "numbers");
+        let row = RowReader::new(&info, "FunctionInfo");
+        assert_eq!(row.strs("schema_path").unwrap(), Some(path("numbers")));
+    }
+
+    #[test]
+    fn function_docs_reach_its_function_info() {
+        let function = identity("shout")
+            .comment("loud")
+            .tag("vgi.category", "text")
+            .example("SELECT w.shout(1)", "one")
+            .category("text");
+        let info = function_info(&function, "main");
+        let row = RowReader::new(&info, "FunctionInfo");
+        assert_eq!(row.str("comment").unwrap().as_deref(), Some("loud"));
+        assert_eq!(
+            row.strs("categories").unwrap(),
+            Some(vec!["text".to_string()])
+        );
+        let examples = row.list("examples").unwrap().expect("examples");
+        assert_eq!(examples.len(), 1);
+    }
+}
