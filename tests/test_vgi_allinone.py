@@ -181,6 +181,31 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
     assert all(f["description"] for f in functions.values())
 
 
+def test_vgi_pythons_client_reads_the_declared_catalog(oracle: dict[str, Any]) -> None:
+    declared = oracle["catalog"]["declared"]
+    assert declared["default_schema"] == "main"
+    assert declared["comment"].startswith("quiver's example VGI worker")
+    assert declared["tags"]["vgi.title"] == "quiver all-in-one example"
+    assert declared["schemas"]["main"]["comment"] == "The example functions"
+    assert [c["name"] for c in json.loads(declared["schemas"]["main"]["tags"]["vgi.categories"])] == [
+        "generators",
+        "tables",
+        "text",
+    ]
+    assert declared["functions"]["upper_case"] == {
+        "schema": "main",
+        "comment": "Upper-cases text with Unicode full case mapping",
+        "tags": {"vgi.category": "text"},
+        "examples": [["SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS"]],
+        "categories": ["text"],
+    }
+    assert {name: f["categories"] for name, f in declared["functions"].items()} == {
+        "echo": ["tables"],
+        "numbers": ["generators"],
+        "upper_case": ["text"],
+    }
+
+
 def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     # The client checks every category's schema for exact equality with its own

@@ -148,6 +148,28 @@ int32_t quiver_worker_parameter(const quiver_worker *worker, size_t index, size_
 int32_t quiver_worker_function_result(const quiver_worker *worker, size_t index, struct ArrowSchema *out,
                                       char *err, size_t err_cap);
 
+/* What a worker says about its catalog, a schema or a function besides signatures: shown by
+ * duckdb_databases(), duckdb_schemas() and duckdb_functions(). Strings belong to the worker handle. */
+typedef struct quiver_docs {
+	const char *comment; /* NULL: none */
+	size_t tag_count;
+	const char *const *tag_keys;
+	const char *const *tag_values;
+	size_t example_count;
+	const char *const *examples; /* each example query's SQL */
+	size_t category_count;
+	const char *const *categories;
+} quiver_docs;
+/* The catalog's own comment and tags. */
+int32_t quiver_worker_catalog_docs(const quiver_worker *worker, quiver_docs *out, char *err, size_t err_cap);
+/* Every schema the worker declares, the default one and those its functions name among them. */
+size_t quiver_worker_schema_count(const quiver_worker *worker);
+/* Schema index: its name (path components joined with '.') and documentation. */
+int32_t quiver_worker_schema(const quiver_worker *worker, size_t index, const char **name, quiver_docs *out,
+                             char *err, size_t err_cap);
+int32_t quiver_worker_function_docs(const quiver_worker *worker, size_t index, quiver_docs *out, char *err,
+                                    size_t err_cap);
+
 /* ---- bind ------------------------------------------------------------------------------------- */
 
 typedef struct quiver_bind quiver_bind;

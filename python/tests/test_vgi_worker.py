@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from quiver.vgi import ArgumentValidationError, FilterDeserializationError, InvalidArgumentError, NotFoundError, wire
@@ -374,12 +373,25 @@ def test_oracle_catalog_lists_the_functions(oracle: dict[str, Any]) -> None:
     assert "OpaqueDataNotRecognizedError" in catalog["forged_token"]["message"]
 
 
+def test_oracle_reads_the_declared_catalog(oracle: dict[str, Any]) -> None:
+    declared = oracle["catalog"]["declared"]
+    assert (declared["default_schema"], declared["tags"]["vgi.title"]) == ("main", "quiver all-in-one example")
+    assert declared["schemas"]["main"]["comment"] == "The example functions"
+    assert declared["functions"]["numbers"] == {
+        "schema": "main",
+        "comment": "The integers 0..n-1, generated in parallel",
+        "tags": {"vgi.category": "generators"},
+        "examples": [["SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500"]],
+        "categories": ["generators"],
+    }
+
+
 def test_oracle_upper_case_keeps_nulls_and_handles_unicode(oracle: dict[str, Any]) -> None:
-    # pyarrow's utf8_upper maps code point by code point: ß -> ẞ, and ﬁ stays (unlike str.upper).
-    expected = [{"result": pc.utf8_upper(pa.array(batch, pa.string())).to_pylist()} for batch in UPPER_INPUT]
+    # Full case mapping, as str.upper and the Rust and Java example workers: ß -> SS, ﬁ -> FI.
+    expected = [{"result": [None if s is None else s.upper() for s in batch]} for batch in UPPER_INPUT]
     assert oracle["functions"]["upper_case"] == expected
     assert expected[0]["result"] == ["HELLO", None, "WORLD", ""]
-    assert expected[1]["result"][3] == "ÜNÏCÖDÉ ☃"
+    assert expected[1]["result"][1:5] == ["STRASSE", "ǄEMAL", "ÜNÏCÖDÉ ☃", "FI"]
 
 
 def test_oracle_numbers_projection_and_filters(oracle: dict[str, Any]) -> None:

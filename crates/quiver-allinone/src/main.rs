@@ -17,7 +17,16 @@ mod numbers;
 mod upper;
 
 use clap::Parser;
-use quiver_vgi::{Arg, LaunchArgs, TableInOutFunction, Worker};
+use quiver_vgi::{Arg, LaunchArgs, SchemaDecl, TableInOutFunction, Worker};
+
+/// The catalog's comment; the Python and Java example workers say the same.
+const CATALOG_COMMENT: &str =
+    "quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case";
+/// The `main` schema's `vgi.categories` registry, which each function's `vgi.category` names.
+const CATEGORIES: &str = r#"[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
+/// The catalog's `vgi.doc_llm` tag.
+const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) \
+    returns its input table; upper_case(s) upper-cases text with Unicode full case mapping.";
 
 /// The all-in-one example worker.
 #[derive(Parser)]
@@ -42,8 +51,24 @@ fn main() {
         .doc("Returns its input table unchanged, batch for batch")
         .arg(Arg::table("data").doc("The input table"))
         .max_workers(1)
-        .map(|batch| Ok(batch.clone()));
+        .map(|batch| Ok(batch.clone()))
+        .comment("Returns its input table unchanged")
+        .tag("vgi.category", "tables")
+        .category("tables")
+        .example(
+            "SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))",
+            "Ten rows passed through: 10",
+        );
     Worker::new("allinone")
+        .comment(CATALOG_COMMENT)
+        .tag("vgi.title", "quiver all-in-one example")
+        .tag("vgi.doc_llm", CATALOG_DOC)
+        .schema(
+            SchemaDecl::new("main")
+                .comment("The example functions")
+                .tag("vgi.title", "Examples")
+                .tag("vgi.categories", CATEGORIES),
+        )
         .function(numbers::numbers(args.batch_rows, args.max_workers))
         .function(echo)
         .function(upper::upper_case())

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use arrow_array::ffi::FFI_ArrowSchema;
 use quiver_vgi_contract::arg_metadata;
 
+use crate::attached_docs::AttachedDocs;
 use crate::catalog::{self, Discovered, FunctionDesc};
 use crate::ffi::{
     guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
@@ -26,6 +27,8 @@ pub struct Attached {
     default_schema: CString,
     /// Per skipped function: name, schema, kind and the refusal a call of it gets.
     skipped: Vec<[CString; 4]>,
+    /// Comments, tags, examples of the catalog, its schemas and functions (`attached_docs.rs`).
+    pub(crate) docs: AttachedDocs,
 }
 
 /// One parameter of a function, with the strings the C view points into.
@@ -173,6 +176,7 @@ impl Attached {
             })
             .collect();
         Attached {
+            docs: AttachedDocs::new(&found),
             worker,
             found,
             strings,
@@ -198,7 +202,28 @@ impl Attached {
 pub fn open(location: &str, alias: &str, catalog_name: Option<&str>) -> Outcome<Arc<Attached>> {
     let worker = Worker::open(alias, location)?;
     let found = catalog::discover(&worker, catalog_name)?;
+    if let Some(notice) = unsupported_notice(&worker.alias, &found.skipped) {
+        quiver_process::log_line!("{notice}");
+    }
     Ok(Arc::new(Attached::new(worker, found)))
+}
+
+/// What ATTACH says on the engine's stderr when the worker declares functions of kinds the engine
+/// cannot call: each by name and kind (they are also listed in `duckdb_functions()`, tagged
+/// `quiver.unsupported_kind`, and a call of one names it).
+pub fn unsupported_notice(alias: &str, skipped: &[catalog::Skipped]) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = skipped
+        .iter()
+        .map(|f| format!("{alias}.{} ({})", f.name, f.kind))
+        .collect();
+    Some(format!(
+        "[{alias}] quiver: {} function(s) of kinds this engine cannot call yet: {}",
+        skipped.len(),
+        listed.join(", ")
+    ))
 }
 
 /// Starts (or connects to) the worker at `location` and discovers its catalog `catalog_name`;

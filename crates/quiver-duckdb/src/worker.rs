@@ -329,10 +329,13 @@ impl Worker {
             Location::Unix(path) => (self.connect_unix(path)?, None),
         };
         let dialect = self.dialect();
-        let client = Client::new(connection)
+        let mut client = Client::new(connection)
             .with_protocol(dialect.protocol_name(), dialect.protocol_version())
             .with_shm_from_config(&self.shm)
             .map_err(|e| Failure::new(FailureCode::Worker, format!("{}: {e}", self.label())))?;
+        if let Some(prefix) = self.stderr_prefix() {
+            client = client.with_log_sink(log_forwarder(prefix));
+        }
         self.connections_opened.fetch_add(1, Ordering::Relaxed);
         Ok(Conn {
             client,
@@ -428,7 +431,8 @@ impl Worker {
         }
     }
 
-    /// What each line a worker writes to stderr is forwarded to the engine's stderr after:
+    /// What each line a worker writes to stderr, and each log record it sends on the wire, is
+    /// forwarded to the engine's stderr after:
     /// `[w] ` for the worker attached as `w`, unless `QUIVER_WORKER_STDERR` is `0` (or `false`,
     /// `no`, `off`). The bounded tail quoted in errors is kept either way.
     fn stderr_prefix(&self) -> Option<String> {
@@ -455,6 +459,23 @@ impl Worker {
     fn io_failure(&self, error: std::io::Error) -> Failure {
         Failure::new(FailureCode::Worker, format!("{}: {error}", self.label()))
     }
+}
+
+/// Forwards a worker's log records (vgi_rpc log batches) to the engine's stderr, one line each:
+/// `[w] INFO: message {"extra": "..."}`, beside what the worker writes to its stderr.
+fn log_forwarder(prefix: String) -> quiver_rpc::LogSink {
+    Box::new(move |record: quiver_wire::LogRecord| {
+        let extra = if record.extra.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", serde_json::Value::Object(record.extra))
+        };
+        quiver_process::log_line!(
+            "{prefix}{}: {}{extra}",
+            record.level.as_str(),
+            record.message
+        );
+    })
 }
 
 impl Drop for Worker {

@@ -69,7 +69,15 @@ pub struct Client {
     limits: Limits,
     out: GatherBuffer,
     logs: Vec<LogRecord>,
+    log_sink: Option<LogSink>,
 }
+
+/// Where a client hands each log record a server sends, instead of keeping it for
+/// [`Client::take_logs`].
+pub type LogSink = Box<dyn FnMut(LogRecord) + Send>;
+
+/// Most log records a client keeps between two [`Client::take_logs`] (the oldest go first).
+pub const LOGS_KEPT_MAX: usize = 1024;
 
 impl Client {
     /// A client on `connection`, with no protocol named (set one with
@@ -82,7 +90,15 @@ impl Client {
             limits: Limits::DEFAULT,
             out: GatherBuffer::new(),
             logs: Vec::new(),
+            log_sink: None,
         }
+    }
+
+    /// Hands every log record the server sends to `sink` as it arrives (an engine shows its
+    /// workers' logs this way) instead of keeping it for [`Client::take_logs`].
+    pub fn with_log_sink(mut self, sink: LogSink) -> Self {
+        self.log_sink = Some(sink);
+        self
     }
 
     /// Names the protocol and version every request is addressed to.
@@ -250,7 +266,15 @@ impl Client {
                 BatchRole::Log(record) if record.level == LogLevel::Exception => {
                     *error = Some(ErrorReport::from_record(&record));
                 }
-                BatchRole::Log(record) => self.logs.push(record),
+                BatchRole::Log(record) => match self.log_sink.as_mut() {
+                    Some(sink) => sink(record),
+                    None => {
+                        if self.logs.len() == LOGS_KEPT_MAX {
+                            self.logs.remove(0);
+                        }
+                        self.logs.push(record);
+                    }
+                },
                 _ => {
                     if let Some(route) = self.shm.as_mut() {
                         route.peer_has_attached();

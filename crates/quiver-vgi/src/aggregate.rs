@@ -25,6 +25,7 @@ use crate::args::Args;
 use crate::bind::bind_call;
 use crate::catalog::Catalog;
 use crate::declarations::{Arg, Capabilities, FunctionKind};
+use crate::docs::FunctionDocs;
 use crate::execution::ExecutionId;
 use crate::function::{Body, Function};
 use crate::limits::{AGGREGATE_EXECUTIONS_MAX, AGGREGATE_GROUPS_MAX};
@@ -204,6 +205,7 @@ impl AggregateFunction {
             description: self.description,
             args: self.args,
             caps: self.caps,
+            docs: FunctionDocs::default(),
             body: Body::Aggregate {
                 result_type: self.result_type,
                 aggregator: Arc::new(aggregator),

@@ -10,6 +10,7 @@ use quiver_wire::ErrorReport;
 
 use crate::args::Args;
 use crate::declarations::{Arg, Capabilities, FunctionKind};
+use crate::docs::FunctionDocs;
 use crate::function::{
     BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
     WorkBody,
@@ -91,6 +92,7 @@ impl ScalarFunction {
                 result_type: self.result_type,
                 body: Arc::new(body),
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function
@@ -217,6 +219,7 @@ impl TableFunction {
                 scan: factory,
                 cardinality: self.cardinality,
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function
@@ -352,6 +355,7 @@ impl TableInOutFunction {
                 bind: self.bind,
                 state: factory,
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function

@@ -21,6 +21,7 @@ use quiver_rpc::{Server, ServerConfig, Service};
 use quiver_shm::ShmConfig;
 
 use crate::catalog::Catalog;
+use crate::docs::{CatalogDocs, SchemaDecl};
 use crate::execution::{Executions, Sharing};
 use crate::function::Function;
 use crate::init::InitContext;
@@ -83,6 +84,7 @@ impl LaunchArgs {
 pub struct Worker {
     catalog_name: String,
     functions: Vec<Function>,
+    docs: CatalogDocs,
 }
 
 impl Worker {
@@ -92,7 +94,37 @@ impl Worker {
         Worker {
             catalog_name: catalog_name.to_string(),
             functions: Vec::new(),
+            docs: CatalogDocs::default(),
         }
+    }
+
+    /// The schema unqualified names resolve in (`USE w`) and functions live in unless they say
+    /// otherwise ([`Function::in_schema`]); `main` when not set.
+    pub fn default_schema(mut self, name: &str) -> Worker {
+        assert!(
+            crate::declarations::is_identifier(name),
+            "schema name '{name}' must be a lowercase identifier"
+        );
+        self.docs.set_default(name);
+        self
+    }
+
+    /// Declares a schema, with or without functions, and its comment and tags.
+    pub fn schema(mut self, schema: SchemaDecl) -> Worker {
+        self.docs.declare(schema);
+        self
+    }
+
+    /// The catalog's comment (`duckdb_databases().comment`).
+    pub fn comment(mut self, comment: &str) -> Worker {
+        self.docs.comment = Some(comment.to_string());
+        self
+    }
+
+    /// Adds a tag to the catalog (`duckdb_databases().tags`).
+    pub fn tag(mut self, key: &str, value: &str) -> Worker {
+        self.docs.tags.push((key.to_string(), value.to_string()));
+        self
     }
 
     /// Adds a function.
@@ -110,7 +142,8 @@ impl Worker {
     /// says (in-process for one server with many connections, cross-process
     /// when every connection is its own process).
     pub fn service(self, sharing: Sharing) -> Service {
-        let catalog = Arc::new(Catalog::new(&self.catalog_name, self.functions));
+        let catalog =
+            Arc::new(Catalog::new(&self.catalog_name, self.functions).with_docs(self.docs));
         let executions = Executions::new(sharing);
         let mut service = Service::new(PROTOCOL_NAME, PROTOCOL_VERSION);
         crate::catalog::register(&mut service, catalog.clone());

@@ -15,18 +15,50 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from quiver.vgi import Arg, InvalidArgumentError, Worker
+from quiver.vgi import Arg, Example, InvalidArgumentError, Worker
 
 DEFAULT_BATCH_ROWS = 1 << 20
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
-worker = Worker("allinone", "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg")
+# The main schema's vgi.categories registry, which each function's vgi.category names.
+CATEGORIES = (
+    '[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, '
+    '{"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, '
+    '{"name": "text", "title": "Text", "description": "Functions over strings"}]'
+)
+
+worker = Worker(
+    "allinone",
+    "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg",
+    comment="quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case",
+    tags={
+        "vgi.title": "quiver all-in-one example",
+        "vgi.doc_llm": "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) returns its input table; "
+        "upper_case(s) upper-cases text with Unicode full case mapping.",
+    },
+)
+worker.schema(
+    "main",
+    comment="The example functions",
+    tags={"vgi.title": "Examples", "vgi.categories": CATEGORIES},
+)
 
 
-@worker.scalar(returns=pa.string(), args=[Arg("s", pa.string(), "the text to upper-case")])
+@worker.scalar(
+    returns=pa.string(),
+    args=[Arg("s", pa.string(), "The string to convert")],
+    comment="Upper-cases text with Unicode full case mapping",
+    tags={"vgi.category": "text"},
+    categories=["text"],
+    examples=[Example("SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS")],
+)
 def upper_case(s: pa.Array) -> pa.Array:
-    """Upper-cases a string (Unicode-aware); NULL stays NULL."""
-    return pc.utf8_upper(s)
+    """Converts a string to upper case (Unicode full case mapping); NULL stays NULL."""
+    # Full case mapping, as str.upper(), Rust's to_uppercase and Java's toUpperCase(Locale.ROOT):
+    # 'ß' becomes 'SS' and 'ﬁ' 'FI'. pyarrow's utf8_upper maps one code point to one ('ß' to 'ẞ').
+    if pc.all(pc.string_is_ascii(s)).as_py() is not False:
+        return pc.ascii_upper(s)
+    return pa.array([None if text is None else text.upper() for text in s.to_pylist()], pa.string())
 
 
 @worker.table(
@@ -39,6 +71,10 @@ def upper_case(s: pa.Array) -> pa.Array:
     filters=True,
     max_workers=8,
     shared_work=lambda args: args["n"],
+    comment="The integers 0..n-1, generated in parallel",
+    tags={"vgi.category": "generators"},
+    categories=["generators"],
+    examples=[Example("SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500")],
 )
 def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
     """The integers 0 .. n-1 as column n, in batches, shared by every connection of the scan."""
@@ -51,7 +87,16 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays([pc.add(base.slice(0, end - start), start)], schema=NUMBERS)
 
 
-@worker.table_in_out(args=[Arg.table_input("data", "the rows to pass through")], finalize=lambda args, state: [])
+@worker.table_in_out(
+    args=[Arg.table_input("data", "the rows to pass through")],
+    finalize=lambda args, state: [],
+    comment="Returns its input table unchanged",
+    tags={"vgi.category": "tables"},
+    categories=["tables"],
+    examples=[
+        Example("SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))", "Ten rows passed through: 10")
+    ],
+)
 def echo(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.RecordBatch:
     """Returns its input table unchanged (finalize adds nothing)."""
     return batch

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .docs import Docs
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
@@ -125,6 +126,8 @@ class Function:
     initial_state: Callable[[dict[str, Any]], Any] | None = None
     order_dependent: bool = False
     distinct_dependent: bool = False
+    schema: str | None = None
+    docs: Docs = field(default_factory=Docs)
 
     @property
     def positional(self) -> list[Arg]:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from . import aggregate
 from .aggregate import AggregateMethods
 from .bind import BindMethods
 from .catalog import CatalogMethods
+from .docs import Docs, Schema
 from .execution import Executions
 from .function import AGGREGATE, SCALAR, TABLE, TABLE_IN_OUT, Arg, Function
 from .init import InitMethods
@@ -42,29 +43,77 @@ class Worker:
     >>> worker.main()
     """
 
-    def __init__(self, name: str, description: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        default_schema: str = "main",
+        comment: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """A worker serving the catalog ``name``.
+
+        ``default_schema``: where unqualified names resolve (``USE w``) and functions live unless
+        they name a ``schema``; ``comment`` and ``tags`` describe the catalog (``duckdb_databases()``).
+        """
         self.name = name
         self.description = description
+        self.default_schema = default_schema
+        self.comment = comment
+        self.tags = dict(tags or {})
+        self.schemas: dict[str, Schema] = {default_schema: Schema(default_schema)}
         self.functions: dict[str, Function] = {}
         self.executions = Executions()
         self.aggregates = aggregate.Executions()
 
+    def schema(self, name: str, *, comment: str | None = None, tags: Mapping[str, str] | None = None) -> Schema:
+        """Declares schema ``name`` (with or without functions), its comment and tags (``duckdb_schemas()``)."""
+        declared = Schema(name, comment, dict(tags or {}))
+        self.schemas[name] = declared
+        return declared
+
     # decorators ------------------------------------------------------------------------
 
     def add(self, function: Function) -> Function:
+        """Registers ``function``; one without a schema lives in the default schema."""
         if function.name in self.functions:
             raise ValueError(f"function '{function.name}' registered twice")
+        if function.schema is None:
+            function.schema = self.default_schema
+        self.schemas.setdefault(function.schema, Schema(function.schema))
         self.functions[function.name] = function
         return function
 
     def scalar(
-        self, *, returns: pa.DataType, args: list[Arg], name: str | None = None, doc: str | None = None
+        self,
+        *,
+        returns: pa.DataType,
+        args: list[Arg],
+        name: str | None = None,
+        doc: str | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
-        """``fn(*columns) -> pa.Array``: one output value per input row."""
+        """``fn(*columns) -> pa.Array``: one output value per input row.
+
+        Every decorator also takes ``schema=`` (default: the worker's default schema) and the
+        :class:`~quiver.vgi.docs.Docs` fields ``comment=``, ``tags=``, ``examples=``, ``categories=``.
+        """
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
-                Function(name or body.__name__, SCALAR, body, list(args), doc or _doc(body), returns=returns)
+                Function(
+                    name or body.__name__,
+                    SCALAR,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    returns=returns,
+                    schema=schema,
+                    docs=described,
+                )
             )
 
         return wrap
@@ -80,12 +129,15 @@ class Worker:
         filters: bool = False,
         max_workers: int = 1,
         shared_work: Callable[[dict[str, Any]], int] | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, scan) -> Iterator[pa.RecordBatch]``, full output columns; the SDK filters and projects.
 
         With ``shared_work(args) -> total units``, ``scan.claim(n)`` hands out ``(start, end)`` ranges
         across every connection of the execution (``None`` when done); then ``max_workers`` may exceed 1.
         """
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
@@ -100,6 +152,8 @@ class Worker:
                     filter_pushdown=filters,
                     max_workers=max_workers if shared_work else 1,
                     shared_work=shared_work,
+                    schema=schema,
+                    docs=described,
                 )
             )
 
@@ -114,6 +168,8 @@ class Worker:
         doc: str | None = None,
         finalize: Callable[[dict[str, Any], Any], Any] | None = None,
         initial_state: Callable[[dict[str, Any]], Any] | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, state, batch) -> RecordBatch | Iterable[RecordBatch]``; ``finalize(args, state)`` likewise.
 
@@ -122,6 +178,7 @@ class Worker:
         """
         if not any(a.table for a in args):
             raise ValueError("a table-in-out function needs an Arg.table_input(...) argument")
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
@@ -135,6 +192,8 @@ class Worker:
                     max_workers=1,
                     finalize=finalize,
                     initial_state=initial_state,
+                    schema=schema,
+                    docs=described,
                 )
             )
 

@@ -94,6 +94,9 @@ public final class Function {
   Aggregator<Object> aggregator;
   boolean orderDependent;
   boolean distinctDependent = true;
+  /** The schema it lives in; null: the worker's default schema. */
+  String schema;
+  final Docs docs = new Docs();
 
   Function(String name, Kind kind) {
     if (!name.matches("[a-z_][a-z0-9_]*")) {
@@ -113,6 +116,36 @@ public final class Function {
 
   public Function doc(String text) {
     this.description = text;
+    return this;
+  }
+
+  /** Puts the function in schema {@code name}; without this it lives in the worker's default schema. */
+  public Function inSchema(String name) {
+    this.schema = Docs.identifier(name, "schema");
+    return this;
+  }
+
+  /** Its comment (duckdb_functions().comment). */
+  public Function comment(String text) {
+    docs.comment = text;
+    return this;
+  }
+
+  /** Adds a tag (duckdb_functions().tags). */
+  public Function tag(String key, String value) {
+    docs.tags.put(key, value);
+    return this;
+  }
+
+  /** Adds an example query, runnable as written (duckdb_functions().examples). */
+  public Function example(String sql, String description) {
+    docs.examples.add(new Docs.Example(sql, description));
+    return this;
+  }
+
+  /** Adds a category (duckdb_functions().categories). */
+  public Function category(String category) {
+    docs.categories.add(category);
     return this;
   }
 

@@ -41,6 +41,11 @@ public final class Worker {
   private final String name;
   private final String description;
   private final Map<String, Function> functions = new LinkedHashMap<>();
+  private String defaultSchema = "main";
+  /** The catalog's comment and tags. */
+  final Docs docs = new Docs();
+  /** Declared schemas and their comment and tags, by name. */
+  final Map<String, Docs> schemas = new LinkedHashMap<>();
   final Catalog catalog = new Catalog(this);
   final Executions executions = new Executions();
   final Aggregates aggregates = new Aggregates(this);
@@ -60,6 +65,53 @@ public final class Worker {
 
   Map<String, Function> functions() {
     return functions;
+  }
+
+  /** Where unqualified names resolve (USE w) and functions live unless they say otherwise; main when not set. */
+  public Worker defaultSchema(String name) {
+    this.defaultSchema = Docs.identifier(name, "schema");
+    return this;
+  }
+
+  public String defaultSchema() {
+    return defaultSchema;
+  }
+
+  /** The catalog's comment (duckdb_databases().comment). */
+  public Worker comment(String text) {
+    docs.comment = text;
+    return this;
+  }
+
+  /** Adds a tag to the catalog (duckdb_databases().tags). */
+  public Worker tag(String key, String value) {
+    docs.tags.put(key, value);
+    return this;
+  }
+
+  /** Declares schema {@code name}, with or without functions, with its comment and tags (duckdb_schemas()). */
+  public Worker schema(String name, String comment, Map<String, String> tags) {
+    Docs schema = new Docs();
+    schema.comment = comment;
+    schema.tags.putAll(tags);
+    schemas.put(Docs.identifier(name, "schema"), schema);
+    return this;
+  }
+
+  /** The schema {@code function} lives in. */
+  String schemaOf(Function function) {
+    return function.schema != null ? function.schema : defaultSchema;
+  }
+
+  /** Every schema: the default one, those declared, those functions name; in that order, once each. */
+  Map<String, Docs> allSchemas() {
+    Map<String, Docs> all = new LinkedHashMap<>();
+    all.put(defaultSchema, schemas.getOrDefault(defaultSchema, new Docs()));
+    all.putAll(schemas);
+    for (Function function : functions.values()) {
+      all.putIfAbsent(schemaOf(function), new Docs());
+    }
+    return all;
   }
 
   /** Declares a scalar function returning {@code returns}; finish it with {@link Function#body}. */
