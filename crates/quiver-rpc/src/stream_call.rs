@@ -69,6 +69,14 @@ impl<C: AsMut<Client>> ClientStream<C> {
         }
     }
 
+    /// What holds the client, e.g. to move an HTTP call's next turn to another connection (its
+    /// tokens live in the call, not in the connection).
+    pub fn holder_mut(&mut self) -> &mut C {
+        self.holder
+            .as_mut()
+            .expect("a stream call holds its client until released")
+    }
+
     /// The header batch, for methods that send one.
     pub fn header(&self) -> Option<&RecordBatch> {
         self.header.as_ref()
