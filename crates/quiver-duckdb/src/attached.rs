@@ -191,7 +191,12 @@ impl Attached {
 
 /// Opens the worker at `location` (named `alias` in errors) and discovers its catalog
 /// `catalog_name` (`None`: see [`catalog::discover`]).
-pub fn open(
+pub fn open(location: &str, alias: &str, catalog_name: Option<&str>) -> Outcome<Arc<Attached>> {
+    open_remote(location, alias, catalog_name, Remote::default())
+}
+
+/// [`open`] with a remote (HTTP) worker's bearer token and certificate authorities.
+pub fn open_remote(
     location: &str,
     alias: &str,
     catalog_name: Option<&str>,
@@ -267,7 +272,7 @@ pub unsafe extern "C" fn quiver_worker_open_remote(
             token: optional(token, "token")?,
             ca_file: optional(ca_file, "ca_file")?.map(std::path::PathBuf::from),
         };
-        let attached = open(location, alias, name.as_deref(), remote)?;
+        let attached = open_remote(location, alias, name.as_deref(), remote)?;
         // SAFETY: by this function's contract.
         unsafe { write_out(out, Arc::into_raw(attached), "out") }
     })

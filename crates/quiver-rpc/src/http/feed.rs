@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use quiver_transport::{Connection, TransportKind};
 
+/// Response bodies in arrival order, each with how much of it has been read.
+type Bodies = VecDeque<(Vec<u8>, usize)>;
+
 /// Bytes of the responses not yet read, shared between the client and its connection's reader.
 #[derive(Clone, Default)]
 pub(crate) struct ReplyFeed {
-    /// Bodies in arrival order, each with how much of it has been read.
-    pending: Arc<Mutex<VecDeque<(Vec<u8>, usize)>>>,
+    pending: Arc<Mutex<Bodies>>,
 }
 
 impl ReplyFeed {

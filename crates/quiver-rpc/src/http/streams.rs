@@ -199,7 +199,7 @@ impl StreamTable {
         let output = take_bytes(&mut rest)?;
         let schema = |bytes: &[u8]| {
             schema_message::decode(bytes, SCHEMA_BYTES_MAX, SCHEMA_FIELDS_MAX)
-                .map_err(|e| token_error(&format!("stream cursor token schema: {e}")))
+                .map_err(|e| token_error(format!("stream cursor token schema: {e}")))
         };
         Ok(OpenStream {
             call_id: call.call_id,
@@ -218,7 +218,7 @@ impl StreamTable {
         replica: &[u8],
     ) -> Result<OpenStream, ErrorReport> {
         if replica != self.replica {
-            return Err(token_error(&format!(
+            return Err(token_error(format!(
                 "this stream's state is held by replica {} (this is replica {}); \
                  its method cannot carry its state in the token",
                 quiver_secret::hex::encode(&replica[..replica.len().min(6)]),

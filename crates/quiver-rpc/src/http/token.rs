@@ -32,7 +32,7 @@ pub enum TokenKind {
 }
 
 /// Why a token was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TokenError {
     /// Not base64, too short or too long.
     #[error("malformed stream {0} token")]

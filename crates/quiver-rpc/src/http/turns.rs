@@ -68,8 +68,8 @@ impl HttpTurns {
     /// Whether the next send must go on the wire (not answered by `/init`, not ended).
     pub fn needs_request(&mut self) -> bool {
         let fresh = std::mem::take(&mut self.fresh);
-        let answered = !self.answers.is_empty() || self.error.is_some() || self.ended;
-        !(answered && fresh) && !self.ended && self.error.is_none()
+        let answered_by_init = fresh && !self.answers.is_empty();
+        !(answered_by_init || self.ended || self.error.is_some())
     }
 
     /// The metadata of the next request: the caller's, plus the tokens.
