@@ -46,6 +46,8 @@ def start_allinone(allinone: Path, *extra: str, env: dict[str, str] | None = Non
 
 
 def stop(worker: subprocess.Popen) -> None:
+    if worker.poll() is not None:
+        return
     worker.terminate()
     try:
         worker.wait(timeout=10)
@@ -94,6 +96,9 @@ def test_a_bearer_token_is_required(extension: Path, allinone: Path) -> None:
         assert con.execute("SELECT sum(n) FROM w.numbers(1000)").fetchone() == (SUM_1000,)
         with pytest.raises(duckdb.Error, match="TOKEN and CA_FILE apply to http"):
             con.execute(f"ATTACH 'launch:{allinone}' AS l (TYPE quiver, TOKEN 'x')")
+        # SIGTERM drains the worker: it stops accepting and exits 0.
+        worker.terminate()
+        assert worker.wait(timeout=30) == 0
     finally:
         stop(worker)
 

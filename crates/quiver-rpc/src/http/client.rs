@@ -26,6 +26,10 @@ use super::codec;
 
 /// How often a waiting request looks at the caller's interrupt check and deadline.
 const CHECK_SLICE: Duration = Duration::from_millis(50);
+/// A connection idle longer than this is not reused: servers close idle keep-alive connections
+/// (quiver's after its 60 s head timeout, nginx after 75 s, waitress after 120 s), and a request
+/// racing that close could have reached the server or not, so it cannot be sent again.
+const IDLE_REUSE_MAX: Duration = Duration::from_secs(20);
 
 /// How a client reaches an HTTP worker.
 #[derive(Clone, Debug)]
@@ -102,6 +106,8 @@ pub struct HttpPeer {
     options: HttpOptions,
     runtime: tokio::runtime::Runtime,
     sender: Option<SendRequest<Full<Bytes>>>,
+    /// When the kept-alive connection last finished a request.
+    last_used: Instant,
     description: String,
 }
 
@@ -144,6 +150,7 @@ impl HttpPeer {
             options,
             runtime,
             sender: None,
+            last_used: Instant::now(),
             description: url.to_string(),
         })
     }
@@ -156,16 +163,20 @@ impl HttpPeer {
     /// Sends one request (`path` under the URL's base path) and reads its whole response.
     pub fn request(&mut self, verb: &str, path: &str, body: Vec<u8>) -> io::Result<HttpReply> {
         let request = self.build(verb, path, Bytes::from(body))?;
+        if self.last_used.elapsed() > IDLE_REUSE_MAX {
+            self.sender = None;
+        }
         let reused = self.sender.is_some();
-        match self.exchange(request.clone_for_retry()) {
-            Err(Failure::NotSent(error)) if reused => {
+        let answered = match self.exchange(request.clone_for_retry()) {
+            Err(Failure::NotSent(_)) if reused => {
                 // A kept-alive connection the server closed while idle: dial once more.
-                let _ = error;
                 self.sender = None;
                 self.exchange(request).map_err(Failure::into_io)
             }
             other => other.map_err(Failure::into_io),
-        }
+        };
+        self.last_used = Instant::now();
+        answered
     }
 
     /// Sends `body` (an Arrow IPC stream) with `POST`.
