@@ -115,6 +115,12 @@ typedef struct quiver_skipped_function {
  * VGI_RPC_SHM_SIZE_BYTES (and _DISABLE, _DEBUG, _MIN_BATCH_BYTES) are read here. */
 int32_t quiver_worker_open(const char *location, const char *alias, const char *catalog_name,
                            quiver_interrupt interrupt, quiver_worker **out, char *err, size_t err_cap);
+/* quiver_worker_open for any location, also "http://host:port[/prefix]" and "https://..." (a worker
+ * serving vgi-rpc's HTTP transport): token (nullable) is sent as a bearer token, ca_file (nullable)
+ * names the PEM certificate authorities an https worker must chain to (default: the system's). */
+int32_t quiver_worker_open_remote(const char *location, const char *alias, const char *catalog_name,
+                                  const char *token, const char *ca_file, quiver_interrupt interrupt,
+                                  quiver_worker **out, char *err, size_t err_cap);
 /* DETACH: catalog_detach (best effort), then idle connections closed and started processes ended
  * and reaped. Calls still running on the worker fail. */
 int32_t quiver_worker_detach(const quiver_worker *worker, char *err, size_t err_cap);

@@ -284,19 +284,28 @@ private:
 unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientContext &context, AttachedDatabase &db,
                                  const string &name, AttachInfo &info, AttachOptions &options) {
 	string catalog_name;
+	// TOKEN and CA_FILE reach an http(s) worker: a bearer token, the certificate authorities.
+	unique_ptr<string> token, ca_file;
 	for (auto &option : options.options) {
 		if (StringUtil::CIEquals(option.first, "catalog")) {
 			catalog_name = option.second.ToString();
+		} else if (StringUtil::CIEquals(option.first, "token")) {
+			token = make_uniq<string>(option.second.ToString());
+		} else if (StringUtil::CIEquals(option.first, "ca_file")) {
+			ca_file = make_uniq<string>(option.second.ToString());
 		} else {
-			throw BinderException("quiver: unknown ATTACH option '%s' (known: CATALOG)", option.first);
+			throw BinderException("quiver: unknown ATTACH option '%s' (known: CATALOG, TOKEN, CA_FILE)",
+			                      option.first);
 		}
 	}
 	// Consumed here: the in-memory storage behind the catalog refuses options it does not know.
 	options.options.clear();
 	CoreError error;
 	quiver_worker *opened = nullptr;
-	Check(quiver_worker_open(info.path.c_str(), name.c_str(), catalog_name.empty() ? nullptr : catalog_name.c_str(),
-	                         InterruptOf(context), &opened, error.data(), error.size()),
+	Check(quiver_worker_open_remote(info.path.c_str(), name.c_str(),
+	                                catalog_name.empty() ? nullptr : catalog_name.c_str(),
+	                                token ? token->c_str() : nullptr, ca_file ? ca_file->c_str() : nullptr,
+	                                InterruptOf(context), &opened, error.data(), error.size()),
 	      error, Phase::BIND);
 	shared_ptr<quiver_worker> worker(opened, WorkerFree());
 	vector<unique_ptr<CreateFunctionInfo>> functions;

@@ -14,7 +14,7 @@ use crate::catalog::{self, Discovered, FunctionDesc};
 use crate::ffi::{
     guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
 };
-use crate::worker::Worker;
+use crate::worker::{Remote, Worker};
 
 /// An attached worker and what it offers.
 pub struct Attached {
@@ -200,7 +200,17 @@ impl Attached {
 /// Opens the worker at `location` (named `alias` in errors) and discovers its catalog
 /// `catalog_name` (`None`: see [`catalog::discover`]).
 pub fn open(location: &str, alias: &str, catalog_name: Option<&str>) -> Outcome<Arc<Attached>> {
-    let worker = Worker::open(alias, location)?;
+    open_remote(location, alias, catalog_name, Remote::default())
+}
+
+/// [`open`] with a remote (HTTP) worker's bearer token and certificate authorities.
+pub fn open_remote(
+    location: &str,
+    alias: &str,
+    catalog_name: Option<&str>,
+    remote: Remote,
+) -> Outcome<Arc<Attached>> {
+    let worker = Worker::open_with(alias, location, remote)?;
     let found = catalog::discover(&worker, catalog_name)?;
     if let Some(notice) = unsupported_notice(&worker.alias, &found.skipped) {
         quiver_process::log_line!("{notice}");
@@ -241,20 +251,57 @@ pub unsafe extern "C" fn quiver_worker_open(
     err: *mut c_char,
     err_cap: usize,
 ) -> i32 {
+    // SAFETY: by this function's contract (null token and CA file).
+    unsafe {
+        quiver_worker_open_remote(
+            location,
+            alias,
+            catalog_name,
+            std::ptr::null(),
+            std::ptr::null(),
+            interrupt,
+            out,
+            err,
+            err_cap,
+        )
+    }
+}
+
+/// [`quiver_worker_open`] with a remote worker's bearer `token` and `ca_file` (each nullable).
+///
+/// # Safety
+/// Strings NUL-terminated or null where nullable; `out` valid for one write; `err` as in every
+/// call.
+#[allow(clippy::too_many_arguments)]
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_open_remote(
+    location: *const c_char,
+    alias: *const c_char,
+    catalog_name: *const c_char,
+    token: *const c_char,
+    ca_file: *const c_char,
+    interrupt: Interrupt,
+    out: *mut *const Attached,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
     guard_interruptible(interrupt, err, err_cap, || {
-        // SAFETY: by this function's contract.
-        let (location, alias, name) = unsafe {
-            (
-                str_arg(location, "location")?,
-                str_arg(alias, "alias")?,
-                if catalog_name.is_null() {
-                    None
-                } else {
-                    Some(str_arg(catalog_name, "catalog_name")?)
-                },
-            )
+        let optional = |text: *const c_char, what: &str| -> Outcome<Option<String>> {
+            if text.is_null() {
+                return Ok(None);
+            }
+            // SAFETY: by this function's contract.
+            Ok(Some(unsafe { str_arg(text, what) }?.to_string()))
         };
-        let attached = open(location, alias, name)?;
+        // SAFETY: by this function's contract.
+        let (location, alias) =
+            unsafe { (str_arg(location, "location")?, str_arg(alias, "alias")?) };
+        let name = optional(catalog_name, "catalog_name")?;
+        let remote = Remote {
+            token: optional(token, "token")?,
+            ca_file: optional(ca_file, "ca_file")?.map(std::path::PathBuf::from),
+        };
+        let attached = open_remote(location, alias, name.as_deref(), remote)?;
         // SAFETY: by this function's contract.
         unsafe { write_out(out, Arc::into_raw(attached), "out") }
     })

@@ -29,6 +29,7 @@ pub mod client;
 pub mod conform;
 mod context;
 pub mod errors;
+pub mod http;
 mod link;
 mod method;
 mod params;
