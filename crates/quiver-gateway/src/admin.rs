@@ -108,11 +108,11 @@ async fn live() -> Response {
 }
 
 async fn docs(State(state): State<AdminState>) -> Response {
-    json_reply(StatusCode::OK, &catalog::docs(&state.gateway.project))
+    json_reply(StatusCode::OK, &catalog::docs(&state.gateway.project()))
 }
 
 async fn schema(State(state): State<AdminState>) -> Response {
-    json_reply(StatusCode::OK, &catalog::schema(&state.gateway.project))
+    json_reply(StatusCode::OK, &catalog::schema(&state.gateway.project()))
 }
 
 /// `200` when the project's `ready:` policy holds, else `503`; each dataset's state either way.
@@ -194,6 +194,7 @@ pub(crate) fn details(gateway: &Gateway) -> Value {
             "reloads_ok": gateway.keys.reloads_ok(),
             "reloads_failed": gateway.keys.reloads_failed(),
         },
+        "config_sync": serde_json::to_value(gateway.sync.get()).unwrap_or_default(),
     });
     if let (Some(status), Value::Object(extra)) = (status.as_object_mut(), extra) {
         status.extend(extra);
@@ -204,7 +205,7 @@ pub(crate) fn details(gateway: &Gateway) -> Value {
 async fn openapi(State(state): State<AdminState>) -> Response {
     json_reply(
         StatusCode::OK,
-        &crate::openapi::document(&state.gateway.project),
+        &crate::openapi::document(&state.gateway.project()),
     )
 }
 

@@ -8,7 +8,7 @@ use arrow_array::RecordBatch;
 use arrow_cast::display::array_value_to_string;
 use quiver_client::{params, Connection, ServerOptions, ServerProcess};
 use quiver_gateway::compile::compile;
-use quiver_gateway::cursor::CursorKey;
+use quiver_gateway::compile::cursor::CursorKey;
 use quiver_gateway::project::{load, Project};
 
 const ROWS: usize = 40;

@@ -5,8 +5,8 @@ use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, St
 use arrow_schema::{ArrowError, DataType};
 use quiver_client::Param as Value;
 
+use super::cursor::{self, Cursor, CursorValue};
 use super::{bind, quote, Compiled, OrderKey, Page, ParamError};
-use crate::cursor::{self, Cursor, CursorValue};
 use crate::project::ColumnType;
 
 /// The requested order, then every other orderable output ascending: a total order over

@@ -16,28 +16,32 @@
 //! every other orderable output), so a response is a pure function of its request and snapshot
 //! and keyset cursors never skip or repeat a row that differs from its neighbours. One row more
 //! than the page is read: it says whether a next page exists.
-
-use std::collections::{BTreeMap, BTreeSet};
+//!
+//! [`compile`] runs in stages, each in its own module: the request's params read and checked
+//! (`request.rs`: declared, reserved and quiver's extra params), the select list and grouping
+//! (`select.rs`), the conditions (`filter.rs`: the tenant's, then each filter's), and the page
+//! (`page.rs`: the cursor's predicate, the total order from `keyset.rs`, limit and offset).
+//! Cursors are signed in `cursor.rs`.
 
 use arrow_array::RecordBatch;
 use quiver_client::Param as Value;
 use sha2::{Digest, Sha256};
 
+pub mod cursor;
+mod filter;
 mod keyset;
-mod values;
+mod page;
+mod request;
+mod select;
 
-use keyset::{after_predicate, total_order};
-pub use values::{parse_value, Parsed};
+pub use crate::project::values::{parse_value, Parsed};
+pub use crate::project::{EXTRA_PARAMS, RESERVED_PARAMS};
+pub use request::extra_param;
 
-use crate::cursor::{self, CursorKey};
 use crate::project::yaml::is_identifier;
-use crate::project::{ColumnType, Dataset, Endpoint, FilterOp};
+use crate::project::{ColumnType, Dataset, Endpoint};
+use cursor::CursorKey;
 
-/// Query params every endpoint has (offloader's three); a project may not declare them.
-pub const RESERVED_PARAMS: [&str; 3] = ["limit", "offset", "columns"];
-/// quiver's own query params: an endpoint has each unless it declares a param of the same name,
-/// which then wins (a project written for offloader may use these names).
-pub const EXTRA_PARAMS: [&str; 3] = ["sort", "cursor", "format"];
 /// At most this many `name=value` pairs in one query string.
 pub const MAX_QUERY_PAIRS: usize = 64;
 /// At most this many bytes in one value.
@@ -136,24 +140,6 @@ fn bind(values: &mut Vec<Value>, value: Value, cast: Option<&'static str>) -> St
     }
 }
 
-/// A filter param's checked value.
-enum Given {
-    One(Parsed),
-    Many(Vec<Parsed>),
-}
-
-impl Given {
-    fn canonical(&self) -> serde_json::Value {
-        match self {
-            Given::One(parsed) => parsed.canonical.clone().into(),
-            Given::Many(list) => list
-                .iter()
-                .map(|parsed| serde_json::Value::from(parsed.canonical.clone()))
-                .collect(),
-        }
-    }
-}
-
 /// Compiles one request of `endpoint` over `relation` (the snapshot's table or file scan).
 /// `tenant` is the caller's key's tenant, bound server-side when the endpoint is tenant-scoped.
 #[allow(clippy::too_many_arguments)]
@@ -170,295 +156,48 @@ pub fn compile(
         endpoint.dataset, dataset.id,
         "an endpoint compiles over its own dataset"
     );
-    if query.len() > MAX_QUERY_PAIRS {
-        return Err(ParamError::new(format!(
-            "more than {MAX_QUERY_PAIRS} query params"
-        )));
-    }
-    let mut sent: BTreeMap<&str, &str> = BTreeMap::new();
-    for (name, value) in query {
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(ParamError::new(format!(
-                "param \"{}\" is longer than {MAX_VALUE_BYTES} bytes",
-                shown_name(name).unwrap_or("(not a valid name)")
-            )));
-        }
-        let known = RESERVED_PARAMS.contains(&name.as_str())
-            || EXTRA_PARAMS.contains(&name.as_str())
-            || endpoint.param(name).is_some();
-        if !known {
-            return Err(ParamError::new(match shown_name(name) {
-                Some(name) => format!("unknown param \"{name}\""),
-                None => "unknown param".to_string(),
-            }));
-        }
-        // A name sent twice: the last value wins, as offloader reads a query string (a project
-        // may refuse it instead, before compile: `gateway: repeated_params: refuse`).
-        sent.insert(name, value);
-    }
-
-    // Combinations are checked on what the caller sent, before defaults; reserved params never count.
-    if let Some(combinations) = &endpoint.combinations {
-        let names: BTreeSet<String> = sent
-            .keys()
-            .filter(|name| endpoint.param(name).is_some())
-            .map(|name| name.to_string())
-            .collect();
-        // The allowed combinations are not listed: they describe the data's shape.
-        if !combinations.contains(&names) {
-            return Err(ParamError::new(
-                "params do not match an allowed combination",
-            ));
-        }
-    }
-
-    // Each declared param: sent, else defaulted, else absent (and its filters are skipped).
-    let mut given: BTreeMap<&str, Given> = BTreeMap::new();
-    for param in &endpoint.params {
-        let raw = match (sent.get(param.name.as_str()), &param.default) {
-            (Some(raw), _) => *raw,
-            (None, Some(default)) => default.as_str(),
-            (None, None) if param.required => {
-                return Err(ParamError::new(format!(
-                    "missing required param \"{}\"",
-                    param.name
-                )));
-            }
-            (None, None) => continue,
-        };
-        let multi = endpoint
-            .filters
-            .iter()
-            .find(|filter| filter.param == param.name)
-            .map(|f| f.op);
-        let parse = |piece: &str| {
-            parse_value(param, piece)
-                .map_err(|message| ParamError::new(format!("param \"{}\" {message}", param.name)))
-        };
-        let value = match multi {
-            Some(FilterOp::In) => {
-                let pieces: Vec<&str> = raw.split(',').collect();
-                if pieces.len() > param.max_values {
-                    return Err(ParamError::new(format!(
-                        "param `{}` lists more than {} values",
-                        param.name, param.max_values
-                    )));
-                }
-                let mut list = pieces
-                    .into_iter()
-                    .map(parse)
-                    .collect::<Result<Vec<_>, _>>()?;
-                list.sort_by(|a, b| a.canonical.cmp(&b.canonical));
-                list.dedup_by(|a, b| a.canonical == b.canonical);
-                Given::Many(list)
-            }
-            Some(FilterOp::Between) => {
-                let pieces: Vec<&str> = raw.split(',').collect();
-                if pieces.len() != 2 {
-                    return Err(ParamError::new(format!(
-                        "param `{}` must be two values `low,high`",
-                        param.name
-                    )));
-                }
-                Given::Many(
-                    pieces
-                        .into_iter()
-                        .map(parse)
-                        .collect::<Result<Vec<_>, _>>()?,
-                )
-            }
-            _ => Given::One(parse(raw)?),
-        };
-        given.insert(param.name.as_str(), value);
-    }
-
-    let outputs: Vec<(String, ColumnType)> = endpoint
-        .select
-        .iter()
-        .map(|item| (item.output.clone(), item.output_type(dataset)))
-        .collect();
-    let columns = reserved_columns(endpoint, sent.get("columns").copied())?;
-    let limit = reserved_limit(sent.get("limit").copied(), endpoint.max_limit)?
+    let sent = request::sent(endpoint, query)?;
+    request::check_combinations(endpoint, &sent)?;
+    let given = request::given(endpoint, &sent)?;
+    let tenant = request::tenant(endpoint, tenant)?;
+    let columns = request::columns(endpoint, sent.get("columns").copied())?;
+    let limit = request::limit(sent.get("limit").copied(), endpoint.max_limit)?
         .unwrap_or(endpoint.default_limit);
-    let offset = reserved_offset(sent.get("offset").copied())?.unwrap_or(0);
-    let extra = |name: &str| extra_param(endpoint, &sent, name);
-    let sort = reserved_sort(endpoint, extra("sort"))?;
-    let order = total_order(&sort, &outputs);
+    let offset = request::offset(sent.get("offset").copied())?.unwrap_or(0);
+    let sort = request::sort(endpoint, extra_param(endpoint, &sent, "sort"))?;
+    let order = keyset::total_order(&sort, &select::outputs(endpoint, dataset));
 
-    let tenant_value = match (&endpoint.tenant_column, tenant) {
-        (Some(_), None) => {
-            return Err(ParamError::new(
-                "this endpoint needs a key bound to a tenant",
-            ));
-        }
-        (Some(_), Some(tenant)) => Some(tenant),
-        (None, _) => None,
+    let params_canonical = request::canonical(&given);
+    let sort_canonical = request::sort_canonical(&sort);
+    let seed = CursorSeed {
+        key: cursor_key.clone(),
+        snapshot_id: snapshot_id.to_string(),
+        endpoint: endpoint.name.clone(),
+        version: endpoint.version,
+        shape: hex_sha256(
+            serde_json::json!({"params": params_canonical, "tenant": tenant, "sort": sort_canonical})
+                .to_string()
+                .as_bytes(),
+        ),
     };
-    let params_canonical: BTreeMap<&str, serde_json::Value> = given
-        .iter()
-        .map(|(name, value)| (*name, value.canonical()))
-        .collect();
-    let sort_canonical: Vec<String> = sort
-        .iter()
-        .map(|(name, descending)| {
-            if *descending {
-                format!("-{name}")
-            } else {
-                name.clone()
-            }
-        })
-        .collect();
-    let shape = hex_sha256(
-        serde_json::json!({"params": params_canonical, "tenant": tenant_value, "sort": sort_canonical})
-            .to_string()
-            .as_bytes(),
-    );
+    let cursor = extra_param(endpoint, &sent, "cursor");
+    let after = page::after(cursor, sent.contains_key("offset"), &seed, order.len())?;
 
-    let after = match extra("cursor") {
-        None => None,
-        Some(_) if sent.contains_key("offset") => {
-            return Err(ParamError::new(
-                "params `cursor` and `offset` cannot be used together",
-            ));
-        }
-        Some(text) => {
-            let cursor = cursor::verify(cursor_key, text)?;
-            if cursor.endpoint != endpoint.name
-                || cursor.version != endpoint.version
-                || cursor.shape != shape
-                || cursor.after.len() != order.len()
-            {
-                return Err(cursor::invalid());
-            }
-            if cursor.snapshot_id != snapshot_id {
-                return Err(cursor::expired());
-            }
-            Some(cursor.after)
-        }
-    };
-
-    // The statement.
+    // The statement: its values are bound in the order its text names them.
     let mut values = Vec::new();
-    let mut conditions = Vec::new();
-    if let (Some(column), Some(tenant)) = (&endpoint.tenant_column, tenant_value) {
-        let placeholder = bind(&mut values, Value::Str(tenant.to_string()), None);
-        conditions.push(format!("{} = {placeholder}", quote(column)));
-    }
-    for filter in &endpoint.filters {
-        let Some(value) = given.get(filter.param.as_str()) else {
-            continue;
-        };
-        let column = quote(&filter.column);
-        let condition = match (filter.op, value) {
-            (FilterOp::IsNull, Given::One(parsed)) => match parsed.value {
-                Value::Bool(true) => format!("{column} IS NULL"),
-                _ => format!("{column} IS NOT NULL"),
-            },
-            (FilterOp::In, Given::Many(list)) => {
-                let placeholders: Vec<String> = list
-                    .iter()
-                    .map(|parsed| bind(&mut values, parsed.value.clone(), parsed.cast))
-                    .collect();
-                format!("{column} IN ({})", placeholders.join(", "))
-            }
-            (FilterOp::Between, Given::Many(list)) => {
-                let low = bind(&mut values, list[0].value.clone(), list[0].cast);
-                let high = bind(&mut values, list[1].value.clone(), list[1].cast);
-                format!("{column} BETWEEN {low} AND {high}")
-            }
-            (FilterOp::Prefix, Given::One(parsed)) => {
-                let placeholder = bind(&mut values, parsed.value.clone(), parsed.cast);
-                format!("starts_with({column}, {placeholder})")
-            }
-            (op, Given::One(parsed)) => {
-                let placeholder = bind(&mut values, parsed.value.clone(), parsed.cast);
-                let operator = match op {
-                    FilterOp::Eq => "=",
-                    FilterOp::Ne => "<>",
-                    FilterOp::Lt => "<",
-                    FilterOp::Lte => "<=",
-                    FilterOp::Gt => ">",
-                    FilterOp::Gte => ">=",
-                    _ => unreachable!("one-value filters are handled above"),
-                };
-                format!("{column} {operator} {placeholder}")
-            }
-            (_, Given::Many(_)) => unreachable!("only in and between take several values"),
-        };
-        conditions.push(condition);
-    }
-    let items: Vec<String> = endpoint
-        .select
-        .iter()
-        .map(|item| {
-            let column = quote(&item.column);
-            let expression = match item.aggregate {
-                None => column,
-                Some(aggregate) => {
-                    let function = match aggregate {
-                        crate::project::Aggregate::Sum => "sum",
-                        crate::project::Aggregate::Avg => "avg",
-                        crate::project::Aggregate::Min => "min",
-                        crate::project::Aggregate::Max => "max",
-                        crate::project::Aggregate::Count => "count",
-                    };
-                    // Cast to the output type: sums of integers are HUGEINT in DuckDB.
-                    format!(
-                        "CAST({function}({column}) AS {})",
-                        item.output_type(dataset).sql()
-                    )
-                }
-            };
-            format!("{expression} AS {}", quote(&item.output))
-        })
-        .collect();
-    let mut inner = format!("SELECT {} FROM {relation}", items.join(", "));
-    if !conditions.is_empty() {
-        inner.push_str(" WHERE ");
-        inner.push_str(&conditions.join(" AND "));
-    }
-    if !endpoint.group_by.is_empty() {
-        let group_by: Vec<String> = endpoint
-            .group_by
-            .iter()
-            .map(|column| quote(column))
-            .collect();
-        inner.push_str(" GROUP BY ");
-        inner.push_str(&group_by.join(", "));
-    }
-
-    let mut selected = columns.clone();
-    for key in &order {
-        if !selected.contains(&key.output) {
-            selected.push(key.output.clone());
-        }
-    }
-    let selected_sql: Vec<String> = selected.iter().map(|name| quote(name)).collect();
-    let mut sql = format!("SELECT {} FROM ({inner}) AS \"q\"", selected_sql.join(", "));
-    if let Some(after) = &after {
-        sql.push_str(" WHERE ");
-        sql.push_str(&after_predicate(&order, after, &mut values)?);
-    }
-    if !order.is_empty() {
-        let keys: Vec<String> = order
-            .iter()
-            .map(|key| {
-                let direction = if key.descending { "DESC" } else { "ASC" };
-                format!("{} {direction} NULLS LAST", quote(&key.output))
-            })
-            .collect();
-        sql.push_str(" ORDER BY ");
-        sql.push_str(&keys.join(", "));
-    }
-    let limit_placeholder = bind(&mut values, Value::I64((limit + 1) as i64), None);
-    let offset_placeholder = bind(&mut values, Value::I64(offset as i64), None);
-    sql.push_str(&format!(
-        " LIMIT {limit_placeholder} OFFSET {offset_placeholder}"
-    ));
-
+    let conditions = filter::conditions(endpoint, &given, tenant, &mut values);
+    let inner = select::inner(endpoint, dataset, relation, &conditions);
+    let page = page::PageShape {
+        columns: &columns,
+        order: &order,
+        after: after.as_deref(),
+        limit,
+        offset,
+    };
+    let (sql, selected) = page.outer(&inner, &mut values)?;
     let canonical = serde_json::json!({
         "params": params_canonical,
-        "tenant": tenant_value,
+        "tenant": tenant,
         "columns": columns,
         "limit": limit,
         "offset": offset,
@@ -474,130 +213,8 @@ pub fn compile(
         order,
         limit,
         canonical,
-        cursor_seed: CursorSeed {
-            key: cursor_key.clone(),
-            snapshot_id: snapshot_id.to_string(),
-            endpoint: endpoint.name.clone(),
-            version: endpoint.version,
-            shape,
-        },
+        cursor_seed: seed,
     })
-}
-
-/// A caller's name (of a param or a column) fit to repeat in a message: only when it is
-/// identifier-shaped (offloader's `^[A-Za-z0-9_]{1,63}$`).
-fn shown_name(name: &str) -> Option<&str> {
-    let plain = !name.is_empty()
-        && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    plain.then_some(name)
-}
-
-/// One of quiver's own params, unless the endpoint declares a param of that name (which wins).
-pub fn extra_param<'a>(
-    endpoint: &Endpoint,
-    sent: &BTreeMap<&str, &'a str>,
-    name: &str,
-) -> Option<&'a str> {
-    if endpoint.param(name).is_some() {
-        return None;
-    }
-    sent.get(name).copied()
-}
-
-/// `?columns=a,b`: pieces trimmed, each in the allowlist, duplicates collapsed; the response
-/// keeps the endpoint's column order. The allowlist is never listed in an error.
-fn reserved_columns(endpoint: &Endpoint, raw: Option<&str>) -> Result<Vec<String>, ParamError> {
-    let Some(raw) = raw else {
-        return Ok(endpoint.columns.clone());
-    };
-    let mut wanted: BTreeSet<&str> = BTreeSet::new();
-    for piece in raw.split(',').map(str::trim) {
-        if piece.is_empty() {
-            return Err(ParamError::new(
-                "columns must be a comma-separated list of columns",
-            ));
-        }
-        if !endpoint.columns.iter().any(|allowed| allowed == piece) {
-            return Err(ParamError::new(match shown_name(piece) {
-                Some(name) => format!("unknown column \"{name}\""),
-                None => "unknown column".to_string(),
-            }));
-        }
-        wanted.insert(piece);
-    }
-    Ok(endpoint
-        .columns
-        .iter()
-        .filter(|column| wanted.contains(column.as_str()))
-        .cloned()
-        .collect())
-}
-
-/// `?limit=`: a whole integer (a leading `+` allowed) within `1..=max_limit`.
-fn reserved_limit(raw: Option<&str>, max: u64) -> Result<Option<u64>, ParamError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    match raw.parse::<i64>() {
-        Ok(value) if value > 0 && value as u64 > max => {
-            Err(ParamError::new(format!("limit exceeds max of {max}")))
-        }
-        Ok(value) if value > 0 => Ok(Some(value as u64)),
-        _ => Err(ParamError::new("limit must be a positive integer")),
-    }
-}
-
-/// `?offset=`: a whole integer, zero or more.
-fn reserved_offset(raw: Option<&str>) -> Result<Option<u64>, ParamError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    match raw.parse::<i64>() {
-        Ok(value) if value >= 0 && value as u64 <= MAX_OFFSET => Ok(Some(value as u64)),
-        _ => Err(ParamError::new("offset must be a non-negative integer")),
-    }
-}
-
-/// `?sort=a,-b` within the endpoint's sort allowlist; without it, the endpoint's `order_by`.
-fn reserved_sort(
-    endpoint: &Endpoint,
-    raw: Option<&str>,
-) -> Result<Vec<(String, bool)>, ParamError> {
-    let Some(raw) = raw else {
-        return Ok(endpoint
-            .order_by
-            .iter()
-            .map(|order| (order.column.clone(), order.descending))
-            .collect());
-    };
-    if endpoint.sort_allowlist.is_empty() {
-        return Err(ParamError::new(
-            "param `sort` is not allowed on this endpoint",
-        ));
-    }
-    let mut sort: Vec<(String, bool)> = Vec::new();
-    for piece in raw.split(',') {
-        let (name, descending) = match piece.strip_prefix('-') {
-            Some(name) => (name, true),
-            None => (piece, false),
-        };
-        if !endpoint
-            .sort_allowlist
-            .iter()
-            .any(|allowed| allowed == name)
-        {
-            return Err(ParamError::new(format!(
-                "param `sort` names a column that is not sortable (sortable: {})",
-                endpoint.sort_allowlist.join(", ")
-            )));
-        }
-        if sort.iter().any(|(other, _)| other == name) {
-            return Err(ParamError::new("param `sort` lists a column twice"));
-        }
-        sort.push((name.to_string(), descending));
-    }
-    Ok(sort)
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

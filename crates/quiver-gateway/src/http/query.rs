@@ -30,6 +30,7 @@ const OVERLOADED_RETRY_SECONDS: u64 = 1;
 pub async fn answer(
     gateway: &Gateway,
     endpoint: &Endpoint,
+    dataset: &Dataset,
     compiled: Compiled,
     format: Format,
     mut meta: BodyMeta,
@@ -44,10 +45,6 @@ pub async fn answer(
     })?;
     gateway.metrics.record_pool_wait(waited.as_secs_f64());
 
-    let dataset = gateway
-        .project
-        .dataset(&endpoint.dataset)
-        .expect("an endpoint's dataset exists (checked at load)");
     let schema_if_empty = schema_without_rows(endpoint, dataset, &compiled.columns);
     let pool = gateway.backend.pool().clone();
     let cancel = CancelOnDrop::default();

@@ -9,8 +9,8 @@ use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
 use super::model::{
-    AuthMode, Column, ColumnType, ConnectionSettings, CorsOrigins, Dataset, Project, ReadyPolicy,
-    RepeatedParams, Settings, SnapshotSource, ALL_UNCHECKED,
+    AuthMode, Column, ColumnType, ConnectionSettings, CorsOrigins, Dataset, DoubleSums, Project,
+    ReadyPolicy, RepeatedParams, Settings, SnapshotSource, ALL_UNCHECKED,
 };
 use super::yaml::{parse_file, Fields, Node, Reader, Value};
 
@@ -186,6 +186,12 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
         }
     };
 
+    for item in endpoints
+        .iter_mut()
+        .flat_map(|endpoint| endpoint.select.iter_mut())
+    {
+        item.double_sums = layout.settings.double_sums;
+    }
     let project = Project {
         root: dir.to_path_buf(),
         settings: layout.settings,
@@ -296,6 +302,7 @@ fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout
             repeated_params: RepeatedParams::Last,
             cors: CorsOrigins::Off,
             keyed_revalidation: false,
+            double_sums: DoubleSums::Bigint,
             connections: ConnectionSettings {
                 max: DEFAULT_CONNECTIONS_MAX,
                 admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
@@ -384,6 +391,7 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
             "repeated_params",
             "cors_origins",
             "keyed_revalidation",
+            "double_sums",
         ],
         &[],
     ) else {
@@ -491,6 +499,20 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
         .and_then(|node| reader.boolean(node, "`keyed_revalidation`"))
     {
         settings.keyed_revalidation = value;
+    }
+    if let Some(node) = fields.get("double_sums") {
+        match reader.string(node, "`double_sums`").as_deref() {
+            Some("bigint") => settings.double_sums = DoubleSums::Bigint,
+            Some("double") => settings.double_sums = DoubleSums::Double,
+            Some(other) => reader.error(
+                node.line,
+                format!(
+                    "`double_sums` must be `bigint` or `double`, not `{}`",
+                    super::yaml::printable(other)
+                ),
+            ),
+            None => {}
+        }
     }
     if let Some(node) = fields.get("repeated_params") {
         match reader.string(node, "`repeated_params`").as_deref() {

@@ -3,7 +3,7 @@
 
 use quiver_client::Param as Value;
 
-use crate::project::{Param, ParamType};
+use super::model::{Param, ParamType};
 
 /// A caller's (or a default's) value once checked: what is bound, how the SQL casts it, and its
 /// canonical text.
