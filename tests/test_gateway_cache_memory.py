@@ -1,6 +1,7 @@
 """The response cache's byte bound is the gateway's memory bound: 10,000 distinct requests whose
 bodies (identity and gzip copies) sum to several times the cap grow the gateway process's RSS
-by little more than the cap."""
+by little more than the cap.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ def wide_project(root: Path) -> Path:
         "score": [index / 7 for index in range(ROWS)],
     }
     pq.write_table(pa.table(rows), data / "wide.parquet")
-    schema = [{"name": "id", "type": "BIGINT"}, {"name": "label", "type": "VARCHAR"}, {"name": "score", "type": "DOUBLE"}]
+    schema = [
+        {"name": "id", "type": "BIGINT"},
+        {"name": "label", "type": "VARCHAR"},
+        {"name": "score", "type": "DOUBLE"},
+    ]
     manifest = {
         "dataset_id": "wide",
         "snapshot_id": "w1",

@@ -1,6 +1,7 @@
 """Project hot reload (offloader's config sync): a changed project is re-read, checked and swapped
 in whole while requests keep coming; a broken edit is reported and the running project keeps
-serving. Both for a project directory and for a project in a bucket."""
+serving. Both for a project directory and for a project in a bucket.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ from gateway_support import (
     copy_example,
     moto_server,
     poll,
+    request,
     upload,
 )
 
 CATALOG_ENDPOINT = Path("endpoints") / "product_catalog.yml"
+#: The admin token (offloader's variable) that shows `/status` details and `/diagnostics`.
+ADMIN_TOKEN = "reload-admin-secret"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 OLD_COLUMNS = {"product_id", "name", "category", "price", "launched_on"}
 NEW_COLUMNS = OLD_COLUMNS - {"launched_on"}
 
@@ -27,7 +32,7 @@ def without_launched_on(text: str) -> str:
     """The catalog endpoint with its `launched_on` column gone (select, allowlist and sort)."""
     changed = (
         text.replace("    - { as: launched_on, column: launched_on }\n", "")
-        .replace("columns: [product_id, name, category, price, launched_on]", "columns: [product_id, name, category, price]")
+        .replace("category, price, launched_on]", "category, price]")
         .replace("sort: [product_id, price, launched_on]", "sort: [product_id, price]")
         .replace("version: 1", "version: 2")
     )
@@ -42,7 +47,8 @@ def broken(text: str) -> str:
 
 class Load:
     """Callers of the catalog endpoint on threads of their own, until stopped: every answer's
-    status and its rows' key sets."""
+    status and its rows' key sets.
+    """
 
     def __init__(self, gateway: Gateway, threads: int = 3) -> None:
         self.gateway = gateway
@@ -84,8 +90,19 @@ def columns_now(gateway: Gateway) -> set[str]:
     return set().union(*(row.keys() for row in reply.json()["data"]))
 
 
+@pytest.fixture(autouse=True)
+def admin_token(monkeypatch):
+    monkeypatch.setenv("OFFLOADER_ADMIN_TOKEN", ADMIN_TOKEN)
+
+
+def admin_json(gateway: Gateway, path: str) -> dict:
+    reply = request(gateway.admin_url, "GET", path, ADMIN)
+    assert reply.status == 200, reply.body
+    return reply.json()
+
+
 def sync_state(gateway: Gateway) -> dict:
-    return gateway.status()["config_sync"]
+    return admin_json(gateway, "/status")["config_sync"]
 
 
 def assert_no_torn_answer(answers: list[tuple[int, frozenset[str], int | None]]) -> None:
@@ -98,7 +115,8 @@ def assert_no_torn_answer(answers: list[tuple[int, frozenset[str], int | None]])
 
 def change_and_break(gateway: Gateway, endpoint_file: Path, write) -> None:
     """Changes the endpoint under load and waits for it, then breaks it and checks that the
-    changed one keeps serving; `write(text)` puts the file where the gateway reads it."""
+    changed one keeps serving; `write(text)` puts the file where the gateway reads it.
+    """
     original = endpoint_file.read_text()
     assert columns_now(gateway) == OLD_COLUMNS
     with Load(gateway) as load:
@@ -113,6 +131,8 @@ def change_and_break(gateway: Gateway, endpoint_file: Path, write) -> None:
     assert state["enabled"] is True
     assert state["applied_total"] >= 1
     assert state["last_error"] is None
+    diagnostics = admin_json(gateway, "/diagnostics")["config_sync"]
+    assert diagnostics["enabled"] is True and diagnostics["last_applied"] is not None, diagnostics
     # The project's cache is not served across a reload: a cached v1 body never comes back.
     assert gateway.call("product_catalog", ACME, limit="3").json()["meta"]["version"] == 2
 
@@ -144,7 +164,7 @@ def test_a_changed_dataset_materializes_before_the_swap(tmp_path):
     project = copy_example(tmp_path)
     dataset_file = project / "datasets" / "products.yml"
     with Gateway.start(project, "--config-sync-interval", "1") as gateway:
-        before = gateway.status()["datasets"]["products"]["snapshot_id"]
+        before = admin_json(gateway, "/status")["datasets"]["products"]["snapshot_id"]
         # A manifest that is not there: the changed dataset cannot materialize, so nothing swaps.
         text = dataset_file.read_text()
         dataset_file.write_text(text.replace("data/products/manifest.json", "data/products/missing.json"))
@@ -156,12 +176,12 @@ def test_a_changed_dataset_materializes_before_the_swap(tmp_path):
         endpoint_file = project / CATALOG_ENDPOINT
         endpoint_file.write_text(
             endpoint_file.read_text()
-            .replace("  - { name: discontinued, type: boolean, required: false, default: \"false\" }\n", "")
+            .replace('  - { name: discontinued, type: boolean, required: false, default: "false" }\n', "")
             .replace("    - { column: discontinued, op: eq, param: discontinued }\n", "")
         )
         poll(lambda: sync_state(gateway)["applied_total"] >= 1, "the changed dataset to be applied")
         assert sync_state(gateway)["last_error"] is None
-        products = gateway.status()["datasets"]["products"]
+        products = admin_json(gateway, "/status")["datasets"]["products"]
         assert products["state"] == "ready"
         assert products["snapshot_id"] == before
         reply = gateway.call("product_catalog", ACME, discontinued="true")

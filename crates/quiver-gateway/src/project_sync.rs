@@ -43,6 +43,26 @@ impl SyncStatus {
         self.lock().clone()
     }
 
+    /// `/diagnostics`' `config_sync`, in offloader's shape: `{enabled: false}`, or `{enabled,
+    /// result, error, last_checked, last_applied}` (times in RFC 3339).
+    pub fn diagnostics(&self) -> serde_json::Value {
+        let state = self.get();
+        if !state.enabled {
+            return serde_json::json!({ "enabled": false });
+        }
+        let time = |unix: Option<u64>| {
+            unix.and_then(|seconds| chrono::DateTime::from_timestamp(seconds as i64, 0))
+                .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        };
+        serde_json::json!({
+            "enabled": true,
+            "result": state.last_result,
+            "error": state.last_error,
+            "last_checked": time(state.last_checked_unix),
+            "last_applied": time(state.last_applied_unix),
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SyncState> {
         self.0
             .lock()

@@ -365,3 +365,42 @@ fn diagnostics_print_as_path_line_message() {
     };
     assert_eq!(diagnostic.to_string(), "p/endpoints/e.yml:7: boom");
 }
+
+#[test]
+fn double_sums_is_a_project_setting() {
+    let sum_of_doubles = |project: &Project| {
+        let summary = project.endpoint("usage_summary").unwrap();
+        let dataset = project.dataset("usage").unwrap();
+        let mut item = summary.select[0].clone();
+        item.column = "storage_gb".into();
+        item.aggregate = Some(Aggregate::Sum);
+        item.output_type(dataset)
+    };
+    let offloaders = load(&good_project().dir).unwrap();
+    assert_eq!(offloaders.settings.double_sums, DoubleSums::Bigint);
+    assert_eq!(sum_of_doubles(&offloaders), ColumnType::Bigint);
+
+    let keeping = format!("{PROJECT}  double_sums: double\n");
+    let project = TempProject::new(&[
+        ("offloader.yml", keeping.as_str()),
+        ("datasets/usage.yml", USAGE),
+        ("endpoints/summary.yml", SUMMARY),
+        ("endpoints/daily.yml", DAILY),
+        ("keys/keys.yml", KEYS),
+    ]);
+    let loaded = load(&project.dir).unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    assert_eq!(sum_of_doubles(&loaded), ColumnType::Double);
+
+    let wrong = format!("{PROJECT}  double_sums: decimal\n");
+    let problems = problems(&[
+        ("offloader.yml", wrong.as_str()),
+        ("datasets/usage.yml", USAGE),
+        ("endpoints/summary.yml", SUMMARY),
+        ("endpoints/daily.yml", DAILY),
+        ("keys/keys.yml", KEYS),
+    ]);
+    assert_has(
+        &problems,
+        "offloader.yml:11|`double_sums` must be `bigint` or `double`, not `decimal`",
+    );
+}
