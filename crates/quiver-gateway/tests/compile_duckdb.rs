@@ -87,7 +87,7 @@ fn fetch(
     let dataset = project.dataset(&endpoint.dataset).unwrap();
     let compiled = compile(endpoint, dataset, "items", "s1", query, None, &key())
         .unwrap_or_else(|error| panic!("{error}"));
-    let row = params::row(&compiled.values).unwrap();
+    let row = params::row(&quiver_gateway::http::query::bound(&compiled.values)).unwrap();
     let batches: Vec<RecordBatch> = connection
         .query_with(&compiled.sql, &row)
         .unwrap_or_else(|error| panic!("{error}: {}", compiled.sql))

@@ -122,7 +122,7 @@ fn fetch(
     let values = if compiled.values.is_empty() {
         None
     } else {
-        Some(params::row(&compiled.values)?)
+        Some(params::row(&bound(&compiled.values))?)
     };
     let rows_max = compiled.limit + 1;
     let mut batches = Vec::new();
@@ -221,6 +221,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A compiled statement's values as the quiver client binds them.
+pub fn bound(values: &[crate::value::Value]) -> Vec<quiver_client::Param> {
+    use crate::value::Value;
+    use quiver_client::Param;
+    values
+        .iter()
+        .map(|value| match value {
+            Value::Null => Param::Null,
+            Value::Bool(value) => Param::Bool(*value),
+            Value::I64(value) => Param::I64(*value),
+            Value::F64(value) => Param::F64(*value),
+            Value::Str(value) => Param::Str(value.clone()),
+        })
+        .collect()
 }
 
 #[cfg(test)]

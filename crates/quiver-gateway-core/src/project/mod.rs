@@ -9,6 +9,7 @@
 //! its query), each depending only on `model`, `bounds` and `yaml`, never on one another.
 
 pub mod bounds;
+pub mod dataset;
 pub mod diagnostics;
 pub mod endpoint;
 pub mod init;
@@ -17,6 +18,7 @@ pub mod load;
 pub mod model;
 pub mod params;
 pub mod query;
+pub mod settings;
 pub mod values;
 pub mod yaml;
 

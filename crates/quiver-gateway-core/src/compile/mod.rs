@@ -23,8 +23,8 @@
 //! (`page.rs`: the cursor's predicate, the total order from `keyset.rs`, limit and offset).
 //! Cursors are signed in `cursor.rs`.
 
+use crate::value::Value;
 use arrow_array::RecordBatch;
-use quiver_client::Param as Value;
 use sha2::{Digest, Sha256};
 
 pub mod cursor;
@@ -226,3 +226,5 @@ fn hex_sha256(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pages;

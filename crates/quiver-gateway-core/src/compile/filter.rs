@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use quiver_client::Param as Value;
+use crate::value::Value;
 
 use super::request::Given;
 use super::{bind, quote};

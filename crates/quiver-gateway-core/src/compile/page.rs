@@ -2,7 +2,7 @@
 //! outer statement: the caller's columns (and hidden order keys), rows after the cursor's, the
 //! total order, one row more than the limit, the offset.
 
-use quiver_client::Param as Value;
+use crate::value::Value;
 
 use super::cursor::{self, CursorValue};
 use super::keyset::after_predicate;

@@ -1,7 +1,7 @@
 //! A param's value as sent (or defaulted): checked against its type, normalized, and made ready to
 //! bind. Shared by `compile` (callers' values) and the project load (defaults).
 
-use quiver_client::Param as Value;
+use crate::value::Value;
 
 use super::model::{Param, ParamType};
 
