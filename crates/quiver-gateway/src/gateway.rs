@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use quiver_client::IntoAddress;
 
+use crate::access::admission::Admission;
+use crate::access::auth::KeyRing;
+use crate::access::rate_limit::RateLimiter;
 use crate::backend::{Backend, BackendOptions};
 use crate::cache::ResponseCache;
 use crate::compile::cursor::CursorKey;
-use crate::http::admission::Admission;
-use crate::http::auth::KeyRing;
 use crate::http::connections::ConnectionStats;
-use crate::http::rate_limit::RateLimiter;
 use crate::metrics::Metrics;
 use crate::project::Project;
 use crate::project_sync::SyncStatus;

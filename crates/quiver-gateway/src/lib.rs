@@ -3,6 +3,7 @@
 //! what a request means live in `quiver-gateway-core` (re-exported here as [`project`],
 //! [`compile`], [`openapi`] and [`catalog`]); this crate serves them.
 //!
+//! - [`access`]: API keys, the admin token, rate limits and admission, for both ports.
 //! - [`backend`]: the quiver server (spawned or reached) and the connection pool.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness, reload.
 //! - [`representation`]: a response's format (`Accept`), body and content coding.
@@ -16,6 +17,7 @@
 
 pub use quiver_gateway_core::{catalog, compile, openapi, project, value};
 
+pub mod access;
 pub mod admin;
 pub mod backend;
 pub mod bucket_project;

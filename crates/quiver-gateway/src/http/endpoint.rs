@@ -23,13 +23,13 @@ use crate::representation::encoding::COMPRESS_BYTES_MIN;
 use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
 use crate::snapshot::{Snapshot, View};
 
-use super::auth::{bearer_token, Refusal};
 use super::errors::{ApiError, Family};
 use super::etag;
 use super::limits;
 use super::query;
 use super::request_id::RequestId;
 use super::timing::Timings;
+use crate::access::auth::{bearer_token, Refusal};
 
 /// What a call of an endpoint whose dataset has no snapshot yet is told.
 pub const NOT_READY_MESSAGE: &str = "snapshot is not ready";

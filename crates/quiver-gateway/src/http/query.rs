@@ -1,4 +1,4 @@
-//! A cache miss's work: a connection (through [`Admission`](super::admission::Admission)), the
+//! A cache miss's work: a connection (through [`Admission`](crate::access::admission::Admission)), the
 //! compiled statement run on the server with its values bound, the batches collected up to the
 //! response's limit, the next page's cursor, and the body encoded. Blocking client calls run on
 //! tokio's blocking threads; a request that gives up (timeout, dropped connection) cancels its
@@ -16,8 +16,8 @@ use crate::gateway::Gateway;
 use crate::project::{ColumnType, Dataset, Endpoint};
 use crate::representation::{self, BodyMeta, Encoding, Format};
 
-use super::admission::Refused;
 use super::errors::{ApiError, Family};
+use crate::access::admission::Refused;
 
 /// What a caller is told when no database connection is free (offloader's words).
 pub const BUSY_MESSAGE: &str = "service is busy, retry shortly";
