@@ -11,11 +11,14 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,3 +258,47 @@ class Gateway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def moto_server(monkeypatch) -> Iterator[object]:
+    """An S3-compatible server (moto) on a free port, the environment that reaches it set, and a
+    boto3 client of it.
+    """
+    import boto3
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        poll(lambda: listening(port), "moto to listen")
+        endpoint = f"http://127.0.0.1:{port}"
+        for name, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    finally:
+        server.kill()
+        server.wait()
+
+
+def upload(client, bucket: str, directory: Path, prefix: str) -> None:
+    """Every file of ``directory`` (its state directory left out) to ``bucket`` under ``prefix``."""
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and ".quiver-gateway" not in path.parts:
+            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(directory).as_posix()}")

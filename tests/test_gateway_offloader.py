@@ -12,15 +12,12 @@ import gzip
 import http.server
 import json
 import re
-import socket
 import subprocess
-import sys
 import threading
 import zlib
 from pathlib import Path
 from typing import ClassVar
 
-import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -33,8 +30,10 @@ from gateway_support import (
     Response,
     copy_example,
     gateway_binary,
+    moto_server,
     poll,
     request,
+    upload,
 )
 
 RANGE = {"from": "2026-05-30", "to": "2026-06-01"}
@@ -636,43 +635,11 @@ def test_unsupported_part_schemes_are_named_by_check(tmp_path):
     assert "az:// parts are not supported" in checked.stdout + checked.stderr
 
 
-def listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture
 def moto(monkeypatch):
     """An S3-compatible server (moto) on a free port, and the environment that reaches it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        poll(lambda: listening(port), "moto to listen")
-        endpoint = f"http://127.0.0.1:{port}"
-        for name, value in {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_REGION": "us-east-1",
-        }.items():
-            monkeypatch.setenv(name, value)
-        yield boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    finally:
-        server.kill()
-        server.wait()
-
-
-def upload(client, bucket: str, directory: Path, prefix: str) -> None:
-    for path in sorted(directory.rglob("*")):
-        if path.is_file() and ".quiver-gateway" not in path.parts:
-            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(directory).as_posix()}")
+    with moto_server(monkeypatch) as client:
+        yield client
 
 
 def test_a_project_in_a_bucket_is_downloaded_and_served(tmp_path, moto):

@@ -16,13 +16,12 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde_json::{json, Value};
 
+use crate::access::admin_token::AdminToken;
 use crate::catalog;
 use crate::gateway::Gateway;
-use crate::http::auth;
 use crate::http::errors::{plain_json, ApiError, Family};
 use crate::http::request_id::{self, RequestId};
 use crate::metrics::{DatasetScrape, Scrape};
-use crate::project::keys;
 use crate::snapshot::SnapshotError;
 
 mod diagnostics;
@@ -30,14 +29,14 @@ mod diagnostics;
 #[derive(Clone)]
 struct AdminState {
     gateway: Arc<Gateway>,
-    /// SHA-256 of the admin token, when one is required.
-    token_sha256: Option<[u8; 32]>,
+    /// The admin token, when one is required.
+    token: AdminToken,
 }
 
 pub fn router(gateway: Arc<Gateway>, admin_token: Option<String>) -> Router {
     let state = AdminState {
         gateway,
-        token_sha256: admin_token.map(|token| keys::token_sha256(&token)),
+        token: AdminToken::new(admin_token.as_deref()),
     };
     let guarded = Router::new()
         .route("/refresh", post(refresh_all))
@@ -71,14 +70,7 @@ async fn stamp(mut request: Request, next: Next) -> Response {
 
 /// Whether `headers` carry the admin token; `None` when no token is configured.
 fn token_sent(state: &AdminState, headers: &HeaderMap) -> Option<bool> {
-    let expected = state.token_sha256?;
-    let sent = auth::bearer_token(
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok()),
-    )
-    .map(keys::token_sha256);
-    Some(sent.is_some_and(|sent| auth::digests_equal(&sent, &expected)))
+    state.token.sent(headers)
 }
 
 async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
@@ -108,11 +100,11 @@ async fn live() -> Response {
 }
 
 async fn docs(State(state): State<AdminState>) -> Response {
-    json_reply(StatusCode::OK, &catalog::docs(&state.gateway.project))
+    json_reply(StatusCode::OK, &catalog::docs(&state.gateway.project()))
 }
 
 async fn schema(State(state): State<AdminState>) -> Response {
-    json_reply(StatusCode::OK, &catalog::schema(&state.gateway.project))
+    json_reply(StatusCode::OK, &catalog::schema(&state.gateway.project()))
 }
 
 /// `200` when the project's `ready:` policy holds, else `503`; each dataset's state either way.
@@ -194,6 +186,7 @@ pub(crate) fn details(gateway: &Gateway) -> Value {
             "reloads_ok": gateway.keys.reloads_ok(),
             "reloads_failed": gateway.keys.reloads_failed(),
         },
+        "config_sync": serde_json::to_value(gateway.sync.get()).unwrap_or_default(),
     });
     if let (Some(status), Value::Object(extra)) = (status.as_object_mut(), extra) {
         status.extend(extra);
@@ -204,7 +197,7 @@ pub(crate) fn details(gateway: &Gateway) -> Value {
 async fn openapi(State(state): State<AdminState>) -> Response {
     json_reply(
         StatusCode::OK,
-        &crate::openapi::document(&state.gateway.project),
+        &crate::openapi::document(&state.gateway.project()),
     )
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use sha2::{Digest, Sha256};
 
 use crate::snapshot::fetch::{block_on, gcs, s3};
 
@@ -112,6 +113,97 @@ fn download(
             .map_err(|error| fail(format!("cannot write {}: {error}", target.display())))?;
     }
     Ok(into.to_path_buf())
+}
+
+/// What a change of the project's files changes (offloader's config-sync token): the sorted
+/// (path, modification time, size) of its `.yml`/`.yaml` files, hashed; one listing for a bucket,
+/// a walk of the directory (its hidden entries, the state directory among them, left out).
+pub fn change_token(source: &ProjectSource) -> Result<String, String> {
+    let mut entries: Vec<(String, i128, u64)> = match source {
+        ProjectSource::Directory(dir) => {
+            let mut found = Vec::new();
+            walk_project_files(dir, dir, &mut found)
+                .map_err(|error| format!("project {source}: {error}"))?;
+            found
+        }
+        ProjectSource::Bucket {
+            scheme,
+            bucket,
+            prefix,
+        } => {
+            let store = match *scheme {
+                "s3" => s3(bucket)?,
+                _ => gcs(bucket)?,
+            };
+            block_on(list(store.as_ref(), prefix))?
+                .map_err(|why| format!("project {source}: {why}"))?
+                .into_iter()
+                .filter(|object| is_project_file(object.location.as_ref()))
+                .map(|object| {
+                    let modified = object.last_modified.timestamp_nanos_opt().unwrap_or(0);
+                    (
+                        object.location.to_string(),
+                        i128::from(modified),
+                        object.size,
+                    )
+                })
+                .collect()
+        }
+    };
+    entries.sort();
+    let mut hasher = Sha256::new();
+    for (path, modified, size) in &entries {
+        hasher.update((path.len() as u64).to_le_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update(modified.to_le_bytes());
+        hasher.update(size.to_le_bytes());
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// The most entries a project directory's walk visits (a bound on a token's cost).
+const WALK_ENTRIES_MAX: usize = 20_000;
+
+fn walk_project_files(
+    root: &Path,
+    dir: &Path,
+    found: &mut Vec<(String, i128, u64)>,
+) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|error| format!("cannot read {}: {error}", dir.display()))?;
+    for entry in entries.flatten() {
+        if found.len() >= WALK_ENTRIES_MAX {
+            return Err(format!("more than {WALK_ENTRIES_MAX} project files"));
+        }
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if metadata.is_dir() {
+            walk_project_files(root, &path, found)?;
+        } else if is_project_file(&name.to_string_lossy()) {
+            let modified = metadata
+                .modified()
+                .ok()
+                .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |since| since.as_nanos() as i128);
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            found.push((relative.display().to_string(), modified, metadata.len()));
+        }
+    }
+    Ok(())
+}
+
+fn is_project_file(name: &str) -> bool {
+    name.ends_with(".yml") || name.ends_with(".yaml")
 }
 
 /// Every object under `prefix/`, stopping one past the bound.

@@ -19,9 +19,23 @@ use crate::representation::encoding::COMPRESS_BYTES_MIN;
 use crate::representation::splice::{self, HeadCrc};
 use crate::representation::{compress, Encoding, Format};
 
-/// What an entry costs besides its body: the key, the `CachedBody`, the `Arc`s and moka's own
-/// bookkeeping, rounded up.
-const ENTRY_OVERHEAD_BYTES: u64 = 256;
+/// What an entry costs besides its body: the key, the `CachedBody` and its `Arc`, moka's entry,
+/// its access-order and write-order nodes and their `Arc`s (about 400 bytes measured by their
+/// types' sizes), rounded up.
+const ENTRY_OVERHEAD_BYTES: u64 = 512;
+
+/// The memory a body of `len` bytes takes from the allocator: its size rounded up to a quarter
+/// of its power of two, a bound on a size-class allocator's rounding (mimalloc spaces its
+/// classes closer). With bodies allocated to their exact length (`representation::exact_bytes`),
+/// this and the entry overhead are what the process holds for an entry, so the byte bound is the
+/// memory bound.
+pub fn allocation_bytes(len: u64) -> u64 {
+    if len <= 64 {
+        return 64;
+    }
+    let step = 1u64 << (63 - len.leading_zeros()).saturating_sub(2);
+    len.div_ceil(step) * step
+}
 
 /// Everything a body depends on besides its content coding.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +48,9 @@ pub struct KeyParts<'a> {
     pub canonical: &'a str,
     pub snapshot_id: &'a str,
     pub format: Format,
+    /// The reload the project came from (`View::generation`): a reload may change what an
+    /// endpoint answers without changing its version.
+    pub project_generation: u64,
 }
 
 /// A body's identity: the SHA-256 of its [`KeyParts`]. The same for every content coding of the
@@ -63,6 +80,7 @@ impl BodyKey {
         text(parts.canonical);
         text(parts.snapshot_id);
         text(parts.format.name());
+        text(&parts.project_generation.to_string());
         BodyKey(hasher.finalize().into())
     }
 
@@ -134,8 +152,11 @@ impl CachedBody {
     }
 
     fn weight_bytes(&self) -> u64 {
-        let cursor = self.next_cursor.as_ref().map_or(0, String::len);
-        self.bytes.len() as u64 + cursor as u64 + ENTRY_OVERHEAD_BYTES
+        let cursor = self
+            .next_cursor
+            .as_ref()
+            .map_or(0, |cursor| allocation_bytes(cursor.len() as u64));
+        allocation_bytes(self.bytes.len() as u64) + cursor + ENTRY_OVERHEAD_BYTES
     }
 }
 
@@ -275,6 +296,11 @@ impl ResponseCache {
         }
     }
 
+    /// Forgets every body (a reloaded project answers afresh; its keys differ anyway).
+    pub fn clear(&self) {
+        self.entries.invalidate_all();
+    }
+
     /// Applies moka's pending work (evictions, size accounting) now, so [`ResponseCache::stats`]
     /// is exact.
     pub async fn settle(&self) {
@@ -309,7 +335,7 @@ pub async fn compressed_copy(identity: Arc<CachedBody>, encoding: Encoding) -> A
         return identity;
     };
     Arc::new(CachedBody {
-        bytes: Bytes::from(compressed),
+        bytes: crate::representation::exact_bytes(compressed),
         encoding,
         head_crc,
         ..(*identity).clone()

@@ -6,19 +6,19 @@ use std::sync::Arc;
 
 use quiver_client::IntoAddress;
 
+use crate::access::admission::Admission;
+use crate::access::auth::KeyRing;
+use crate::access::rate_limit::RateLimiter;
 use crate::backend::{Backend, BackendOptions};
 use crate::cache::ResponseCache;
-use crate::cursor::CursorKey;
-use crate::http::admission::Admission;
-use crate::http::auth::KeyRing;
+use crate::compile::cursor::CursorKey;
 use crate::http::connections::ConnectionStats;
-use crate::http::rate_limit::RateLimiter;
 use crate::metrics::Metrics;
 use crate::project::Project;
-use crate::snapshot::Snapshots;
+use crate::project_sync::SyncStatus;
+use crate::snapshot::{ReloadOutcome, Snapshots};
 
 pub struct Gateway {
-    pub project: Arc<Project>,
     pub backend: Arc<Backend>,
     pub snapshots: Arc<Snapshots>,
     pub keys: Arc<KeyRing>,
@@ -31,6 +31,8 @@ pub struct Gateway {
     /// What each port did with its connections (shown by `/status`).
     pub public_connections: Arc<ConnectionStats>,
     pub admin_connections: Arc<ConnectionStats>,
+    /// The project's reloads (offloader's config sync), for `/status` and `/metrics`.
+    pub sync: SyncStatus,
 }
 
 /// Where the server is and where the gateway keeps its state.
@@ -92,10 +94,31 @@ impl Gateway {
             admission: Admission::new(settings.pool_size, settings.pool_wait),
             public_connections: Arc::default(),
             admin_connections: Arc::default(),
-            project,
+            sync: SyncStatus::default(),
             backend,
             snapshots,
             keys,
         }))
+    }
+
+    /// The project served now (a reload may replace it; a request reads one
+    /// [`crate::snapshot::View`] throughout instead).
+    pub fn project(&self) -> Arc<Project> {
+        self.snapshots.project()
+    }
+
+    /// Serves `project` from now on, once its new and changed datasets have snapshots: its keys
+    /// come into force with it, and no response cached for the project it replaces is served
+    /// again. `Err`: why not; the running project still serves. Blocks (it may materialize).
+    /// Settings that size the process (pool, connections, cache bound) keep their values until
+    /// a restart.
+    pub fn reload(&self, project: Project) -> Result<ReloadOutcome, String> {
+        let keys = project.keys.clone();
+        let keys_file = project.keys_file.clone();
+        let outcome = self.snapshots.reload(Arc::new(project), || {
+            self.keys.replace(keys, keys_file);
+        })?;
+        self.cache.clear();
+        Ok(outcome)
     }
 }

@@ -81,6 +81,11 @@ struct ServeArgs {
     /// project's `gateway: cors_origins` and the OFFLOADER_CORS_ORIGINS variable.
     #[arg(long)]
     cors_origins: Option<String>,
+    /// Re-read the project every this many seconds and swap a changed one in once it checks and
+    /// its changed datasets have snapshots (offloader's config sync; OFFLOADER_CONFIG_SYNC_INTERVAL
+    /// otherwise). Off by default.
+    #[arg(long)]
+    config_sync_interval: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -127,6 +132,7 @@ fn run_serve(args: ServeArgs) -> ExitCode {
         state_dir: args.state_dir,
         watch_stdin: args.watch_stdin,
         cors_origins: args.cors_origins,
+        config_sync_interval: args.config_sync_interval,
     };
     match serve::run(options) {
         Ok(()) => ExitCode::SUCCESS,

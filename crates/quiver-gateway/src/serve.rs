@@ -14,7 +14,8 @@ use tokio::sync::watch;
 use crate::bucket_project::{self, ProjectSource};
 use crate::gateway::{Gateway, GatewayOptions};
 use crate::http::connections::{self, ConnectionLimits};
-use crate::{admin, http, project};
+use crate::project_sync::{ProjectSync, SYNC_INTERVAL_ENV};
+use crate::{admin, http, project, project_sync};
 
 /// How long in-flight requests may take to finish once a stop is asked.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -37,6 +38,9 @@ pub struct ServeOptions {
     pub watch_stdin: bool,
     /// `--cors-origins`: wins over OFFLOADER_CORS_ORIGINS, which wins over the project's setting.
     pub cors_origins: Option<String>,
+    /// `--config-sync-interval` in seconds: wins over OFFLOADER_CONFIG_SYNC_INTERVAL; `None` and
+    /// `0` are off.
+    pub config_sync_interval: Option<u64>,
 }
 
 /// The variable offloader reads its admin token from; honoured here unless --admin-token-env
@@ -84,6 +88,9 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         (None, ProjectSource::Directory(dir)) => dir.join(".quiver-gateway"),
         (None, ProjectSource::Bucket { .. }) => PathBuf::from(".quiver-gateway"),
     };
+    let sync_interval = sync_interval(options.config_sync_interval)?;
+    // Taken before the project is read: a change made meanwhile is applied by the first tick.
+    let baseline = sync_interval.and_then(|_| project_sync::baseline(&source));
     let project_dir = bucket_project::materialize(&source, &state_dir.join("config"))?;
     let mut project = project::load(&project_dir)
         .map_err(|diagnostics| format!("the project at {source} does not load:\n{diagnostics}"))?;
@@ -91,9 +98,21 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         .cors_origins
         .clone()
         .or_else(|| std::env::var(CORS_ORIGINS_ENV).ok());
-    if let Some(origins) = cors {
-        project.settings.cors = project::CorsOrigins::parse(&origins);
+    let cors = cors.map(|origins| project::CorsOrigins::parse(&origins));
+    if let Some(cors) = &cors {
+        project.settings.cors = cors.clone();
     }
+    let sync = sync_interval.map(|interval| {
+        (
+            ProjectSync {
+                source,
+                state_dir: state_dir.clone(),
+                cors,
+                interval,
+            },
+            baseline,
+        )
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("gateway")
@@ -109,7 +128,23 @@ pub fn run(options: ServeOptions) -> Result<(), String> {
         },
         options,
         admin_token,
+        sync,
     ))
+}
+
+/// The project sync's interval: the flag's, else offloader's variable's; off when neither is a
+/// positive number of seconds.
+fn sync_interval(flag: Option<u64>) -> Result<Option<Duration>, String> {
+    let seconds = match flag {
+        Some(seconds) => seconds,
+        None => match std::env::var(SYNC_INTERVAL_ENV) {
+            Ok(text) if !text.trim().is_empty() => text.trim().parse().map_err(|_| {
+                format!("{SYNC_INTERVAL_ENV}={text}: expected a whole number of seconds")
+            })?,
+            _ => 0,
+        },
+    };
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
 }
 
 async fn serve(
@@ -117,6 +152,7 @@ async fn serve(
     gateway_options: GatewayOptions,
     options: ServeOptions,
     admin_token: Option<String>,
+    sync: Option<(ProjectSync, Option<String>)>,
 ) -> Result<(), String> {
     let public = bind(options.listen).await?;
     let admin_port = bind(options.admin_listen).await?;
@@ -124,6 +160,9 @@ async fn serve(
         .await
         .map_err(|error| format!("the gateway's start failed: {error}"))??;
 
+    if let Some((sync, baseline)) = sync {
+        sync.start(&gateway, baseline);
+    }
     let (stop_sender, stop) = watch::channel(false);
     watch_signals(stop_sender.clone());
     if options.watch_stdin {
@@ -133,14 +172,14 @@ async fn serve(
     tracing::info!(
         http = %public.local_addr().map_err(|error| error.to_string())?,
         admin = %admin_port.local_addr().map_err(|error| error.to_string())?,
-        datasets = gateway.project.datasets.len(),
-        endpoints = gateway.project.endpoints.len(),
+        datasets = gateway.project().datasets.len(),
+        endpoints = gateway.project().endpoints.len(),
         "listening"
     );
 
     let public_router = http::app::router(gateway.clone());
     let admin_router = admin::router(gateway.clone(), admin_token);
-    let settings = gateway.project.settings.connections;
+    let settings = gateway.project().settings.connections;
     let public_limits = ConnectionLimits {
         max: settings.max,
         per_peer_max: settings.per_peer_max,

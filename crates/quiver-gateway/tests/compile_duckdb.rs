@@ -8,8 +8,8 @@ use arrow_array::RecordBatch;
 use arrow_cast::display::array_value_to_string;
 use quiver_client::{params, Connection, ServerOptions, ServerProcess};
 use quiver_gateway::compile::compile;
-use quiver_gateway::cursor::CursorKey;
-use quiver_gateway::project::{load, Project};
+use quiver_gateway::compile::cursor::CursorKey;
+use quiver_gateway::project::{load, DoubleSums, Project};
 
 const ROWS: usize = 40;
 
@@ -41,6 +41,10 @@ fn setup() -> (Project, Connection) {
             (
                 "endpoints/totals.yml",
                 "name: totals\nversion: 1\ndataset: items\nquery:\n  group_by: [grp]\n  select:\n    - { as: grp, column: grp }\n    - { as: total, column: n, agg: sum }\n    - { as: rows, column: id, agg: count }\n    - { as: mean, column: x, agg: avg }\n  order_by:\n    - { column: total, dir: desc }\ncolumns: [grp, total, rows, mean]\npagination: { default_limit: 2 }\n",
+            ),
+            (
+                "endpoints/x_sums.yml",
+                "name: x_sums\nversion: 1\ndataset: items\nquery:\n  group_by: [grp]\n  select:\n    - { as: grp, column: grp }\n    - { as: x_total, column: x, agg: sum }\n  order_by:\n    - { column: grp, dir: asc }\ncolumns: [grp, x_total]\npagination: { default_limit: 10 }\n",
             ),
         ] {
             let path = dir.join(path);
@@ -83,7 +87,7 @@ fn fetch(
     let dataset = project.dataset(&endpoint.dataset).unwrap();
     let compiled = compile(endpoint, dataset, "items", "s1", query, None, &key())
         .unwrap_or_else(|error| panic!("{error}"));
-    let row = params::row(&compiled.values).unwrap();
+    let row = params::row(&quiver_gateway::http::query::bound(&compiled.values)).unwrap();
     let batches: Vec<RecordBatch> = connection
         .query_with(&compiled.sql, &row)
         .unwrap_or_else(|error| panic!("{error}: {}", compiled.sql))
@@ -216,4 +220,50 @@ fn every_filter_op_runs_on_duckdb() {
             "{pairs:?} ≡ {condition}"
         );
     }
+}
+
+/// Rows of `sql` as `fetch` writes them.
+fn rows_of(connection: &mut Connection, sql: &str) -> Vec<String> {
+    let batches = connection.query_arrow(sql).unwrap();
+    let mut rows = Vec::new();
+    for batch in &batches {
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = batch
+                .columns()
+                .iter()
+                .map(|column| {
+                    if column.is_null(row) {
+                        "NULL".into()
+                    } else {
+                        array_value_to_string(column, row).unwrap()
+                    }
+                })
+                .collect();
+            rows.push(cells.join("|"));
+        }
+    }
+    rows
+}
+
+#[test]
+fn a_sum_of_doubles_is_an_integer_as_offloader_casts_it_unless_the_project_keeps_doubles() {
+    let (project, mut connection) = setup();
+    let sums = |cast: &str| {
+        format!(
+            "SELECT grp, CAST(sum(x) AS {cast}) FROM items GROUP BY grp ORDER BY grp NULLS LAST"
+        )
+    };
+    let (rounded, _) = fetch(&project, &mut connection, "x_sums", &[]);
+    assert_eq!(rounded, rows_of(&mut connection, &sums("BIGINT")));
+    assert!(rounded.iter().all(|row| !row.contains('.')), "{rounded:?}");
+
+    let mut doubles = project.clone();
+    for endpoint in &mut doubles.endpoints {
+        for item in &mut endpoint.select {
+            item.double_sums = DoubleSums::Double;
+        }
+    }
+    let (exact, _) = fetch(&doubles, &mut connection, "x_sums", &[]);
+    assert_eq!(exact, rows_of(&mut connection, &sums("DOUBLE")));
+    assert_ne!(exact, rounded, "the data has sums with a fraction");
 }

@@ -53,7 +53,7 @@ fn document(gateway: &Gateway) -> Value {
         "pool": {"connections": size, "busy": busy, "saturated": busy >= size, "remote_cap": null},
         "disk": {"cache_dir_free_bytes": null},
         "ready": gateway.snapshots.is_ready(),
-        "config_sync": {"enabled": false},
+        "config_sync": gateway.sync.diagnostics(),
         "datasets": datasets,
         "quiver": details(gateway),
     })

@@ -12,6 +12,7 @@ fn parts(canonical: &str) -> KeyParts<'_> {
         canonical,
         snapshot_id: "snap-1",
         format: Format::Json,
+        project_generation: 0,
     }
 }
 
@@ -67,6 +68,10 @@ fn every_part_of_the_key_changes_it() {
         },
         KeyParts {
             format: Format::Csv,
+            ..parts("region=eu")
+        },
+        KeyParts {
+            project_generation: 1,
             ..parts("region=eu")
         },
     ];
@@ -304,7 +309,27 @@ async fn the_byte_bound_holds_and_evictions_are_counted() {
     assert!(stats.entries < 100, "{stats:?}");
     assert!(stats.evictions > 0, "{stats:?}");
     assert_eq!(stats.max_bytes, MAX_BYTES);
-    assert_eq!(stats.bytes, stats.entries * (4096 + ENTRY_OVERHEAD_BYTES));
+    assert_eq!(
+        stats.bytes,
+        stats.entries * (allocation_bytes(4096) + ENTRY_OVERHEAD_BYTES)
+    );
+}
+
+#[test]
+fn allocations_are_rounded_up_to_a_quarter_of_their_power_of_two() {
+    assert_eq!(allocation_bytes(0), 64);
+    assert_eq!(allocation_bytes(64), 64);
+    assert_eq!(allocation_bytes(65), 80);
+    assert_eq!(allocation_bytes(4096), 4096);
+    assert_eq!(allocation_bytes(4097), 5120);
+    assert_eq!(allocation_bytes(12_000), 12_288);
+    for len in [100u64, 1000, 12_345, 1 << 20, (1 << 20) + 1] {
+        let allocated = allocation_bytes(len);
+        assert!(
+            allocated >= len && allocated <= len + len / 4 + 16,
+            "{len} -> {allocated}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -85,9 +85,10 @@ async fn around(State(gateway): State<Arc<Gateway>>, mut request: Request, next:
     let request_id = request_id::for_request(request.headers());
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
+    let project = gateway.project();
     let endpoint = path
         .strip_prefix(ENDPOINTS_PREFIX)
-        .and_then(|name| gateway.project.endpoint(name))
+        .and_then(|name| project.endpoint(name))
         .map_or(UNKNOWN_ENDPOINT, |endpoint| endpoint.name.as_str());
     let uri_length = request
         .uri()

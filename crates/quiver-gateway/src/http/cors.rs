@@ -19,7 +19,8 @@ const ALLOW_HEADERS: &str = "authorization, content-type, if-none-match";
 const MAX_AGE_SECONDS: &str = "600";
 
 pub async fn layer(State(gateway): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
-    let cors = &gateway.project.settings.cors;
+    let project = gateway.project();
+    let cors = &project.settings.cors;
     if *cors == CorsOrigins::Off {
         return next.run(request).await;
     }

@@ -14,20 +14,22 @@ use axum::Extension;
 
 use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
-use crate::cursor;
+use crate::compile::cursor;
 use crate::gateway::Gateway;
-use crate::project::{AuthMode, CachePolicy, Endpoint, Key, RepeatedParams, ServingMode};
+use crate::project::{
+    AuthMode, CachePolicy, Dataset, Endpoint, Key, Project, RepeatedParams, ServingMode,
+};
 use crate::representation::encoding::COMPRESS_BYTES_MIN;
 use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, View};
 
-use super::auth::{bearer_token, Refusal};
 use super::errors::{ApiError, Family};
 use super::etag;
 use super::limits;
 use super::query;
 use super::request_id::RequestId;
 use super::timing::Timings;
+use crate::access::auth::{bearer_token, Refusal};
 
 /// What a call of an endpoint whose dataset has no snapshot yet is told.
 pub const NOT_READY_MESSAGE: &str = "snapshot is not ready";
@@ -42,7 +44,7 @@ pub async fn handle(
     RawQuery(raw_query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let timeout = gateway.project.settings.request_timeout;
+    let timeout = gateway.project().settings.request_timeout;
     let mut key_id = None;
     let flow = respond(
         &gateway,
@@ -82,71 +84,27 @@ async fn respond(
     key_id: &mut Option<String>,
 ) -> Result<Response, ApiError> {
     let mut timings = Timings::start();
-    let key = authenticate(gateway, headers)?;
+    // One project and its snapshots for the whole request, whatever a reload does meanwhile.
+    let view = gateway.snapshots.view();
+    let project = &view.project;
+    let key = authenticate(gateway, project, headers)?;
     *key_id = key.as_ref().map(|key| key.id.clone());
-    let endpoint = granted(gateway, key.as_ref(), name)?;
-    if let Some(key) = &key {
-        if let Some(rate) = key.rate_limit_per_second {
-            gateway
-                .rate_limiter
-                .admit(&key.id, rate, Instant::now())
-                .map_err(|seconds| {
-                    ApiError::new(
-                        Family::RateLimited,
-                        format!("this key may make {rate} requests a second"),
-                    )
-                    .retry_after(seconds)
-                })?;
-        }
-    }
+    let endpoint = granted(project, key.as_ref(), name)?;
+    rate_limit(gateway, key.as_ref())?;
     timings.mark("auth");
 
-    let refuse_repeats = gateway.project.settings.repeated_params == RepeatedParams::Refuse;
+    let refuse_repeats = project.settings.repeated_params == RepeatedParams::Refuse;
     let pairs = limits::query_pairs(raw_query, refuse_repeats)?;
-    // `?format=` is quiver's unless the endpoint declares a `format` param (then only `Accept`
-    // chooses the format); the last one sent wins.
-    let format_param = match endpoint.param("format") {
-        Some(_) => None,
-        None => pairs
-            .iter()
-            .rev()
-            .find(|(name, _)| name == "format")
-            .map(|(_, value)| value.as_str()),
-    };
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok());
-    let format = representation::negotiate(accept, format_param)
-        .map_err(|refusal| ApiError::new(Family::NotAcceptable, refusal.to_string()))?;
-    let encoding = representation::negotiate_encoding(
-        headers
-            .get(header::ACCEPT_ENCODING)
-            .and_then(|value| value.to_str().ok()),
-    );
-
-    let snapshot = snapshot_for(gateway, endpoint, &pairs)?;
+    let (format, encoding) = negotiate(endpoint, &pairs, headers)?;
+    let snapshot = snapshot_for(gateway, &view, endpoint, &pairs)?;
+    let dataset = project
+        .dataset(&endpoint.dataset)
+        .expect("an endpoint's dataset exists (checked at load)");
     let tenant = match (&endpoint.tenant_column, &key) {
         (Some(_), Some(key)) => key.tenant.as_deref(),
         _ => None,
     };
-    let dataset = gateway
-        .project
-        .dataset(&endpoint.dataset)
-        .expect("an endpoint's dataset exists (checked at load)");
-    let relation = match endpoint.serving_mode {
-        ServingMode::LocalTable => snapshot.table.as_str(),
-        ServingMode::RemoteScan => snapshot.files_relation.as_str(),
-    };
-    let compiled = compile::compile(
-        endpoint,
-        dataset,
-        relation,
-        &snapshot.snapshot_id,
-        &pairs,
-        tenant,
-        &gateway.cursor_key,
-    )
-    .map_err(|error| ApiError::new(Family::InvalidParam, error.to_string()))?;
+    let compiled = compile_call(gateway, endpoint, dataset, &snapshot, &pairs, tenant)?;
     timings.mark("compile");
 
     let body_key = BodyKey::new(&KeyParts {
@@ -157,79 +115,198 @@ async fn respond(
         canonical: &compiled.canonical,
         snapshot_id: &snapshot.snapshot_id,
         format,
+        project_generation: view.generation,
     });
-    let policy = HttpCaching::of(gateway, endpoint);
-    let etag = match policy {
-        HttpCaching::Keyed { revalidate: false } => None,
-        HttpCaching::Keyed { revalidate: true } => Some(body_key.etag()),
-        HttpCaching::Public { .. } => Some(body_key.strong_etag(encoding)),
-    };
-    let facts = Facts::new(endpoint, &snapshot, etag, policy);
-    let if_none_match = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|value| value.to_str().ok());
-    if let (Some(tags), Some(etag)) = (if_none_match, facts.etag.as_deref()) {
-        if etag::none_match_hits(tags, etag) {
-            let mut response = StatusCode::NOT_MODIFIED.into_response();
-            facts.write(response.headers_mut(), "revalidated", &timings);
-            return Ok(response);
-        }
+    let caching = HttpCaching::of(project, endpoint);
+    let facts = Facts::new(
+        endpoint,
+        &snapshot,
+        caching.etag(&body_key, encoding),
+        caching,
+    );
+    if let Some(response) = not_modified(headers, &facts, &timings) {
+        return Ok(response);
     }
 
-    let meta = body_meta(endpoint, &snapshot);
-    // A JSON head in brotli cannot take its tail (representation::splice): its identity head is
-    // cached and each response compressed whole.
-    let cached_encoding = match (format, encoding) {
-        (Format::Json, Encoding::Br) => Encoding::Identity,
-        _ => encoding,
+    let call = Call {
+        gateway,
+        endpoint,
+        dataset,
+        format,
+        encoding,
+        meta: body_meta(endpoint, &snapshot),
+        request_id,
     };
-    let (body, cache_state) = match endpoint.cache {
-        CachePolicy::Snapshot => {
-            let load = query::answer(
-                gateway,
-                endpoint,
-                compiled,
-                format,
-                meta.clone(),
-                request_id,
-            );
-            let (body, hit) = gateway
-                .cache
-                .get_or_load(body_key, cached_encoding, load)
-                .await
-                .map_err(|error: Arc<ApiError>| (*error).clone())?;
-            gateway.metrics.record_cache(hit);
-            (body, if hit { "hit" } else { "miss" })
-        }
-        CachePolicy::None => {
-            let identity = query::answer(
-                gateway,
-                endpoint,
-                compiled,
-                format,
-                meta.clone(),
-                request_id,
-            )
-            .await?;
-            let body = match format {
-                Format::Json => Arc::new(identity),
-                _ => query::compressed(identity, encoding).await,
-            };
-            (body, "off")
-        }
-    };
-    let (bytes, coding) = match format {
-        Format::Json => {
-            let facts = facts.request_facts(request_id, cache_state);
-            let mut meta = meta;
-            meta.next_cursor = body.next_cursor.clone();
-            let tail = representation::envelope_tail(&meta, &facts, body.row_count);
-            joined(body.clone(), tail, encoding).await
-        }
-        _ => (body.bytes.clone(), body.encoding),
-    };
+    let (body, cache_state) = call.body(compiled, body_key).await?;
+    let (bytes, coding) = call.wire_bytes(&body, &facts, cache_state).await;
     timings.mark("body");
+    Ok(ok_response(
+        bytes,
+        coding,
+        &body,
+        &facts,
+        cache_state,
+        &timings,
+    ))
+}
 
+/// A key's per-second limit, if it has one.
+fn rate_limit(gateway: &Gateway, key: Option<&Key>) -> Result<(), ApiError> {
+    let Some((key, rate)) = key.and_then(|key| Some((key, key.rate_limit_per_second?))) else {
+        return Ok(());
+    };
+    gateway
+        .rate_limiter
+        .admit(&key.id, rate, Instant::now())
+        .map_err(|seconds| {
+            ApiError::new(
+                Family::RateLimited,
+                format!("this key may make {rate} requests a second"),
+            )
+            .retry_after(seconds)
+        })
+}
+
+/// The response's format (`Accept`, or quiver's `?format=` unless the endpoint declares a
+/// `format` param; the last one sent wins) and content coding.
+fn negotiate(
+    endpoint: &Endpoint,
+    pairs: &[(String, String)],
+    headers: &HeaderMap,
+) -> Result<(Format, Encoding), ApiError> {
+    let format_param = match endpoint.param("format") {
+        Some(_) => None,
+        None => pairs
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "format")
+            .map(|(_, value)| value.as_str()),
+    };
+    let header_text = |name| headers.get(name).and_then(|value| value.to_str().ok());
+    let format = representation::negotiate(header_text(header::ACCEPT), format_param)
+        .map_err(|refusal| ApiError::new(Family::NotAcceptable, refusal.to_string()))?;
+    let encoding = representation::negotiate_encoding(header_text(header::ACCEPT_ENCODING));
+    Ok((format, encoding))
+}
+
+/// The caller's params against the endpoint, over the snapshot's relation.
+fn compile_call(
+    gateway: &Gateway,
+    endpoint: &Endpoint,
+    dataset: &Dataset,
+    snapshot: &Snapshot,
+    pairs: &[(String, String)],
+    tenant: Option<&str>,
+) -> Result<compile::Compiled, ApiError> {
+    let relation = match endpoint.serving_mode {
+        ServingMode::LocalTable => snapshot.table.as_str(),
+        ServingMode::RemoteScan => snapshot.files_relation.as_str(),
+    };
+    compile::compile(
+        endpoint,
+        dataset,
+        relation,
+        &snapshot.snapshot_id,
+        pairs,
+        tenant,
+        &gateway.cursor_key,
+    )
+    .map_err(|error| ApiError::new(Family::InvalidParam, error.to_string()))
+}
+
+/// `304` when `If-None-Match` names this response's ETag: before the cache and the server.
+fn not_modified(headers: &HeaderMap, facts: &Facts, timings: &Timings) -> Option<Response> {
+    let tags = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())?;
+    let etag = facts.etag.as_deref()?;
+    if !etag::none_match_hits(tags, etag) {
+        return None;
+    }
+    let mut response = StatusCode::NOT_MODIFIED.into_response();
+    facts.write(response.headers_mut(), "revalidated", timings);
+    Some(response)
+}
+
+/// One call's answer being made: what its body depends on besides the compiled statement.
+struct Call<'a> {
+    gateway: &'a Gateway,
+    endpoint: &'a Endpoint,
+    dataset: &'a Dataset,
+    format: Format,
+    encoding: Encoding,
+    meta: BodyMeta,
+    request_id: &'a str,
+}
+
+impl Call<'_> {
+    /// The body (from the cache, or run), and the cache's part in it: `hit`, `miss` or `off`.
+    async fn body(
+        &self,
+        compiled: compile::Compiled,
+        body_key: BodyKey,
+    ) -> Result<(Arc<CachedBody>, &'static str), ApiError> {
+        let gateway = self.gateway;
+        let answer = query::answer(
+            gateway,
+            self.endpoint,
+            self.dataset,
+            compiled,
+            self.format,
+            self.meta.clone(),
+            self.request_id,
+        );
+        if self.endpoint.cache == CachePolicy::None {
+            let identity = answer.await?;
+            let body = match self.format {
+                Format::Json => Arc::new(identity),
+                _ => query::compressed(identity, self.encoding).await,
+            };
+            return Ok((body, "off"));
+        }
+        // A JSON head in brotli cannot take its tail (representation::splice): its identity
+        // head is cached and each response compressed whole.
+        let cached_encoding = match (self.format, self.encoding) {
+            (Format::Json, Encoding::Br) => Encoding::Identity,
+            _ => self.encoding,
+        };
+        let (body, hit) = gateway
+            .cache
+            .get_or_load(body_key, cached_encoding, answer)
+            .await
+            .map_err(|error: Arc<ApiError>| (*error).clone())?;
+        gateway.metrics.record_cache(hit);
+        Ok((body, if hit { "hit" } else { "miss" }))
+    }
+
+    /// The bytes sent: a JSON body's cached head joined to this response's `meta`; any other
+    /// format's body as cached.
+    async fn wire_bytes(
+        &self,
+        body: &Arc<CachedBody>,
+        facts: &Facts,
+        cache_state: &str,
+    ) -> (Bytes, Encoding) {
+        if self.format != Format::Json {
+            return (body.bytes.clone(), body.encoding);
+        }
+        let request = facts.request_facts(self.request_id, cache_state);
+        let mut meta = self.meta.clone();
+        meta.next_cursor = body.next_cursor.clone();
+        let tail = representation::envelope_tail(&meta, &request, body.row_count);
+        joined(body.clone(), tail, self.encoding).await
+    }
+}
+
+/// A `200` with its body and the headers that describe it.
+fn ok_response(
+    bytes: Bytes,
+    coding: Encoding,
+    body: &CachedBody,
+    facts: &Facts,
+    cache_state: &str,
+    timings: &Timings,
+) -> Response {
     let mut response = (StatusCode::OK, bytes).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -244,8 +321,8 @@ async fn respond(
             headers.insert("x-next-cursor", value);
         }
     }
-    facts.write(headers, cache_state, &timings);
-    Ok(response)
+    facts.write(headers, cache_state, timings);
+    response
 }
 
 /// A JSON body: its head and this response's tail, in the caller's coding. Compressing a whole
@@ -269,8 +346,12 @@ async fn joined(body: Arc<CachedBody>, tail: Vec<u8>, wanted: Encoding) -> (Byte
     }
 }
 
-fn authenticate(gateway: &Gateway, headers: &HeaderMap) -> Result<Option<Key>, ApiError> {
-    if gateway.project.settings.auth == AuthMode::None {
+fn authenticate(
+    gateway: &Gateway,
+    project: &Project,
+    headers: &HeaderMap,
+) -> Result<Option<Key>, ApiError> {
+    if project.settings.auth == AuthMode::None {
         return Ok(None);
     }
     let authorization = headers
@@ -288,14 +369,11 @@ fn authenticate(gateway: &Gateway, headers: &HeaderMap) -> Result<Option<Key>, A
 /// The endpoint, if it exists and the key may call it; a key that may not reads exactly as if
 /// the endpoint did not exist. A tenant-scoped endpoint needs a key bound to a tenant.
 fn granted<'p>(
-    gateway: &'p Gateway,
+    project: &'p Project,
     key: Option<&Key>,
     name: &str,
 ) -> Result<&'p Endpoint, ApiError> {
-    let endpoint = gateway
-        .project
-        .endpoint(name)
-        .ok_or_else(ApiError::not_found)?;
+    let endpoint = project.endpoint(name).ok_or_else(ApiError::not_found)?;
     let allowed = match key {
         None => endpoint.tenant_column.is_none(),
         Some(key) => {
@@ -312,6 +390,7 @@ fn granted<'p>(
 /// The snapshot to read: a cursor's own, while it is kept; else the dataset's current one.
 fn snapshot_for(
     gateway: &Gateway,
+    view: &View,
     endpoint: &Endpoint,
     pairs: &[(String, String)],
 ) -> Result<Arc<Snapshot>, ApiError> {
@@ -320,8 +399,8 @@ fn snapshot_for(
         None => cursor::pinned_snapshot(&gateway.cursor_key, pairs),
     };
     pinned
-        .and_then(|snapshot_id| gateway.snapshots.get(&endpoint.dataset, &snapshot_id))
-        .or_else(|| gateway.snapshots.current(&endpoint.dataset))
+        .and_then(|snapshot_id| view.get(&endpoint.dataset, &snapshot_id))
+        .or_else(|| view.current(&endpoint.dataset))
         // offloader's words; the dataset is not named (it is the project's, not the caller's).
         .ok_or_else(|| {
             ApiError::new(Family::NotReady, NOT_READY_MESSAGE).retry_after(NOT_READY_RETRY_SECONDS)
@@ -359,10 +438,10 @@ const PUBLIC_MAX_AGE_DEFAULT_SECONDS: u64 = 60;
 const PUBLIC_MAX_AGE_CAP_SECONDS: u64 = 3600;
 
 impl HttpCaching {
-    fn of(gateway: &Gateway, endpoint: &Endpoint) -> HttpCaching {
-        match gateway.project.settings.auth {
+    fn of(project: &Project, endpoint: &Endpoint) -> HttpCaching {
+        match project.settings.auth {
             AuthMode::Required => HttpCaching::Keyed {
-                revalidate: gateway.project.settings.keyed_revalidation,
+                revalidate: project.settings.keyed_revalidation,
             },
             AuthMode::None => HttpCaching::Public {
                 max_age_seconds: endpoint
@@ -373,6 +452,16 @@ impl HttpCaching {
                         seconds.min(PUBLIC_MAX_AGE_CAP_SECONDS)
                     }),
             },
+        }
+    }
+
+    /// The ETag a response carries: none on a keyed one unless it revalidates (a weak tag), a
+    /// strong one per content coding on a public one.
+    fn etag(self, body_key: &BodyKey, encoding: Encoding) -> Option<String> {
+        match self {
+            HttpCaching::Keyed { revalidate: false } => None,
+            HttpCaching::Keyed { revalidate: true } => Some(body_key.etag()),
+            HttpCaching::Public { .. } => Some(body_key.strong_etag(encoding)),
         }
     }
 

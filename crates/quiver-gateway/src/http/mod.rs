@@ -1,9 +1,7 @@
 //! The public HTTP port: endpoints served as JSON, NDJSON, CSV, Arrow or Parquet, with keys,
 //! rate limits, ETags and the error envelope.
 
-pub mod admission;
 pub mod app;
-pub mod auth;
 pub mod connections;
 pub mod cors;
 pub mod endpoint;
@@ -12,6 +10,5 @@ pub mod etag;
 pub mod limits;
 pub mod parse_errors;
 pub mod query;
-pub mod rate_limit;
 pub mod request_id;
 pub mod timing;

@@ -1,4 +1,4 @@
-//! A cache miss's work: a connection (through [`Admission`](super::admission::Admission)), the
+//! A cache miss's work: a connection (through [`Admission`](crate::access::admission::Admission)), the
 //! compiled statement run on the server with its values bound, the batches collected up to the
 //! response's limit, the next page's cursor, and the body encoded. Blocking client calls run on
 //! tokio's blocking threads; a request that gives up (timeout, dropped connection) cancels its
@@ -16,8 +16,8 @@ use crate::gateway::Gateway;
 use crate::project::{ColumnType, Dataset, Endpoint};
 use crate::representation::{self, BodyMeta, Encoding, Format};
 
-use super::admission::Refused;
 use super::errors::{ApiError, Family};
+use crate::access::admission::Refused;
 
 /// What a caller is told when no database connection is free (offloader's words).
 pub const BUSY_MESSAGE: &str = "service is busy, retry shortly";
@@ -30,6 +30,7 @@ const OVERLOADED_RETRY_SECONDS: u64 = 1;
 pub async fn answer(
     gateway: &Gateway,
     endpoint: &Endpoint,
+    dataset: &Dataset,
     compiled: Compiled,
     format: Format,
     mut meta: BodyMeta,
@@ -44,10 +45,6 @@ pub async fn answer(
     })?;
     gateway.metrics.record_pool_wait(waited.as_secs_f64());
 
-    let dataset = gateway
-        .project
-        .dataset(&endpoint.dataset)
-        .expect("an endpoint's dataset exists (checked at load)");
     let schema_if_empty = schema_without_rows(endpoint, dataset, &compiled.columns);
     let pool = gateway.backend.pool().clone();
     let cancel = CancelOnDrop::default();
@@ -125,7 +122,7 @@ fn fetch(
     let values = if compiled.values.is_empty() {
         None
     } else {
-        Some(params::row(&compiled.values)?)
+        Some(params::row(&bound(&compiled.values))?)
     };
     let rows_max = compiled.limit + 1;
     let mut batches = Vec::new();
@@ -224,6 +221,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A compiled statement's values as the quiver client binds them.
+pub fn bound(values: &[crate::value::Value]) -> Vec<quiver_client::Param> {
+    use crate::value::Value;
+    use quiver_client::Param;
+    values
+        .iter()
+        .map(|value| match value {
+            Value::Null => Param::Null,
+            Value::Bool(value) => Param::Bool(*value),
+            Value::I64(value) => Param::I64(*value),
+            Value::F64(value) => Param::F64(*value),
+            Value::Str(value) => Param::Str(value.clone()),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -104,7 +104,15 @@ pub fn encode(
         Format::ArrowStream => columnar::arrow_stream(schema, batches, meta)?,
         Format::Parquet => columnar::parquet_file(schema, batches, meta)?,
     };
-    Ok(Bytes::from(body))
+    Ok(exact_bytes(body))
+}
+
+/// `body` as `Bytes` holding no spare capacity: `Bytes::from(Vec)` keeps the vector's whole
+/// allocation (up to twice its length after growing), which a cached body would hold unseen by
+/// the cache's byte bound.
+pub fn exact_bytes(mut body: Vec<u8>) -> Bytes {
+    body.shrink_to_fit();
+    Bytes::from(body)
 }
 
 /// One batch's rows as NDJSON lines, for a handler that streams a response batch by batch. The

@@ -15,7 +15,9 @@ pub mod status;
 pub mod types;
 mod warm;
 
-pub use registry::{RefreshOutcome, RollbackOutcome, SnapshotError, Snapshots};
+pub use registry::{
+    RefreshOutcome, ReloadOutcome, RollbackOutcome, SnapshotError, Snapshots, View,
+};
 pub use status::{DatasetMetrics, DatasetState, SnapshotMetrics};
 
 /// One materialized snapshot of a dataset, as the serving side sees it. Immutable: a new snapshot

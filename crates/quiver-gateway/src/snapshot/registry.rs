@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, TryLockError, Weak};
+use std::sync::{Arc, Condvar, Mutex, RwLock, TryLockError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -27,6 +27,9 @@ use crate::backend::Backend;
 use crate::project::{Project, ReadyPolicy};
 
 mod cleanup;
+mod reload;
+
+pub use reload::ReloadOutcome;
 
 /// Most datasets one gateway serves (each refresh of all of them runs a thread per dataset).
 pub const DATASETS_MAX: usize = 4096;
@@ -73,13 +76,75 @@ pub struct RollbackOutcome {
 
 /// The snapshots of every dataset of a project.
 pub struct Snapshots {
-    project: Arc<Project>,
+    /// The project and its datasets' slots, swapped together by a reload.
+    view: RwLock<Arc<View>>,
     backend: Arc<Backend>,
     state_dir: PathBuf,
-    slots: Vec<Slot>,
     permits: Permits,
     sidecar: Mutex<()>,
     stop: Arc<Stop>,
+    /// Slots a reload replaced or removed, kept until no reader holds their snapshots.
+    replaced: Mutex<Vec<Arc<Slot>>>,
+    /// One reload at a time.
+    reloading: Mutex<()>,
+}
+
+/// A project and the slots of its datasets: what one request reads, whole, whatever a reload
+/// does meanwhile (an endpoint is never compiled against one project and run on another's table).
+pub struct View {
+    /// Counts reloads: what a response cached under one project can never answer for another.
+    pub generation: u64,
+    pub project: Arc<Project>,
+    slots: Vec<Arc<Slot>>,
+}
+
+impl View {
+    /// The snapshot `dataset` serves now.
+    pub fn current(&self, dataset: &str) -> Option<Arc<Snapshot>> {
+        let slot = self.slot(dataset)?;
+        let serving = lock(&slot.serving);
+        serving.current.as_ref().map(|kept| kept.snapshot.clone())
+    }
+
+    /// The current or the previous snapshot of `dataset`, if its id is `snapshot_id` (a cursor
+    /// pins the snapshot its first page read).
+    pub fn get(&self, dataset: &str, snapshot_id: &str) -> Option<Arc<Snapshot>> {
+        let slot = self.slot(dataset)?;
+        let serving = lock(&slot.serving);
+        let found = [serving.current.as_ref(), serving.previous.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|kept| kept.snapshot.snapshot_id == snapshot_id)
+            .map(|kept| kept.snapshot.clone());
+        found
+    }
+
+    /// Whether the project's `ready:` policy holds: all datasets serve, any does, or the listed
+    /// ones do.
+    pub fn is_ready(&self) -> bool {
+        let serves = |slot: &Arc<Slot>| lock(&slot.serving).current.is_some();
+        match &self.project.settings.ready {
+            ReadyPolicy::All => self.slots.iter().all(serves),
+            ReadyPolicy::Any => self.slots.iter().any(serves),
+            ReadyPolicy::Required(names) => {
+                names.iter().all(|name| self.slot(name).is_some_and(serves))
+            }
+        }
+    }
+
+    fn slot(&self, dataset: &str) -> Option<&Arc<Slot>> {
+        self.slots.iter().find(|slot| slot.dataset.id == dataset)
+    }
+
+    /// The strictest `max_staleness_minutes` of the endpoints reading `dataset`.
+    fn max_staleness(&self, dataset: &str) -> Option<Duration> {
+        self.project
+            .endpoints
+            .iter()
+            .filter(|endpoint| endpoint.dataset == dataset)
+            .filter_map(|endpoint| endpoint.max_staleness)
+            .min()
+    }
 }
 
 impl Snapshots {
@@ -107,20 +172,25 @@ impl Snapshots {
         let slots = project
             .datasets
             .iter()
-            .map(|dataset| restore(&project, dataset, &sidecar, &tables))
+            .map(|dataset| Arc::new(restore(dataset, &sidecar, &tables)))
             .collect();
         let parallelism = project.settings.materialize_parallelism.max(1);
         let snapshots = Arc::new(Snapshots {
-            project,
+            view: RwLock::new(Arc::new(View {
+                generation: 0,
+                project,
+                slots,
+            })),
             backend,
             state_dir,
-            slots,
             permits: Permits {
                 free: Mutex::new(parallelism),
                 returned: Condvar::new(),
             },
             sidecar: Mutex::new(()),
             stop: Arc::new(Stop::default()),
+            replaced: Mutex::new(Vec::new()),
+            reloading: Mutex::new(()),
         });
         // Without the server's tables, the sidecar is left as it is for the next start.
         if listed.is_ok() {
@@ -138,44 +208,40 @@ impl Snapshots {
         snapshots
     }
 
+    /// The project and its slots as they are now; a request reads one view throughout.
+    pub fn view(&self) -> Arc<View> {
+        self.view
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The project served now.
+    pub fn project(&self) -> Arc<Project> {
+        self.view().project.clone()
+    }
+
     /// The snapshot `dataset` serves now.
     pub fn current(&self, dataset: &str) -> Option<Arc<Snapshot>> {
-        let slot = self.slot(dataset)?;
-        let serving = lock(&slot.serving);
-        serving.current.as_ref().map(|kept| kept.snapshot.clone())
+        self.view().current(dataset)
     }
 
-    /// The current or the previous snapshot of `dataset`, if its id is `snapshot_id` (a cursor
-    /// pins the snapshot its first page read).
+    /// The current or the previous snapshot of `dataset`, if its id is `snapshot_id`.
     pub fn get(&self, dataset: &str, snapshot_id: &str) -> Option<Arc<Snapshot>> {
-        let slot = self.slot(dataset)?;
-        let serving = lock(&slot.serving);
-        let found = [serving.current.as_ref(), serving.previous.as_ref()]
-            .into_iter()
-            .flatten()
-            .find(|kept| kept.snapshot.snapshot_id == snapshot_id)
-            .map(|kept| kept.snapshot.clone());
-        found
+        self.view().get(dataset, snapshot_id)
     }
 
-    /// Whether the project's `ready:` policy holds: all datasets serve, any does, or the listed
-    /// ones do.
+    /// Whether the project's `ready:` policy holds.
     pub fn is_ready(&self) -> bool {
-        let serves = |slot: &Slot| lock(&slot.serving).current.is_some();
-        match &self.project.settings.ready {
-            ReadyPolicy::All => self.slots.iter().all(serves),
-            ReadyPolicy::Any => self.slots.iter().any(serves),
-            ReadyPolicy::Required(names) => {
-                names.iter().all(|name| self.slot(name).is_some_and(serves))
-            }
-        }
+        self.view().is_ready()
     }
 
     /// `{"ready": bool, "datasets": {<id>: {state, snapshot_id, ...}}}`.
     pub fn status(&self) -> serde_json::Value {
         let now = SystemTime::now();
+        let view = self.view();
         let mut datasets = serde_json::Map::new();
-        for slot in &self.slots {
+        for slot in &view.slots {
             let (current, previous, rolled_back_from) = {
                 let serving = lock(&slot.serving);
                 (
@@ -192,18 +258,19 @@ impl Snapshots {
                     current.as_deref(),
                     previous.as_deref(),
                     rolled_back_from.as_deref(),
-                    slot.max_staleness,
+                    view.max_staleness(&slot.dataset.id),
                     now,
                 ),
             );
         }
-        serde_json::json!({ "ready": self.is_ready(), "datasets": datasets })
+        serde_json::json!({ "ready": view.is_ready(), "datasets": datasets })
     }
 
     /// The numbers `/metrics` renders.
     pub fn metrics(&self) -> SnapshotMetrics {
         let now = SystemTime::now();
-        let datasets = self
+        let view = self.view();
+        let datasets = view
             .slots
             .iter()
             .map(|slot| {
@@ -213,12 +280,13 @@ impl Snapshots {
                     .map(|kept| kept.snapshot.clone());
                 let record = lock(&slot.record).clone();
                 let age_seconds = current.as_deref().map(|s| status::age_seconds(s, now));
+                let max_staleness = view.max_staleness(&slot.dataset.id);
                 DatasetMetrics {
                     dataset: slot.dataset.id.clone(),
                     ready: current.is_some(),
                     age_seconds,
                     stale: age_seconds
-                        .zip(slot.max_staleness)
+                        .zip(max_staleness)
                         .map(|(age, max)| age > max.as_secs_f64()),
                     last_materialize_seconds: record.last_materialize.map(|d| d.as_secs_f64()),
                     refresh_ok_total: record.refresh_ok,
@@ -229,7 +297,7 @@ impl Snapshots {
             })
             .collect();
         SnapshotMetrics {
-            ready: self.is_ready(),
+            ready: view.is_ready(),
             datasets,
         }
     }
@@ -240,21 +308,22 @@ impl Snapshots {
         &self,
         dataset: Option<&str>,
     ) -> Result<BTreeMap<String, RefreshOutcome>, SnapshotError> {
-        let indices: Vec<usize> = match dataset {
-            None => (0..self.slots.len()).collect(),
-            Some(name) => vec![self
-                .slots
-                .iter()
-                .position(|slot| slot.dataset.id == name)
-                .ok_or_else(|| SnapshotError::UnknownDataset(name.into()))?],
+        let view = self.view();
+        let slots: Vec<Arc<Slot>> = match dataset {
+            None => view.slots.clone(),
+            Some(name) => vec![view
+                .slot(name)
+                .ok_or_else(|| SnapshotError::UnknownDataset(name.into()))?
+                .clone()],
         };
-        Ok(self.refresh_many(&indices))
+        Ok(self.refresh_many(&view.project, &slots))
     }
 
     /// Serves the previous snapshot of `dataset` again; the one it replaces becomes the previous,
     /// and refreshes leave the dataset rolled back until its manifest names a newer snapshot.
     pub fn rollback(&self, dataset: &str) -> Result<RollbackOutcome, SnapshotError> {
-        let slot = self
+        let view = self.view();
+        let slot = view
             .slot(dataset)
             .ok_or_else(|| SnapshotError::UnknownDataset(dataset.into()))?;
         let _work = match slot.work.try_lock() {
@@ -292,44 +361,44 @@ impl Snapshots {
         self.stop.stop();
     }
 
-    fn slot(&self, dataset: &str) -> Option<&Slot> {
-        self.slots.iter().find(|slot| slot.dataset.id == dataset)
-    }
-
-    /// Refreshes the datasets at `indices`, each on a thread of its own (materializes are bounded
-    /// by the permits); a panic in one is that dataset's failure, never the others'.
-    fn refresh_many(&self, indices: &[usize]) -> BTreeMap<String, RefreshOutcome> {
+    /// Refreshes `slots` (datasets of `project`), each on a thread of its own (materializes are
+    /// bounded by the permits); a panic in one is that dataset's failure, never the others'.
+    fn refresh_many(
+        &self,
+        project: &Project,
+        slots: &[Arc<Slot>],
+    ) -> BTreeMap<String, RefreshOutcome> {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = indices
+            let handles: Vec<_> = slots
                 .iter()
-                .map(|&index| {
-                    let name = self.slots[index].dataset.id.clone();
+                .enumerate()
+                .map(|(index, slot)| {
                     let handle = std::thread::Builder::new()
                         .name(format!("quiver-gateway-refresh-{index}"))
-                        .spawn_scoped(scope, move || self.refresh_slot(&self.slots[index]));
-                    (name, index, handle)
+                        .spawn_scoped(scope, move || self.refresh_slot(project, slot));
+                    (slot, handle)
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|(name, index, handle)| {
+                .map(|(slot, handle)| {
                     let outcome = match handle {
                         Ok(handle) => handle.join().unwrap_or_else(|_| RefreshOutcome::Failed {
                             error: "internal error: the refresh panicked".into(),
                         }),
                         // No thread to spare: refresh here, in turn.
-                        Err(_) => self.refresh_slot(&self.slots[index]),
+                        Err(_) => self.refresh_slot(project, slot),
                     };
-                    (name, outcome)
+                    (slot.dataset.id.clone(), outcome)
                 })
                 .collect()
         })
     }
 
-    fn refresh_slot(&self, slot: &Slot) -> RefreshOutcome {
+    fn refresh_slot(&self, project: &Project, slot: &Slot) -> RefreshOutcome {
         let _work = lock(&slot.work);
         lock(&slot.record).refreshing = true;
-        let result = self.try_refresh(slot);
+        let result = self.try_refresh(project, slot);
         let mut record = lock(&slot.record);
         record.refreshing = false;
         match result {
@@ -350,10 +419,10 @@ impl Snapshots {
         }
     }
 
-    fn try_refresh(&self, slot: &Slot) -> Result<RefreshOutcome, String> {
+    fn try_refresh(&self, project: &Project, slot: &Slot) -> Result<RefreshOutcome, String> {
         let dataset = &slot.dataset;
-        let location = fetch::locate(&dataset.source, &self.project.root)?;
-        let bytes = fetch::read_manifest(&location, &self.project.settings.data_roots)?;
+        let location = fetch::locate(&dataset.source, &project.root)?;
+        let bytes = fetch::read_manifest(&location, &project.settings.data_roots)?;
         let manifest = Manifest::parse(&bytes)
             .map_err(|problems| format!("{location}: {}", problems.join("; ")))?;
         let problems = manifest.check_against(dataset);
@@ -365,11 +434,12 @@ impl Snapshots {
         }
         let budget = dataset
             .materialize_budget
-            .unwrap_or(self.project.settings.materialize_budget);
+            .unwrap_or(project.settings.materialize_budget);
         let permit = self.permits.acquire();
         let started = Instant::now();
         lock(&slot.record).attempts += 1;
-        let result = self.build(slot, &location, &manifest, started + budget);
+        let roots = &project.settings.data_roots;
+        let result = self.build(slot, &location, &manifest, roots, started + budget);
         drop(permit);
         lock(&slot.record).last_materialize = Some(started.elapsed());
         let kept = result?;
@@ -431,6 +501,7 @@ impl Snapshots {
         slot: &Slot,
         location: &ManifestLocation,
         manifest: &Manifest,
+        data_roots: &[PathBuf],
         deadline: Instant,
     ) -> Result<Kept, String> {
         let dataset = &slot.dataset;
@@ -440,21 +511,20 @@ impl Snapshots {
                 .files
                 .iter()
                 .any(|part| fetch::part_url(&part.path).is_some());
+        let generation = slot.next_generation.fetch_add(1, Ordering::Relaxed);
+        // Named by generation too: a reloaded dataset's new slot may build the snapshot its
+        // replaced slot still serves, and each drops its own parts.
         let parts_dir = downloads.then(|| {
             self.parts_root()
                 .join(path_component(&dataset.id))
-                .join(path_component(&manifest.snapshot_id))
+                .join(format!(
+                    "{}__{generation}",
+                    path_component(&manifest.snapshot_id)
+                ))
         });
         let scratch = parts_dir.clone().unwrap_or_default();
-        let parts = fetch::local_parts(
-            location,
-            manifest,
-            &scratch,
-            deadline,
-            &self.project.settings.data_roots,
-        );
+        let parts = fetch::local_parts(location, manifest, &scratch, deadline, data_roots);
         let built = parts.and_then(|parts| {
-            let generation = slot.next_generation.fetch_add(1, Ordering::Relaxed);
             let table_name = format!("{TABLE_PREFIX}{}__{generation}", dataset.id);
             let table = quote_identifier(&table_name);
             let mut connection = self
@@ -503,19 +573,23 @@ fn background(snapshots: Weak<Snapshots>, stop: Arc<Stop>) {
         let Some(this) = snapshots.upgrade() else {
             return;
         };
-        let interval = this.project.settings.refresh_interval;
-        let indices: Vec<usize> = (0..this.slots.len())
-            .filter(|&index| {
-                first || interval.is_some() || lock(&this.slots[index].serving).current.is_none()
-            })
+        let view = this.view();
+        let interval = view.project.settings.refresh_interval;
+        let due: Vec<Arc<Slot>> = view
+            .slots
+            .iter()
+            .filter(|slot| first || interval.is_some() || lock(&slot.serving).current.is_none())
+            .cloned()
             .collect();
         first = false;
-        if !indices.is_empty() {
-            this.refresh_many(&indices);
+        if !due.is_empty() {
+            this.refresh_many(&view.project, &due);
         }
-        for slot in &this.slots {
+        for slot in &view.slots {
             this.drop_retired(slot);
         }
+        this.release_replaced();
+        drop(view);
         drop(this);
         if stop.wait(interval.unwrap_or(RETRY_FAILED_AFTER)) {
             return;

@@ -32,11 +32,11 @@ pub(super) struct Serving {
 pub(super) struct Slot {
     pub(super) dataset: Dataset,
     pub(super) schema_sha256: String,
-    pub(super) max_staleness: Option<Duration>,
     pub(super) work: Mutex<()>,
     pub(super) serving: Mutex<Serving>,
     pub(super) record: Mutex<Record>,
-    pub(super) next_generation: AtomicU64,
+    /// Shared by a dataset's slots across reloads: table names never repeat.
+    pub(super) next_generation: Arc<AtomicU64>,
 }
 
 /// At most `parallelism` materializes at once.

@@ -15,19 +15,14 @@ use super::slot::{Kept, Serving, Slot};
 use super::status::Record;
 use super::Snapshot;
 use crate::backend::Backend;
-use crate::project::{Dataset, Project};
+use crate::project::Dataset;
 
 /// The prefix of every snapshot table: `snap__<dataset>__<generation>`.
 pub(super) const TABLE_PREFIX: &str = "snap__";
 
 /// Builds a dataset's slot, restoring the sidecar's snapshots whose tables the server still has
 /// and whose dataset schema is unchanged.
-pub(super) fn restore(
-    project: &Project,
-    dataset: &Dataset,
-    sidecar: &Sidecar,
-    tables: &BTreeSet<String>,
-) -> Slot {
+pub(super) fn restore(dataset: &Dataset, sidecar: &Sidecar, tables: &BTreeSet<String>) -> Slot {
     let schema_sha256 = schema_sha256(dataset);
     let mut serving = Serving::default();
     if let Some(saved) = sidecar
@@ -55,20 +50,13 @@ pub(super) fn restore(
     if let Some(current) = &serving.current {
         tracing::info!(dataset = %dataset.id, snapshot_id = %current.snapshot.snapshot_id, "restored from the sidecar");
     }
-    let max_staleness = project
-        .endpoints
-        .iter()
-        .filter(|endpoint| endpoint.dataset == dataset.id)
-        .filter_map(|endpoint| endpoint.max_staleness)
-        .min();
     Slot {
         dataset: dataset.clone(),
         schema_sha256,
-        max_staleness,
         work: Mutex::new(()),
         serving: Mutex::new(serving),
         record: Mutex::new(Record::default()),
-        next_generation: AtomicU64::new(generation),
+        next_generation: Arc::new(AtomicU64::new(generation)),
     }
 }
 

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use arrow_array::{ArrayRef, Date32Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use quiver_gateway::backend::{Backend, BackendOptions};
 use quiver_gateway::project::{
-    AuthMode, Column, ColumnType, ConnectionSettings, CorsOrigins, Dataset, Project, ReadyPolicy,
-    RepeatedParams, Settings, SnapshotSource,
+    AuthMode, Column, ColumnType, ConnectionSettings, CorsOrigins, Dataset, DoubleSums, Project,
+    ReadyPolicy, RepeatedParams, Settings, SnapshotSource,
 };
 use quiver_gateway::snapshot::Snapshots;
 
@@ -111,6 +111,7 @@ pub fn settings() -> Settings {
         repeated_params: RepeatedParams::Last,
         cors: CorsOrigins::Off,
         keyed_revalidation: false,
+        double_sums: DoubleSums::Bigint,
     }
 }
 

@@ -74,7 +74,7 @@ impl Snapshots {
             version: SIDECAR_VERSION,
             datasets: BTreeMap::new(),
         };
-        for slot in &self.slots {
+        for slot in &self.view().slots {
             let serving = lock(&slot.serving);
             sidecar.datasets.insert(
                 slot.dataset.id.clone(),
@@ -95,7 +95,7 @@ impl Snapshots {
     /// `CREATE` and the sidecar's write leaves one), when the server is this gateway's own, and
     /// downloaded parts nothing serves.
     pub(super) fn remove_orphans(&self, tables: &BTreeSet<String>) {
-        for slot in &self.slots {
+        for slot in &self.view().slots {
             let kept: Vec<Kept> = {
                 let serving = lock(&slot.serving);
                 [serving.current.clone(), serving.previous.clone()]

@@ -4,7 +4,6 @@
 
 use serde_json::{json, Value};
 
-use crate::project::params::param_type_name;
 use crate::project::query::filter_op_name;
 use crate::project::{AuthMode, ColumnType, Endpoint, Param, Project};
 
@@ -42,7 +41,7 @@ fn auth(project: &Project) -> Value {
 fn param(param: &Param) -> Value {
     json!({
         "name": param.name,
-        "type": param_type_name(param.param_type),
+        "type": param.param_type.name(),
         "required": param.required,
         "enum": (!param.allowed.is_empty()).then_some(&param.allowed),
         "default": param.default,

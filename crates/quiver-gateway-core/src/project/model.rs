@@ -64,6 +64,8 @@ pub struct Settings {
     /// quiver: keyed responses carry an ETag and answer `If-None-Match` with `304` (offloader's
     /// are `no-store` with no ETag, the default).
     pub keyed_revalidation: bool,
+    /// quiver: what `sum` of a DOUBLE column yields (offloader casts every sum to BIGINT).
+    pub double_sums: DoubleSums,
 }
 
 /// The origins CORS allows, read as offloader reads `OFFLOADER_CORS_ORIGINS`: comma-separated,
@@ -101,6 +103,15 @@ pub enum RepeatedParams {
     Last,
     /// `422 invalid_param`: which value was meant is not the gateway's guess to make.
     Refuse,
+}
+
+/// What `sum` of a DOUBLE column yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoubleSums {
+    /// Rounded to a BIGINT, as offloader casts every sum (the default).
+    Bigint,
+    /// The DOUBLE sum itself.
+    Double,
 }
 
 /// quiver: how many connections the ports hold, and how long a request head may take.
@@ -307,12 +318,35 @@ pub enum ParamType {
     Timestamp,
 }
 
+impl ParamType {
+    /// The type's name in a project file.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Integer => "integer",
+            ParamType::Date => "date",
+            ParamType::Enum => "enum",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+            ParamType::Timestamp => "timestamp",
+        }
+    }
+}
+
+/// Query params every endpoint has (offloader's three); a project may not declare them.
+pub const RESERVED_PARAMS: [&str; 3] = ["limit", "offset", "columns"];
+/// quiver's own query params: an endpoint has each unless it declares a param of the same name,
+/// which then wins (a project written for offloader may use these names).
+pub const EXTRA_PARAMS: [&str; 3] = ["sort", "cursor", "format"];
+
 /// One output column: a dataset column, or an aggregate of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelectItem {
     pub output: String,
     pub column: String,
     pub aggregate: Option<Aggregate>,
+    /// The project's `double_sums`, for a `sum` of a DOUBLE column.
+    pub double_sums: DoubleSums,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,15 +408,20 @@ pub struct Key {
 }
 
 impl SelectItem {
-    /// The type of this output column: what the compiled statement yields (sums of integers are
-    /// cast back to BIGINT so responses never carry DuckDB's 128-bit HUGEINT).
+    /// The type of this output column: what the compiled statement yields. Sums are BIGINT, as
+    /// offloader casts them (never DuckDB's 128-bit HUGEINT; a DOUBLE column's sum rounded),
+    /// unless the project keeps DOUBLE sums.
     pub fn output_type(&self, dataset: &Dataset) -> ColumnType {
         let column_type = dataset
             .column(&self.column)
             .map_or(ColumnType::Varchar, |column| column.column_type);
         match self.aggregate {
             None | Some(Aggregate::Min | Aggregate::Max) => column_type,
-            Some(Aggregate::Sum) if column_type == ColumnType::Double => ColumnType::Double,
+            Some(Aggregate::Sum)
+                if column_type == ColumnType::Double && self.double_sums == DoubleSums::Double =>
+            {
+                ColumnType::Double
+            }
             Some(Aggregate::Sum | Aggregate::Count) => ColumnType::Bigint,
             Some(Aggregate::Avg) => ColumnType::Double,
         }

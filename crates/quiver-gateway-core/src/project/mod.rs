@@ -3,7 +3,13 @@
 //! - [`load()`]: the whole project, every problem reported at once (`path:line: message`).
 //! - [`keys`]: the keys file alone (serving reloads it), and minting a key.
 //! - [`init`]: a starter project written from a directory of parquet files.
+//! - [`values`]: a param's value checked against its type (a caller's, or a default).
+//!
+//! Reading an endpoint: `endpoint.rs` (its own fields), `params.rs` and `query.rs` (its params and
+//! its query), each depending only on `model`, `bounds` and `yaml`, never on one another.
 
+pub mod bounds;
+pub mod dataset;
 pub mod diagnostics;
 pub mod endpoint;
 pub mod init;
@@ -12,6 +18,8 @@ pub mod load;
 pub mod model;
 pub mod params;
 pub mod query;
+pub mod settings;
+pub mod values;
 pub mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};

@@ -157,13 +157,8 @@ fn a_good_project_loads_into_the_model() {
         usage.source,
         SnapshotSource::Manifest("data/usage/manifest.json".into())
     );
-    // Resolved against the root once, whether the project directory was given relative or not.
-    assert_eq!(
-        crate::snapshot::fetch::locate(&usage.source, &loaded.root).unwrap(),
-        crate::snapshot::fetch::ManifestLocation::File(
-            project.dir.join("data/usage/manifest.json")
-        )
-    );
+    // Relative to the project's root (the serving crate's `snapshot::fetch::locate` joins them).
+    assert_eq!(loaded.root, project.dir);
     assert_eq!(usage.schema.len(), 8);
     let summary = loaded.endpoint("usage_summary").unwrap();
     assert_eq!(summary.tenant_column.as_deref(), Some("tenant_id"));
@@ -364,4 +359,43 @@ fn diagnostics_print_as_path_line_message() {
         message: "boom".into(),
     };
     assert_eq!(diagnostic.to_string(), "p/endpoints/e.yml:7: boom");
+}
+
+#[test]
+fn double_sums_is_a_project_setting() {
+    let sum_of_doubles = |project: &Project| {
+        let summary = project.endpoint("usage_summary").unwrap();
+        let dataset = project.dataset("usage").unwrap();
+        let mut item = summary.select[0].clone();
+        item.column = "storage_gb".into();
+        item.aggregate = Some(Aggregate::Sum);
+        item.output_type(dataset)
+    };
+    let offloaders = load(&good_project().dir).unwrap();
+    assert_eq!(offloaders.settings.double_sums, DoubleSums::Bigint);
+    assert_eq!(sum_of_doubles(&offloaders), ColumnType::Bigint);
+
+    let keeping = format!("{PROJECT}  double_sums: double\n");
+    let project = TempProject::new(&[
+        ("offloader.yml", keeping.as_str()),
+        ("datasets/usage.yml", USAGE),
+        ("endpoints/summary.yml", SUMMARY),
+        ("endpoints/daily.yml", DAILY),
+        ("keys/keys.yml", KEYS),
+    ]);
+    let loaded = load(&project.dir).unwrap_or_else(|diagnostics| panic!("{diagnostics}"));
+    assert_eq!(sum_of_doubles(&loaded), ColumnType::Double);
+
+    let wrong = format!("{PROJECT}  double_sums: decimal\n");
+    let problems = problems(&[
+        ("offloader.yml", wrong.as_str()),
+        ("datasets/usage.yml", USAGE),
+        ("endpoints/summary.yml", SUMMARY),
+        ("endpoints/daily.yml", DAILY),
+        ("keys/keys.yml", KEYS),
+    ]);
+    assert_has(
+        &problems,
+        "offloader.yml:11|`double_sums` must be `bigint` or `double`, not `decimal`",
+    );
 }

@@ -2,12 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::endpoint::{
+use super::bounds::{
     DEFAULT_MAX_VALUES, HARD_MAX_VALUES, MAX_ALIASES, MAX_COMBINATIONS, MAX_ENUM_VALUES, MAX_PARAMS,
 };
+use super::model::RESERVED_PARAMS;
 use super::model::{Param, ParamType};
+use super::values::parse_value;
 use super::yaml::{printable, Fields, Node, Reader, Value};
-use crate::compile::{parse_value, RESERVED_PARAMS};
 
 /// The params that passed their checks, the names of all declared ones, and whether all passed.
 pub(super) fn read_params(
@@ -313,16 +314,4 @@ pub(super) fn read_combinations(
         combinations.push(set);
     }
     complete.then_some(Some(combinations))
-}
-
-pub fn param_type_name(kind: ParamType) -> &'static str {
-    match kind {
-        ParamType::String => "string",
-        ParamType::Integer => "integer",
-        ParamType::Date => "date",
-        ParamType::Enum => "enum",
-        ParamType::Number => "number",
-        ParamType::Boolean => "boolean",
-        ParamType::Timestamp => "timestamp",
-    }
 }

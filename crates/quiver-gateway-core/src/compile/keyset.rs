@@ -1,12 +1,12 @@
 //! The total order of a response and keyset pagination over it: the predicate for "rows after
 //! the cursor's row", and the next cursor built from a page's last row.
 
+use crate::value::Value;
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType};
-use quiver_client::Param as Value;
 
+use super::cursor::{self, Cursor, CursorValue};
 use super::{bind, quote, Compiled, OrderKey, Page, ParamError};
-use crate::cursor::{self, Cursor, CursorValue};
 use crate::project::ColumnType;
 
 /// The requested order, then every other orderable output ascending: a total order over

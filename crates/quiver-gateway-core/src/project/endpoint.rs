@@ -4,25 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::bounds::{DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, HARD_MAX_LIMIT};
 use super::model::{AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, ServingMode};
 use super::params::{read_combinations, read_params};
 use super::query::{read_filters, read_group_by, read_order_by, read_output_list, read_select};
 use super::yaml::{printable, Fields, Node, Reader};
-
-/// Bounds on an endpoint's pieces.
-pub const MAX_PARAMS: usize = 64;
-pub const MAX_SELECT: usize = 1000;
-pub const MAX_FILTERS: usize = 256;
-pub const MAX_COMBINATIONS: usize = 256;
-pub const MAX_ALIASES: usize = 1000;
-pub const MAX_ENUM_VALUES: usize = 10_000;
-/// Pagination: offloader's defaults without a `pagination:` block, and a hard cap on any page.
-pub const DEFAULT_LIMIT: u64 = 50;
-pub const DEFAULT_MAX_LIMIT: u64 = 100;
-pub const HARD_MAX_LIMIT: u64 = 100_000;
-/// An `in` param's default count of values, and the most a project may allow.
-pub const DEFAULT_MAX_VALUES: usize = 100;
-pub const HARD_MAX_VALUES: usize = 1000;
 
 /// An endpoint name is part of a URL and a metrics label: `[a-z][a-z0-9_-]*`.
 pub fn is_endpoint_name(text: &str) -> bool {

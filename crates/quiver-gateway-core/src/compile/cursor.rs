@@ -12,7 +12,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::compile::ParamError;
+use super::ParamError;
 
 type HmacSha256 = Hmac<Sha256>;
 

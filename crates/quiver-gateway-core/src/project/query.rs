@@ -3,12 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::endpoint::{MAX_FILTERS, MAX_SELECT};
+use super::bounds::{MAX_FILTERS, MAX_SELECT};
 use super::model::ALL_UNCHECKED;
 use super::model::{
-    Aggregate, ColumnType, Dataset, Filter, FilterOp, OrderBy, Param, ParamType, SelectItem,
+    Aggregate, ColumnType, Dataset, DoubleSums, Filter, FilterOp, OrderBy, Param, ParamType,
+    SelectItem,
 };
-use super::params::param_type_name;
 use super::yaml::{printable, Fields, Node, Reader};
 
 pub(super) fn read_group_by(
@@ -198,6 +198,8 @@ pub(super) fn read_select(
             output,
             column,
             aggregate,
+            // The project file's setting, applied once every file is read.
+            double_sums: DoubleSums::Bigint,
         });
     }
     let Some(group_by) = group_by else {
@@ -417,7 +419,7 @@ fn filter_fits(op: FilterOp, column: ColumnType, param: &Param) -> Result<(), St
         return Err(format!(
             "a {} column cannot be compared with a {} param",
             column.sql(),
-            param_type_name(kind)
+            kind.name()
         ));
     }
     let ordered = !matches!(op, FilterOp::Eq | FilterOp::Ne | FilterOp::In);

@@ -5,7 +5,6 @@
 use serde_json::{json, Map, Value};
 
 use crate::compile::MAX_OFFSET;
-use crate::project::params::param_type_name;
 use crate::project::{AuthMode, ColumnType, Endpoint, FilterOp, ParamType, Project};
 
 /// The `?format=` names and the media types they stand for (also chosen by `Accept`).
@@ -294,7 +293,7 @@ fn param_schema(param: &crate::project::Param) -> Value {
     if let Some(max) = param.max {
         schema["maximum"] = json!(max);
     }
-    schema["x-quiver-type"] = json!(param_type_name(param.param_type));
+    schema["x-quiver-type"] = json!(param.param_type.name());
     schema
 }
 

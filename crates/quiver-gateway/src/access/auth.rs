@@ -42,7 +42,8 @@ pub struct KeyRing {
     keys: RwLock<Arc<Vec<Key>>>,
     /// The last load's problems (`path:line: message`); empty when the file is sound.
     problems: RwLock<Arc<Vec<String>>>,
-    file: Option<PathBuf>,
+    /// Replaced with the keys when the project is reloaded.
+    file: RwLock<Option<PathBuf>>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
 }
@@ -52,7 +53,7 @@ impl KeyRing {
         KeyRing {
             keys: RwLock::new(Arc::new(keys)),
             problems: RwLock::default(),
-            file,
+            file: RwLock::new(file),
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
         }
@@ -98,10 +99,10 @@ impl KeyRing {
     /// Reloads the keys file: its sound entries become the keys in force, whatever else is wrong
     /// with it. `Err`: the problems found (those entries are not in force).
     pub fn reload(&self) -> Result<usize, String> {
-        let Some(file) = &self.file else {
+        let Some(file) = self.file() else {
             return Ok(self.keys().len());
         };
-        let (keys, diagnostics) = keys::load_keys_in_force(file, None);
+        let (keys, diagnostics) = keys::load_keys_in_force(&file, None);
         let count = keys.len();
         let problems: Vec<String> = diagnostics.items.iter().map(ToString::to_string).collect();
         *self
@@ -119,6 +120,29 @@ impl KeyRing {
             self.reloads_failed.fetch_add(1, Ordering::Relaxed);
             Err(diagnostics.to_string())
         }
+    }
+
+    /// A reloaded project's keys and keys file, in force from now on.
+    pub fn replace(&self, keys: Vec<Key>, file: Option<PathBuf>) {
+        *self
+            .file
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = file;
+        *self
+            .keys
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(keys);
+        *self
+            .problems
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::default();
+    }
+
+    fn file(&self) -> Option<PathBuf> {
+        self.file
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// The last load's problems; empty when the keys file is sound.
@@ -149,17 +173,19 @@ impl KeyRing {
     /// Polls the keys file's modification time each [`RELOAD_POLL`] on a thread of its own and
     /// reloads on a change, until the ring is dropped elsewhere.
     pub fn watch(ring: &Arc<KeyRing>) {
-        let Some(file) = ring.file.clone() else {
-            return;
-        };
         let weak = Arc::downgrade(ring);
-        let mut seen = modified(&file);
+        let file = ring.file();
+        let mut seen = (file.as_deref().and_then(modified), file);
         std::thread::Builder::new()
             .name("gateway-keys".into())
             .spawn(move || loop {
                 std::thread::sleep(RELOAD_POLL);
                 let Some(ring) = weak.upgrade() else { return };
-                let now = modified(&file);
+                let file = ring.file();
+                let Some(path) = file.as_deref() else {
+                    continue;
+                };
+                let now = (modified(path), file.clone());
                 if now == seen {
                     continue;
                 }

@@ -1,9 +1,9 @@
 //! A param's value as sent (or defaulted): checked against its type, normalized, and made ready to
 //! bind. Shared by `compile` (callers' values) and the project load (defaults).
 
-use quiver_client::Param as Value;
+use crate::value::Value;
 
-use crate::project::{Param, ParamType};
+use super::model::{Param, ParamType};
 
 /// A caller's (or a default's) value once checked: what is bound, how the SQL casts it, and its
 /// canonical text.
