@@ -227,7 +227,7 @@ def test_a_temporary_ingest_outside_a_transaction_is_refused(server: ServerProce
 
 
 def test_an_ingest_in_a_transaction_is_not_undone_by_rollback_a_driver_limit(server: ServerProcess) -> None:
-    # ADBC 1.13's driver sends adbc_ingest without the transaction id (README, "Driver limits"): the
+    # ADBC 1.13's driver sends adbc_ingest without the transaction id (docs/server.md, "Driver limits"): the
     # rows are committed on their own, and the connection's rollback cannot undo them.
     with connect(server) as conn, conn.cursor() as cur:
         cur.adbc_ingest("ing_rollback", readings(0, 3), mode="create")

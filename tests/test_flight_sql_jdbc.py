@@ -277,13 +277,13 @@ def test_primary_keys_and_the_drivers_empty_type_info(server: ServerProcess, jdb
         ["jdbc_keys", "id", 2, "jdbc_keys_region_id_pkey"],
     ]
     # The 18.3 driver's getTypeInfo is Avatica's empty default: it never asks the server
-    # (GetXdbcTypeInfo, which tests/test_flight_sql_dbapi.py reads). A driver limit, in the README.
+    # (GetXdbcTypeInfo, which tests/test_flight_sql_dbapi.py reads). A driver limit, in docs/server.md.
     assert result["types"] == []
 
 
 def test_rollback_with_autocommit_off_is_a_no_op_a_driver_limit(server: ServerProcess, jdbc_classpath: str) -> None:
     # The 18.3 driver never begins a Flight SQL transaction: with autocommit off each statement still
-    # commits on its own and rollback() does nothing (README, "Driver limits").
+    # commits on its own and rollback() does nothing (docs/server.md, "Driver limits").
     client = server.client()
     client.call("execute", "CREATE TABLE jdbc_rollback (id INTEGER)")
     client.close()

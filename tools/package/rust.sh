@@ -42,7 +42,9 @@ target="$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,
     for crate in "${crates[@]}"; do
         version="$(cargo pkgid --package "$crate" | sed 's/.*[@#]//')"
         cp "$target/package/$crate-$version.crate" "$out/"
-        tar -xzf "$out/$crate-$version.crate" -C "$out/crates"
+        # --touch: the files get the time of unpacking, not their time in the .crate, so a build that
+        # shares a target directory with an earlier unpacking sees them changed.
+        tar --touch -xzf "$out/$crate-$version.crate" -C "$out/crates"
         printf '%s = { path = "%s" }\n' "$crate" "$PWD/$out/crates/$crate-$version"
         log "$crate-$version.crate: $(du -h "$out/$crate-$version.crate" | cut -f1)"
     done

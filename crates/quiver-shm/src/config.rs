@@ -21,7 +21,7 @@ pub const ENV_MIN_BATCH_BYTES: &str = "VGI_RPC_SHM_MIN_BATCH_BYTES";
 pub const ENV_PROCESS_MAX_BYTES: &str = "VGI_RPC_SHM_PROCESS_MAX_BYTES";
 
 /// Default process budget: 4 GiB. Segments are sparse, so this bounds what a process *can* commit
-/// to `/dev/shm`, not what it does. It fits 16 connections at the README's 256 MiB segment size
+/// to `/dev/shm`, not what it does. It fits 16 connections at the 256 MiB segment size docs/call-out.md uses
 /// (e.g. two workers behind an 8-thread DuckDB), while four such processes stay within the
 /// `/dev/shm` of a 32 GiB machine (half of RAM by default).
 pub const PROCESS_MAX_BYTES_DEFAULT: u64 = 4 << 30;
