@@ -2,7 +2,7 @@
 //! message) and is sorted by the protocol's `kind` so callers can tell a SQL error from a refused
 //! token from a lost connection without reading messages.
 
-use quiver_rpc::ClientError;
+use quiver_rpc::RpcError;
 use quiver_server_protocol::errors as kinds;
 use quiver_wire::ErrorReport;
 
@@ -22,7 +22,7 @@ pub enum Error {
     /// The connection failed: the server is gone, the bytes broke, the segment failed. The
     /// connection is unusable afterwards.
     #[error("connection lost: {0}")]
-    Connection(ClientError),
+    Connection(RpcError),
     /// The server's reply broke the protocol.
     #[error("protocol: {0}")]
     Protocol(String),
@@ -68,15 +68,15 @@ impl Error {
     }
 }
 
-impl From<ClientError> for Error {
-    fn from(error: ClientError) -> Self {
+impl From<RpcError> for Error {
+    fn from(error: RpcError) -> Self {
         match error {
-            ClientError::Remote(report) => match report.kind.as_deref() {
+            RpcError::Remote(report) => match report.kind.as_deref() {
                 Some(kinds::KIND_SQL) => Error::Sql(report),
                 Some(kinds::KIND_UNAUTHENTICATED) => Error::Unauthenticated(report),
                 _ => Error::Server(report),
             },
-            ClientError::Protocol(message) => Error::Protocol(message),
+            RpcError::Protocol(message) => Error::Protocol(message),
             other => Error::Connection(other),
         }
     }
@@ -95,15 +95,15 @@ mod tests {
 
     #[test]
     fn remote_errors_sort_by_kind() {
-        let sql = Error::from(ClientError::Remote(kinds::sql("Parser", "syntax error")));
+        let sql = Error::from(RpcError::Remote(kinds::sql("Parser", "syntax error")));
         assert!(matches!(sql, Error::Sql(_)));
         assert_eq!(sql.kind(), Some(kinds::KIND_SQL));
         assert!(sql.connection_usable());
-        let auth = Error::from(ClientError::Remote(kinds::unauthenticated()));
+        let auth = Error::from(RpcError::Remote(kinds::unauthenticated()));
         assert!(matches!(auth, Error::Unauthenticated(_)));
-        let busy = Error::from(ClientError::Remote(kinds::busy(4)));
+        let busy = Error::from(RpcError::Remote(kinds::busy(4)));
         assert!(matches!(busy, Error::Server(_)));
-        let lost = Error::from(ClientError::from(std::io::Error::other("reset")));
+        let lost = Error::from(RpcError::from(std::io::Error::other("reset")));
         assert!(matches!(lost, Error::Connection(_)));
         assert!(!lost.connection_usable());
     }

@@ -14,7 +14,7 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeBinaryArray, RecordBa
 use arrow_schema::{DataType, Field, Schema};
 use clap::Parser;
 use quiver_process::{read_announcement, Announcement, Child, StderrMode};
-use quiver_rpc::{Client, ClientError};
+use quiver_rpc::{Client, RpcError};
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::socket::connect_unix;
 use quiver_transport::spawn;
@@ -103,7 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// The same calls on any transport.
-fn tour(client: &mut Client) -> Result<(), ClientError> {
+fn tour(client: &mut Client) -> Result<(), RpcError> {
     let started = Instant::now();
     let reply = client.call(
         "add_floats",
@@ -137,7 +137,7 @@ fn tour(client: &mut Client) -> Result<(), ClientError> {
         "raise_value_error",
         &params(vec![("message", str_array("bad input"))]),
     ) {
-        Err(ClientError::Remote(report)) => println!("   raise_value_error -> remote {report}"),
+        Err(RpcError::Remote(report)) => println!("   raise_value_error -> remote {report}"),
         other => println!("   raise_value_error -> unexpected {other:?}"),
     }
 
@@ -197,7 +197,7 @@ fn tour(client: &mut Client) -> Result<(), ClientError> {
 }
 
 /// Median seconds of `reps` echoes of `size_bytes`.
-fn echo_large(client: &mut Client, size_bytes: usize, reps: usize) -> Result<f64, ClientError> {
+fn echo_large(client: &mut Client, size_bytes: usize, reps: usize) -> Result<f64, RpcError> {
     let payload = vec![0x5au8; size_bytes];
     let request = params(vec![(
         "value",

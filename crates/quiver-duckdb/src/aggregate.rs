@@ -15,7 +15,7 @@ use std::time::Duration;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::ClientError;
+use quiver_rpc::RpcError;
 use quiver_transport::fd_io;
 use quiver_vgi_contract::aggregate::{self as contract, BatchRequest, Target};
 use quiver_vgi_contract::RawArguments;
@@ -82,7 +82,7 @@ impl Aggregate {
                     )
                 })
             }
-            Err(ClientError::Remote(report)) => {
+            Err(RpcError::Remote(report)) => {
                 *slot = Some(conn);
                 Err(Failure::new(
                     FailureCode::Remote,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::{Client, ClientError};
+use quiver_rpc::{Client, RpcError};
 use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
 use quiver_vgi_contract::{aggregate, arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
@@ -366,14 +366,14 @@ fn per_schema(
             let reply = match call(client, by_path) {
                 // Aggregates are listed where a worker knows them; one that refuses the type
                 // has none (so they are never lost silently where it does list them).
-                Err(ClientError::Remote(_)) if object_type == object_type::AGGREGATE_FUNCTION => {
+                Err(RpcError::Remote(_)) if object_type == object_type::AGGREGATE_FUNCTION => {
                     continue
                 }
                 // A worker whose declared version says one shape but whose method takes the
                 // other (the call took a schema `name` before protocol 2.0, a `path` since; a
                 // worker may declare a version its methods do not follow, or none). Try the
                 // other shape once, and keep to it for the remaining schemas.
-                Err(ClientError::Remote(report)) if refuses_parameters(&report, by_path) => {
+                Err(RpcError::Remote(report)) if refuses_parameters(&report, by_path) => {
                     by_path = !by_path;
                     call(client, by_path)?
                 }

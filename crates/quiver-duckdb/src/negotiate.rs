@@ -4,7 +4,7 @@
 //! (crates/quiver-vgi-contract/src/dialects.rs). Where no dialect fits, the error names what the
 //! worker serves and everything quiver speaks.
 
-use quiver_rpc::{Client, ClientError};
+use quiver_rpc::{Client, RpcError};
 use quiver_vgi_contract::dialects::{self, Next, DIALECTS};
 use quiver_vgi_contract::Dialect;
 use quiver_wire::ErrorReport;
@@ -15,13 +15,13 @@ use crate::worker::Worker;
 /// Why one attempt stopped: the connection failed, or a reply could not be read.
 pub enum Step {
     /// The call failed (a remote error included).
-    Client(ClientError),
+    Client(RpcError),
     /// The reply broke the contract.
     Decode(ErrorReport),
 }
 
-impl From<ClientError> for Step {
-    fn from(error: ClientError) -> Step {
+impl From<RpcError> for Step {
+    fn from(error: RpcError) -> Step {
         Step::Client(error)
     }
 }
@@ -44,15 +44,13 @@ pub fn negotiated<T>(
         let mut stopped = None;
         let answer = worker.with_conn(during, |client| match body(client, dialect) {
             Ok(value) => Ok(Some(value)),
-            Err(Step::Client(ClientError::Remote(report))) => {
-                match dialect.after_refusal(&report) {
-                    Next::NotARefusal => Err(ClientError::Remote(report)),
-                    next => {
-                        stopped = Some(Err(next));
-                        Ok(None)
-                    }
+            Err(Step::Client(RpcError::Remote(report))) => match dialect.after_refusal(&report) {
+                Next::NotARefusal => Err(RpcError::Remote(report)),
+                next => {
+                    stopped = Some(Err(next));
+                    Ok(None)
                 }
-            }
+            },
             Err(Step::Client(error)) => Err(error),
             Err(Step::Decode(report)) => {
                 stopped = Some(Ok(report));

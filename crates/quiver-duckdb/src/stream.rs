@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
-use quiver_rpc::{ClientError, ClientStream};
+use quiver_rpc::{ClientStream, RpcError};
 use quiver_vgi_contract::GlobalInitResponse;
 use quiver_wire::BatchMetadata;
 
@@ -151,7 +151,7 @@ impl Stream {
     /// the pool when still in step, closed otherwise).
     fn with_call<T>(
         &mut self,
-        step: impl FnOnce(&mut ClientStream<Conn>) -> Result<T, ClientError>,
+        step: impl FnOnce(&mut ClientStream<Conn>) -> Result<T, RpcError>,
     ) -> Outcome<T> {
         if self.call.is_none() {
             return Err(self.closed());

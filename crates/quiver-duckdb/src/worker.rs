@@ -26,7 +26,7 @@ use std::time::Duration;
 use quiver_process::announce::AnnounceError;
 use quiver_process::{read_announcement, split_command, Announcement, Child, EXIT_GRACE};
 use quiver_rpc::http::HttpOptions;
-use quiver_rpc::{Client, ClientError};
+use quiver_rpc::{Client, RpcError};
 use quiver_shm::ShmConfig;
 use quiver_transport::fd_io::{self, FdReader, Stopped};
 use quiver_transport::Connection;
@@ -276,7 +276,7 @@ impl Worker {
     pub fn with_conn<T>(
         &self,
         during: &str,
-        body: impl FnOnce(&mut Client) -> Result<T, ClientError>,
+        body: impl FnOnce(&mut Client) -> Result<T, RpcError>,
     ) -> Outcome<T> {
         let mut conn = self.checkout()?;
         match body(&mut conn.client) {
@@ -290,8 +290,8 @@ impl Worker {
 
     /// Describes `error` on `conn` during `during`; keeps the connection when it is still in step
     /// (the worker raised an error and the call completed), closes it otherwise.
-    pub fn failure(&self, conn: Conn, error: &ClientError, during: &str) -> Failure {
-        if let ClientError::Remote(report) = error {
+    pub fn failure(&self, conn: Conn, error: &RpcError, during: &str) -> Failure {
+        if let RpcError::Remote(report) = error {
             self.checkin(conn);
             return Failure::new(
                 FailureCode::Remote,
@@ -303,7 +303,7 @@ impl Worker {
 
     /// Describes a failure after which `conn` is out of step; closes it (a stdio worker process is
     /// ended at once: it is hung, dead, or mid-answer to a question nobody will read).
-    pub fn broken(&self, mut conn: Conn, error: &ClientError, during: &str) -> Failure {
+    pub fn broken(&self, mut conn: Conn, error: &RpcError, during: &str) -> Failure {
         if let Some(stop) = stopped(error) {
             let process = conn.process.take();
             drop(conn);
@@ -316,7 +316,7 @@ impl Worker {
             );
         }
         let what = match error {
-            ClientError::Wire(e) if e.is_disconnect() => "closed the connection".to_string(),
+            RpcError::Wire(e) if e.is_disconnect() => "closed the connection".to_string(),
             other => format!("failed: {other}"),
         };
         let mut message = format!("{} {what} during {during}", self.label());
@@ -559,9 +559,9 @@ fn describe(process: &mut Child) -> String {
 }
 
 /// Whether a client error is a wait we stopped (interrupt or deadline).
-pub fn stopped(error: &ClientError) -> Option<Stopped> {
+pub fn stopped(error: &RpcError) -> Option<Stopped> {
     match error {
-        ClientError::Wire(WireError::Io(e)) => fd_io::stopped(e),
+        RpcError::Wire(WireError::Io(e)) => fd_io::stopped(e),
         _ => None,
     }
 }

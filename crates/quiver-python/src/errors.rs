@@ -86,9 +86,9 @@ pub(crate) fn to_py(error: Error) -> PyErr {
 
 /// The Python exception for an RPC client's error: the server's report as [`RpcError`] (the
 /// connection lives on), anything else as [`ConnectionLostError`].
-pub(crate) fn rpc_to_py(error: quiver_rpc::ClientError) -> PyErr {
+pub(crate) fn rpc_to_py(error: quiver_rpc::RpcError) -> PyErr {
     match error {
-        quiver_rpc::ClientError::Remote(report) => {
+        quiver_rpc::RpcError::Remote(report) => {
             let err = RpcError::new_err(format!("{}: {}", report.error_type, report.message));
             Python::attach(|py| {
                 let _ = err

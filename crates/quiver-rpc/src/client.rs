@@ -2,7 +2,7 @@
 //!
 //! Calls are sequential on a connection (the wire is lockstep). Logs the server
 //! sends arrive through [`Client::take_logs`]; an EXCEPTION record becomes
-//! [`ClientError::Remote`] carrying the server's error report. Stream calls live in
+//! [`RpcError::Remote`] carrying the server's error report. Stream calls live in
 //! [`crate::stream_call`].
 
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use crate::stream_call::{ClientStream, StreamCall};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub enum RpcError {
     /// The server answered with an error.
     #[error("remote error: {0}")]
     Remote(ErrorReport),
@@ -38,27 +38,27 @@ pub enum ClientError {
     Protocol(String),
 }
 
-impl ClientError {
+impl RpcError {
     /// The server's error report, if the server raised one.
     pub fn remote(&self) -> Option<&ErrorReport> {
         match self {
-            ClientError::Remote(report) => Some(report),
+            RpcError::Remote(report) => Some(report),
             _ => None,
         }
     }
 }
 
-impl From<std::io::Error> for ClientError {
+impl From<std::io::Error> for RpcError {
     fn from(error: std::io::Error) -> Self {
-        ClientError::Wire(WireError::Io(error))
+        RpcError::Wire(WireError::Io(error))
     }
 }
 
-impl From<ConnectionError> for ClientError {
+impl From<ConnectionError> for RpcError {
     fn from(error: ConnectionError) -> Self {
         match error {
-            ConnectionError::Wire(error) => ClientError::Wire(error),
-            ConnectionError::Shm(error) => ClientError::Shm(error),
+            ConnectionError::Wire(error) => RpcError::Wire(error),
+            ConnectionError::Shm(error) => RpcError::Shm(error),
         }
     }
 }
@@ -106,12 +106,9 @@ impl Client {
         &mut self,
         verb: &str,
         path: &str,
-    ) -> Option<Result<crate::http::HttpReply, ClientError>> {
+    ) -> Option<Result<crate::http::HttpReply, RpcError>> {
         let (peer, _) = self.http.as_mut()?;
-        Some(
-            peer.request(verb, path, Vec::new())
-                .map_err(ClientError::from),
-        )
+        Some(peer.request(verb, path, Vec::new()).map_err(RpcError::from))
     }
 
     /// Over HTTP: posts what is gathered in the output buffer to `{protocol}/{method}{suffix}`
@@ -121,7 +118,7 @@ impl Client {
         protocol: Option<&str>,
         method: &str,
         suffix: &str,
-    ) -> Result<(), ClientError> {
+    ) -> Result<(), RpcError> {
         let mut body = Vec::with_capacity(self.out.len());
         self.out.write_to(&mut body)?;
         let (peer, feed) = self.http.as_mut().expect("an HTTP client");
@@ -133,7 +130,7 @@ impl Client {
         if !reply.is_arrow() {
             let text =
                 String::from_utf8_lossy(&reply.body[..reply.body.len().min(512)]).into_owned();
-            return Err(ClientError::Protocol(format!(
+            return Err(RpcError::Protocol(format!(
                 "HTTP {} from {}{path}: {}",
                 reply.status,
                 peer.describe(),
@@ -191,7 +188,7 @@ impl Client {
     /// Creates and uses a segment when `config` asks for one
     /// (`VGI_RPC_SHM_SIZE_BYTES` set and shm not disabled), unless it would exceed the
     /// process budget (`VGI_RPC_SHM_PROCESS_MAX_BYTES`): then the connection runs inline.
-    pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, ClientError> {
+    pub fn with_shm_from_config(self, config: &ShmConfig) -> Result<Self, RpcError> {
         match config.segment_to_create_bytes() {
             Some(size_bytes) if self.link.kind().is_local() => {
                 match Segment::create_within_budget(size_bytes, config.process_max_bytes) {
@@ -231,7 +228,7 @@ impl Client {
         &mut self,
         method: &str,
         params: &RecordBatch,
-    ) -> Result<Option<RecordBatch>, ClientError> {
+    ) -> Result<Option<RecordBatch>, RpcError> {
         let reply = self.call_with_metadata(method, params, BatchMetadata::new())?;
         Ok(reply.map(|(batch, _)| batch))
     }
@@ -244,7 +241,7 @@ impl Client {
         method: &str,
         params: &RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
         let protocol = self.protocol_for(&metadata);
         self.write_request(method, params, metadata)?;
         if self.is_http() {
@@ -260,14 +257,14 @@ impl Client {
                 continue;
             }
             if result.is_some() {
-                return Err(ClientError::Protocol(
+                return Err(RpcError::Protocol(
                     "unary reply carries more than one result".into(),
                 ));
             }
             result = Some(self.resolve(batch, metadata)?);
         }
         if let Some(report) = error {
-            return Err(ClientError::Remote(report));
+            return Err(RpcError::Remote(report));
         }
         Ok(result)
     }
@@ -280,7 +277,7 @@ impl Client {
         method: &str,
         params: &RecordBatch,
         with_header: bool,
-    ) -> Result<StreamCall<'_>, ClientError> {
+    ) -> Result<StreamCall<'_>, RpcError> {
         ClientStream::open(self, method, params, with_header).map_err(|(error, _)| error)
     }
 
@@ -289,7 +286,7 @@ impl Client {
         method: &str,
         params: &RecordBatch,
         extra: BatchMetadata,
-    ) -> Result<(), ClientError> {
+    ) -> Result<(), RpcError> {
         let mut metadata = extra;
         metadata.insert(keys::METHOD, method);
         metadata.insert(keys::REQUEST_VERSION_KEY, keys::REQUEST_VERSION);
@@ -313,7 +310,7 @@ impl Client {
         Ok(())
     }
 
-    pub(crate) fn begin_reply(&mut self) -> Result<StreamReader, ClientError> {
+    pub(crate) fn begin_reply(&mut self) -> Result<StreamReader, RpcError> {
         let limits = self.limits;
         // Replies are read the way the reference implementations read them, nulls in fields
         // declared non-nullable included (see quiver_wire::Nullability).
@@ -332,7 +329,7 @@ impl Client {
         &mut self,
         reader: &mut StreamReader,
         error: &mut Option<ErrorReport>,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
         loop {
             let next = self
                 .link
@@ -340,7 +337,7 @@ impl Client {
             let Some((batch, metadata)) = next? else {
                 return Ok(None);
             };
-            match classify(&batch, &metadata).map_err(ClientError::Protocol)? {
+            match classify(&batch, &metadata).map_err(RpcError::Protocol)? {
                 BatchRole::Log(record) if record.level == LogLevel::Exception => {
                     *error = Some(ErrorReport::from_record(&record));
                 }
@@ -367,8 +364,8 @@ impl Client {
         &mut self,
         batch: RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<(RecordBatch, BatchMetadata), ClientError> {
-        let role = classify(&batch, &metadata).map_err(ClientError::Protocol)?;
+    ) -> Result<(RecordBatch, BatchMetadata), RpcError> {
+        let role = classify(&batch, &metadata).map_err(RpcError::Protocol)?;
         if let Some(route) = self.shm.as_mut() {
             route.stats.inbound_total += 1;
         }
@@ -376,7 +373,7 @@ impl Client {
             BatchRole::ShmPointer { offset, length } => {
                 let limits = self.limits;
                 let route = self.shm.as_mut().ok_or_else(|| {
-                    ClientError::Protocol("shm pointer reply but this client has no segment".into())
+                    RpcError::Protocol("shm pointer reply but this client has no segment".into())
                 })?;
                 Ok(route.resolve(
                     &batch,
@@ -387,7 +384,7 @@ impl Client {
                     Nullability::Tolerated,
                 )?)
             }
-            BatchRole::External => Err(ClientError::Protocol(
+            BatchRole::External => Err(RpcError::Protocol(
                 "external-location replies are not supported".into(),
             )),
             _ => Ok((batch, metadata)),
@@ -399,7 +396,7 @@ impl Client {
         &mut self,
         batch: &RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<(RecordBatch, BatchMetadata), ClientError> {
+    ) -> Result<(RecordBatch, BatchMetadata), RpcError> {
         Ok(match self.shm.as_mut() {
             Some(route) => route
                 .try_write(batch, &metadata)?
@@ -413,7 +410,7 @@ impl Client {
         &mut self.out
     }
 
-    pub(crate) fn flush(&mut self) -> Result<(), ClientError> {
+    pub(crate) fn flush(&mut self) -> Result<(), RpcError> {
         if !self.out.is_empty() {
             self.out.write_to(self.link.writer())?;
         }

@@ -43,7 +43,7 @@ mod shm_route;
 mod stats;
 pub mod stream_call;
 
-pub use client::{Client, ClientError, LogSink, LOGS_KEPT_MAX};
+pub use client::{Client, LogSink, RpcError, LOGS_KEPT_MAX};
 pub use context::CallContext;
 pub use link::ConnectionError;
 pub use method::{

@@ -11,7 +11,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use quiver_wire::{empty_schema, keys, BatchMetadata, LogRecord, StreamReader, StreamWriter};
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, RpcError};
 use crate::http::turns::HttpTurns;
 
 /// A stream call on a client held as `C`: `&mut Client`, `Client`, or an owner
@@ -35,13 +35,13 @@ impl<C: AsMut<Client>> ClientStream<C> {
     /// Sends the request of a stream call on `holder`'s client and, when
     /// `with_header` (the caller knows the method's signature), reads the header.
     /// On failure the holder comes back with the error, the connection in step
-    /// when the error is [`ClientError::Remote`].
+    /// when the error is [`RpcError::Remote`].
     pub fn open(
         holder: C,
         method: &str,
         params: &RecordBatch,
         with_header: bool,
-    ) -> Result<Self, (ClientError, C)> {
+    ) -> Result<Self, (RpcError, C)> {
         Self::open_with_metadata(holder, method, params, BatchMetadata::new(), with_header)
     }
 
@@ -53,7 +53,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         params: &RecordBatch,
         metadata: BatchMetadata,
         with_header: bool,
-    ) -> Result<Self, (ClientError, C)> {
+    ) -> Result<Self, (RpcError, C)> {
         let mut call = ClientStream {
             holder: Some(holder),
             header: None,
@@ -99,7 +99,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     /// Asks a producer for its next batch; `Ok(None)` when it has finished.
-    pub fn tick(&mut self) -> Result<Option<RecordBatch>, ClientError> {
+    pub fn tick(&mut self) -> Result<Option<RecordBatch>, RpcError> {
         self.tick_with_metadata(BatchMetadata::new())
             .map(|o| o.map(|(batch, _)| batch))
     }
@@ -109,14 +109,14 @@ impl<C: AsMut<Client>> ClientStream<C> {
     pub fn tick_with_metadata(
         &mut self,
         metadata: BatchMetadata,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
         self.send(&RecordBatch::new_empty(empty_schema()), metadata)?;
         self.receive()
     }
 
     /// Sends one input batch and returns the output batch it produced (`None` if
     /// the server ended the stream instead).
-    pub fn exchange(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>, ClientError> {
+    pub fn exchange(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>, RpcError> {
         self.exchange_with_metadata(batch, BatchMetadata::new())
             .map(|o| o.map(|(batch, _)| batch))
     }
@@ -126,39 +126,39 @@ impl<C: AsMut<Client>> ClientStream<C> {
         &mut self,
         batch: &RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
         self.send(batch, metadata)?;
         self.receive()
     }
 
     /// Cancels the stream: the server stops, and the connection is ready for the
     /// next call.
-    pub fn cancel(self) -> Result<(), ClientError> {
+    pub fn cancel(self) -> Result<(), RpcError> {
         self.cancel_and_release().1
     }
 
     /// Ends the stream from the client side and reads the server's end.
-    pub fn close(self) -> Result<(), ClientError> {
+    pub fn close(self) -> Result<(), RpcError> {
         self.close_and_release().1
     }
 
     /// [`ClientStream::cancel`], giving the holder back. The connection is in
     /// step when the result is `Ok`.
-    pub fn cancel_and_release(mut self) -> (C, Result<(), ClientError>) {
+    pub fn cancel_and_release(mut self) -> (C, Result<(), RpcError>) {
         let cancelled = self.send_cancel();
         (self.release(), cancelled)
     }
 
     /// [`ClientStream::close`], giving the holder back. The connection is in step
-    /// when the result is `Ok` or [`ClientError::Remote`].
-    pub fn close_and_release(mut self) -> (C, Result<(), ClientError>) {
+    /// when the result is `Ok` or [`RpcError::Remote`].
+    pub fn close_and_release(mut self) -> (C, Result<(), RpcError>) {
         let closed = self.finish();
         (self.release(), closed)
     }
 
     /// Gives the holder back without a word on the wire. The connection is in
     /// step only if the call [`is_done`](ClientStream::is_done) (or failed with
-    /// [`ClientError::Remote`]); otherwise it is mid-call and must be closed.
+    /// [`RpcError::Remote`]); otherwise it is mid-call and must be closed.
     pub fn release(mut self) -> C {
         self.done = true;
         self.holder
@@ -176,7 +176,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         params: &RecordBatch,
         metadata: BatchMetadata,
         with_header: bool,
-    ) -> Result<(), ClientError> {
+    ) -> Result<(), RpcError> {
         let client = self.client();
         if client.is_http() {
             return self.start_http(method, params, metadata, with_header);
@@ -204,7 +204,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         params: &RecordBatch,
         metadata: BatchMetadata,
         with_header: bool,
-    ) -> Result<(), ClientError> {
+    ) -> Result<(), RpcError> {
         let client = self.client();
         let protocol = client.protocol_for(&metadata);
         client.write_request(method, params, metadata)?;
@@ -217,7 +217,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     /// Reads one response's output stream into the call's answers and tokens.
-    fn read_http_output(&mut self, ticked: bool) -> Result<(), ClientError> {
+    fn read_http_output(&mut self, ticked: bool) -> Result<(), RpcError> {
         let client = held(&mut self.holder);
         let turns = self.http.as_mut().expect("an HTTP stream call");
         let mut reader = client.begin_reply()?;
@@ -237,7 +237,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         &mut self,
         batch: &RecordBatch,
         metadata: BatchMetadata,
-    ) -> Result<(), ClientError> {
+    ) -> Result<(), RpcError> {
         let client = held(&mut self.holder);
         let turns = self.http.as_ref().expect("an HTTP stream call");
         let metadata = turns.tokens(metadata);
@@ -249,7 +249,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         self.read_http_output(batch.num_columns() == 0)
     }
 
-    fn send_cancel(&mut self) -> Result<(), ClientError> {
+    fn send_cancel(&mut self) -> Result<(), RpcError> {
         if self.done {
             return Ok(());
         }
@@ -269,14 +269,14 @@ impl<C: AsMut<Client>> ClientStream<C> {
         let cancel = BatchMetadata::from_pairs([(keys::CANCEL, "1")]);
         self.send_raw(&RecordBatch::new_empty(schema), &cancel)?;
         match self.finish() {
-            Err(ClientError::Remote(_)) | Ok(()) => Ok(()),
+            Err(RpcError::Remote(_)) | Ok(()) => Ok(()),
             Err(other) => Err(other),
         }
     }
 
-    fn send(&mut self, batch: &RecordBatch, metadata: BatchMetadata) -> Result<(), ClientError> {
+    fn send(&mut self, batch: &RecordBatch, metadata: BatchMetadata) -> Result<(), RpcError> {
         if self.done {
-            return Err(ClientError::Protocol("the stream has ended".into()));
+            return Err(RpcError::Protocol("the stream has ended".into()));
         }
         if let Some(turns) = self.http.as_mut() {
             if turns.needs_request() {
@@ -288,11 +288,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         self.send_raw(&batch, &metadata)
     }
 
-    fn send_raw(
-        &mut self,
-        batch: &RecordBatch,
-        metadata: &BatchMetadata,
-    ) -> Result<(), ClientError> {
+    fn send_raw(&mut self, batch: &RecordBatch, metadata: &BatchMetadata) -> Result<(), RpcError> {
         let client = held(&mut self.holder);
         if self.input.is_none() {
             self.input = Some(StreamWriter::begin(batch.schema_ref(), client.out())?);
@@ -304,7 +300,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
 
     /// Reads one output batch; at the server's end marker closes the input and
     /// reports `None`; an error ends the stream and is returned.
-    fn receive(&mut self) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+    fn receive(&mut self) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
         if let Some(turns) = self.http.as_mut() {
             return match turns.next_answer() {
                 Ok(Some(answer)) => Ok(Some(answer)),
@@ -314,11 +310,11 @@ impl<C: AsMut<Client>> ClientStream<C> {
                 }
                 Err(Some(report)) => {
                     self.done = true;
-                    Err(ClientError::Remote(report))
+                    Err(RpcError::Remote(report))
                 }
                 Err(None) => {
                     self.done = true;
-                    Err(ClientError::Protocol(
+                    Err(RpcError::Protocol(
                         "the server answered a stream turn with no batch".into(),
                     ))
                 }
@@ -344,7 +340,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
                 self.drain_output()?;
             }
             self.end_input()?;
-            return Err(ClientError::Remote(report));
+            return Err(RpcError::Remote(report));
         }
         match next {
             Some((batch, metadata)) => Ok(Some(self.client().resolve(batch, metadata)?)),
@@ -355,7 +351,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         }
     }
 
-    fn read_header(&mut self) -> Result<Option<RecordBatch>, ClientError> {
+    fn read_header(&mut self) -> Result<Option<RecordBatch>, RpcError> {
         let client = self.client();
         let mut reader = client.begin_reply()?;
         let mut error = None;
@@ -364,12 +360,12 @@ impl<C: AsMut<Client>> ClientStream<C> {
             header = Some(client.resolve(batch, metadata)?.0);
         }
         match error {
-            Some(report) => Err(ClientError::Remote(report)),
+            Some(report) => Err(RpcError::Remote(report)),
             None => Ok(header),
         }
     }
 
-    fn drain_output(&mut self) -> Result<(), ClientError> {
+    fn drain_output(&mut self) -> Result<(), RpcError> {
         if let Some(mut output) = self.output.take() {
             let client = self.client();
             let mut error = None;
@@ -379,7 +375,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     /// Sends the input's end marker (opening an empty input first if nothing was sent).
-    fn end_input(&mut self) -> Result<(), ClientError> {
+    fn end_input(&mut self) -> Result<(), RpcError> {
         if self.input_ended {
             return Ok(());
         }
@@ -399,7 +395,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     /// Closes the input, then reads the output to its end.
-    fn finish(&mut self) -> Result<(), ClientError> {
+    fn finish(&mut self) -> Result<(), RpcError> {
         if self.done {
             return Ok(());
         }
@@ -416,7 +412,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         let mut error = None;
         while client.next_data(&mut output, &mut error)?.is_some() {}
         match error {
-            Some(report) => Err(ClientError::Remote(report)),
+            Some(report) => Err(RpcError::Remote(report)),
             None => Ok(()),
         }
     }

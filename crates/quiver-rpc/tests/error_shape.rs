@@ -1,5 +1,5 @@
 //! A shared-memory failure inside a call keeps its type on both sides: the client
-//! sees `ClientError::Shm`, the server's session ends with `ConnectionError::Shm`,
+//! sees `RpcError::Shm`, the server's session ends with `ConnectionError::Shm`,
 //! each carrying the segment's own `ShmError`, not a sentence.
 
 use std::io::Write;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{
-    field, reply, Client, ClientError, ConnectionError, Method, Server, ServerConfig, Service,
+    field, reply, Client, ConnectionError, Method, RpcError, Server, ServerConfig, Service,
     SessionEnd,
 };
 use quiver_shm::{Segment, ShmConfig, ShmError};
@@ -65,7 +65,7 @@ fn a_bad_pointer_in_a_reply_is_a_client_shm_error() {
     assert!(
         matches!(
             error,
-            ClientError::Shm(ShmError::NoSuchAllocation { offset: 0 })
+            RpcError::Shm(ShmError::NoSuchAllocation { offset: 0 })
         ),
         "{error:?}"
     );

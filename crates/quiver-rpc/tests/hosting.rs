@@ -8,7 +8,7 @@ use std::thread;
 use arrow_array::cast::AsArray;
 use arrow_array::{RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_rpc::{field, Client, ClientError, Method, Server, ServerConfig, Service};
+use quiver_rpc::{field, Client, Method, RpcError, Server, ServerConfig, Service};
 use quiver_transport::{pipe_pair, Connection};
 
 fn echo(prefix: &'static str) -> Method {
@@ -32,7 +32,7 @@ fn value(text: &str) -> RecordBatch {
     RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(vec![text]))]).unwrap()
 }
 
-fn call(client: &mut Client, text: &str) -> Result<String, ClientError> {
+fn call(client: &mut Client, text: &str) -> Result<String, RpcError> {
     let reply = client.call("echo", &value(text))?.expect("echo returns");
     Ok(reply.column(0).as_string::<i32>().value(0).to_string())
 }
@@ -67,12 +67,12 @@ fn routes_by_protocol_and_method() {
 
     let mut stale = connect("Primary", "1.0.0");
     match call(&mut stale, "c") {
-        Err(ClientError::Remote(report)) => assert_eq!(report.error_type, "ProtocolVersionError"),
+        Err(RpcError::Remote(report)) => assert_eq!(report.error_type, "ProtocolVersionError"),
         other => panic!("a stale primary client must be refused, got {other:?}"),
     }
     let mut lost = connect("Elsewhere.v1", "1.0.0");
     match call(&mut lost, "d") {
-        Err(ClientError::Remote(report)) => {
+        Err(RpcError::Remote(report)) => {
             assert_eq!(report.error_type, "ProtocolNotSupportedError");
             assert!(report.message.contains("'Primary'"), "{}", report.message);
         }

@@ -12,7 +12,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema};
 use quiver_rpc::reflection::REFLECTION_PROTOCOL;
 use quiver_rpc::{
-    field, protocol_hash, reply, Client, ClientError, Method, Server, ServerConfig, Service,
+    field, protocol_hash, reply, Client, Method, RpcError, Server, ServerConfig, Service,
     StreamKind,
 };
 use quiver_transport::pipe_pair;
@@ -131,7 +131,7 @@ fn lists_and_describes_the_hosted_protocol() {
     assert!(results.value(1).is_empty(), "a stream has no result schema");
 
     match client.call("describe", &ask("Nope.v1")) {
-        Err(ClientError::Remote(report)) => {
+        Err(RpcError::Remote(report)) => {
             assert_eq!(report.error_type, "ProtocolNotSupportedError");
             assert!(
                 report.message.contains("'Calculator'"),

@@ -9,7 +9,7 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_rpc::{
-    field, CallContext, Client, ClientError, Method, Server, ServerConfig, Service, StreamOutput,
+    field, CallContext, Client, Method, RpcError, Server, ServerConfig, Service, StreamOutput,
     StreamSetup, StreamState,
 };
 use quiver_transport::pipe_pair;
@@ -245,7 +245,7 @@ fn exchange_and_mid_stream_error() {
     );
     let error = stream.exchange(&batch(vec![f64::NAN])).unwrap_err();
     assert!(
-        matches!(error, ClientError::Remote(ref r) if r.message == "NaN"),
+        matches!(error, RpcError::Remote(ref r) if r.message == "NaN"),
         "{error}"
     );
     drop(stream);

@@ -15,7 +15,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{
-    field, CallContext, Client, ClientError, ClientStream, Method, Server, ServerConfig, Service,
+    field, CallContext, Client, ClientStream, Method, RpcError, Server, ServerConfig, Service,
     StreamOutput, StreamSetup, StreamState,
 };
 use quiver_shm::{Segment, ShmConfig};
@@ -238,7 +238,7 @@ fn an_owned_call_gives_its_client_back_in_step() {
         Err(failed) => failed,
     };
     assert!(
-        matches!(&error, ClientError::Remote(report) if report.message.contains("negative")),
+        matches!(&error, RpcError::Remote(report) if report.message.contains("negative")),
         "{error}"
     );
     let client = assert_serves(client);
@@ -326,7 +326,7 @@ fn the_turn_comes_back_when_the_server_vanishes() {
         .expect("nobody answers");
     vanishing.join().unwrap();
     assert!(
-        matches!(&error, ClientError::Wire(e) if e.is_disconnect()),
+        matches!(&error, RpcError::Wire(e) if e.is_disconnect()),
         "{error}"
     );
     assert!(!segment.is_peer_turn());

@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_rpc::{Client, ClientError, Server, ServerConfig, StreamCall};
+use quiver_rpc::{Client, RpcError, Server, ServerConfig, StreamCall};
 use quiver_transport::pipe_pair;
 use quiver_vgi::{
     int64_value, Arg, BindRequest, Emitter, InOutState, InitRequest, RawArguments, RowReader,
@@ -148,7 +148,7 @@ fn bind_request(
 }
 
 /// `bind`, returning the output schema.
-fn bind(client: &mut Client, bind: &BindRequest) -> Result<SchemaRef, ClientError> {
+fn bind(client: &mut Client, bind: &BindRequest) -> Result<SchemaRef, RpcError> {
     let reply = client
         .call("bind", &request(bind.encode()))?
         .expect("bind returns a value");
@@ -335,8 +335,8 @@ fn table_in_out_pages_output_and_finalizes() {
 fn bad_requests_get_clear_errors_and_the_connection_keeps_serving() {
     let harness = Harness::new();
     let mut client = harness.connect();
-    let remote = |result: Result<SchemaRef, ClientError>| match result {
-        Err(ClientError::Remote(report)) => report,
+    let remote = |result: Result<SchemaRef, RpcError>| match result {
+        Err(RpcError::Remote(report)) => report,
         other => panic!("expected a remote error, got {other:?}"),
     };
     let unknown = remote(bind(
@@ -387,7 +387,7 @@ fn bad_requests_get_clear_errors_and_the_connection_keeps_serving() {
     let output = bind(&mut client, &call).unwrap();
     let init = init_request(call, output);
     match client.stream("init", &request(init.encode()), true) {
-        Err(ClientError::Remote(report)) => assert!(
+        Err(RpcError::Remote(report)) => assert!(
             report.message.contains("requires an input row stream"),
             "{report}"
         ),
@@ -470,14 +470,14 @@ fn catalog_lists_functions_by_kind() {
         .str("type", Some("TABLE_FUNCTION"))
         .finish();
     match client.call("catalog_schema_contents_functions", &batch) {
-        Err(ClientError::Remote(report)) => {
+        Err(RpcError::Remote(report)) => {
             assert_eq!(report.kind.as_deref(), Some("opaque_data_not_recognized"))
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     // Unimplemented vgi.v2 methods are method_not_implemented.
     match client.call("aggregate_bind", &request(vec![])) {
-        Err(ClientError::Remote(report)) => {
+        Err(RpcError::Remote(report)) => {
             assert_eq!(report.kind.as_deref(), Some("method_not_implemented"))
         }
         other => panic!("expected method_not_implemented, got {other:?}"),

@@ -4,7 +4,7 @@
 //! `ok` is about the driver, `error` about the call).
 
 use arrow_array::RecordBatch;
-use quiver_rpc::{ClientError, ClientStream};
+use quiver_rpc::{ClientStream, RpcError};
 use quiver_wire::{keys, BatchMetadata};
 use serde_json::{json, Value};
 
@@ -85,7 +85,7 @@ pub fn exchange(connection: &mut DriverConnection, request: &Value) -> Result<Va
 /// One stream item as an answer; the end of the stream or an error gives the client back.
 fn stream_answer(
     connection: &mut DriverConnection,
-    next: Result<Option<(RecordBatch, BatchMetadata)>, ClientError>,
+    next: Result<Option<(RecordBatch, BatchMetadata)>, RpcError>,
 ) -> Result<Value, String> {
     match next {
         Ok(Some((batch, metadata))) => {
@@ -138,7 +138,7 @@ pub fn capabilities(connection: &mut DriverConnection) -> Result<Value, String> 
         Some(Ok(reply)) => reply,
     };
     if !(200..300).contains(&reply.status) {
-        let error = ClientError::Protocol(format!(
+        let error = RpcError::Protocol(format!(
             "capability discovery failed with HTTP {}",
             reply.status
         ));

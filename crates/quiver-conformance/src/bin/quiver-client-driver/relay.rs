@@ -5,7 +5,7 @@
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
-use quiver_rpc::ClientError;
+use quiver_rpc::RpcError;
 use quiver_wire::{decode_stream, encode_stream, BatchMetadata, Limits, LogRecord};
 use serde_json::{json, Map, Value};
 
@@ -75,10 +75,10 @@ pub fn encode_batch(batch: &RecordBatch, metadata: &BatchMetadata) -> Result<Str
 }
 
 /// The structured error object of a call that failed, from the client's own error.
-pub fn error_object(error: &ClientError) -> Value {
+pub fn error_object(error: &RpcError) -> Value {
     let Some(report) = error.remote() else {
         let error_type = match error {
-            ClientError::Protocol(_) => "ProtocolError",
+            RpcError::Protocol(_) => "ProtocolError",
             _ => "TransportError",
         };
         return json!({

@@ -8,7 +8,7 @@ import org.apache.arrow.vector.FloatingPointVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 
 /** Dataclass values: a binary column holding a one-row IPC stream of the dataclass's fields. */
 final class Dataclasses {
@@ -18,7 +18,7 @@ final class Dataclasses {
   static double[] point(byte[] ipc, BufferAllocator allocator) throws IOException {
     try (ArrowStreamReader reader = new ArrowStreamReader(new ByteArrayInputStream(ipc), allocator)) {
       if (!reader.loadNextBatch() || reader.getVectorSchemaRoot().getRowCount() != 1) {
-        throw new RemoteError("TypeError", "a Point is a one-row IPC stream");
+        throw new RpcError("TypeError", "a Point is a one-row IPC stream");
       }
       VectorSchemaRoot root = reader.getVectorSchemaRoot();
       return new double[] {coordinate(root, "x"), coordinate(root, "y")};
@@ -28,7 +28,7 @@ final class Dataclasses {
   private static double coordinate(VectorSchemaRoot root, String name) {
     FieldVector vector = root.getVector(name);
     if (!(vector instanceof FloatingPointVector floats) || vector.isNull(0)) {
-      throw new RemoteError("TypeError", "Point has no float field " + name);
+      throw new RpcError("TypeError", "Point has no float field " + name);
     }
     return floats.getValueAsDouble(0);
   }

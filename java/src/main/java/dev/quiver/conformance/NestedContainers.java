@@ -9,7 +9,7 @@ import dev.quiver.rpc.Method;
 import dev.quiver.rpc.Params;
 import dev.quiver.rpc.Protocol;
 import dev.quiver.rpc.UnaryResult;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import dev.quiver.wire.StreamWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -124,7 +124,7 @@ final class NestedContainers {
       String what) {
     Field field = indices.getField();
     if (field.getDictionary() == null) {
-      throw new RemoteError("TypeError", what + " were not reconstructed as Status members");
+      throw new RpcError("TypeError", what + " were not reconstructed as Status members");
     }
     Dictionary dictionary = dictionaries.lookup(field.getDictionary().getId());
     VarCharVector names = (VarCharVector) dictionary.getVector();
@@ -132,7 +132,7 @@ final class NestedContainers {
     for (int i = start; i < end; i++) {
       String name = new String(names.get((int) ((BaseIntVector) indices).getValueAsLong(i)), StandardCharsets.UTF_8);
       if (!Build.STATUS_MEMBERS.contains(name)) {
-        throw new RemoteError("KeyError", "'" + name + "'");
+        throw new RpcError("KeyError", "'" + name + "'");
       }
       members.add(name);
     }

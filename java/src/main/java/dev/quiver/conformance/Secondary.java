@@ -8,7 +8,7 @@ import dev.quiver.rpc.Method;
 import dev.quiver.rpc.Protocol;
 import dev.quiver.wire.ErrorCode;
 import dev.quiver.wire.ErrorReport;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -44,13 +44,13 @@ final class Secondary {
       // it and turn the error retryable, which the suite can observe.
       List<Object> details = List.of(retryInfo(1),
           Map.of("@type", "vgi_rpc.ErrorInfo", "metadata", Map.of("padding", "x".repeat(OVERSIZED_PADDING_BYTES))));
-      throw new RemoteError(new ErrorReport("StatusError", PROTOCOL_NAME + " fail_oversized: details exceed 4 KiB",
+      throw new RpcError(new ErrorReport("StatusError", PROTOCOL_NAME + " fail_oversized: details exceed 4 KiB",
           ErrorCode.RESOURCE_EXHAUSTED, OVERSIZED_KIND, details, null));
     }));
     return protocol;
   }
 
-  private static RemoteError fail(String code, String kind, double retryDelaySeconds) {
+  private static RpcError fail(String code, String kind, double retryDelaySeconds) {
     ErrorCode status;
     try {
       status = ErrorCode.valueOf(code);
@@ -61,7 +61,7 @@ final class Secondary {
       Map<String, Object> badRequest = new LinkedHashMap<>();
       badRequest.put("@type", "vgi_rpc.BadRequest");
       badRequest.put("field_violations", List.of(violation));
-      return new RemoteError(new ErrorReport("StatusError", "'" + code + "' is not a canonical error code",
+      return new RpcError(new ErrorReport("StatusError", "'" + code + "' is not a canonical error code",
           ErrorCode.INVALID_ARGUMENT, INVALID_CODE_KIND, List.of(badRequest), null));
     }
     List<Object> details = new ArrayList<>();
@@ -77,7 +77,7 @@ final class Secondary {
     probe.put("note", "clients ignore detail types they do not know");
     details.add(probe);
     String message = (PROTOCOL_NAME + " fail: " + code + " " + kind).stripTrailing();
-    return new RemoteError(new ErrorReport("StatusError", message, status, kind.isEmpty() ? null : kind, details, null));
+    return new RpcError(new ErrorReport("StatusError", message, status, kind.isEmpty() ? null : kind, details, null));
   }
 
   /** A {@code RetryInfo} detail; a whole number of seconds travels as an integer, as every port writes it. */

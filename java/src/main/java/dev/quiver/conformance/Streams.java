@@ -15,7 +15,7 @@ import dev.quiver.rpc.Protocol;
 import dev.quiver.rpc.StreamCall;
 import dev.quiver.rpc.StreamState;
 import dev.quiver.wire.LogLevel;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -127,14 +127,14 @@ final class Streams {
           long[] current = {0};
           return StreamCall.producer(COUNTER, (input, out, turn) -> {
             if (current[0] >= limit) {
-              throw new RemoteError("RuntimeError", "intentional error after " + limit + " batches");
+              throw new RpcError("RuntimeError", "intentional error after " + limit + " batches");
             }
             out.emit(Roots.counter(out, current[0], 1));
             current[0]++;
           });
         }));
     protocol.add(Method.producer("produce_error_on_init", List.of(), (params, ctx) -> {
-      throw new RemoteError("RuntimeError", "intentional init error");
+      throw new RpcError("RuntimeError", "intentional init error");
     }));
     protocol.add(Method.producer("produce_oversized_batch", List.of(field("rows_per_batch", INT64)),
         (params, ctx) -> {
@@ -231,13 +231,13 @@ final class Streams {
       return StreamCall.exchange(SCALE, SCALE, (input, out, turn) -> {
         exchanges[0]++;
         if (exchanges[0] >= failOn) {
-          throw new RemoteError("RuntimeError", "intentional error on exchange " + exchanges[0]);
+          throw new RpcError("RuntimeError", "intentional error on exchange " + exchanges[0]);
         }
         out.emit(Roots.take(input, out));
       });
     }));
     protocol.add(Method.exchange("exchange_error_on_init", List.of(), (params, ctx) -> {
-      throw new RemoteError("RuntimeError", "intentional exchange init error");
+      throw new RpcError("RuntimeError", "intentional exchange init error");
     }));
     protocol.add(Method.exchange("exchange_oversized", List.of(field("rows_per_batch", INT64)), (params, ctx) -> {
       int rows = rowCount(params.int64("rows_per_batch"));
@@ -311,7 +311,7 @@ final class Streams {
   static int rowCount(long requested) {
     long rowsMax = 1L << 24;
     if (requested < 0 || requested > rowsMax) {
-      throw new RemoteError("ValueError", "rows_per_batch must be within 0.." + rowsMax + ", got " + requested);
+      throw new RpcError("ValueError", "rows_per_batch must be within 0.." + rowsMax + ", got " + requested);
     }
     return (int) requested;
   }

@@ -14,7 +14,7 @@ import dev.quiver.rpc.Protocol;
 import dev.quiver.rpc.UnaryResult;
 import dev.quiver.wire.LogLevel;
 import dev.quiver.wire.LogRecord;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -104,7 +104,7 @@ final class Unary {
       String type = pair[1];
       protocol.add(Method.unary(pair[0], List.of(field("message", UTF8)), field("result", UTF8),
           (params, ctx) -> {
-            throw new RemoteError(type, params.string("message"));
+            throw new RpcError(type, params.string("message"));
           }));
     }
     logging(protocol, "echo_with_info_log", List.of(LogLevel.INFO), false);

@@ -1,6 +1,6 @@
 package dev.quiver.rpc;
 
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.nio.charset.StandardCharsets;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
@@ -33,7 +33,7 @@ public final class Params {
   public FieldVector column(String name) {
     FieldVector vector = root.getVector(name);
     if (vector == null) {
-      throw new RemoteError("TypeError", method + "() has no parameter '" + name + "'");
+      throw new RpcError("TypeError", method + "() has no parameter '" + name + "'");
     }
     return vector;
   }

@@ -3,7 +3,7 @@ package dev.quiver.rpc;
 import dev.quiver.wire.ErrorCode;
 import dev.quiver.wire.ErrorReport;
 import dev.quiver.wire.Keys;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -93,13 +93,13 @@ final class Reflection {
   }
 
   /** vgi-rpc's words for a protocol this server does not host, the hosted names as a sorted Python list. */
-  private static RemoteError notHosted(String name, Iterable<String> hosted) {
+  private static RpcError notHosted(String name, Iterable<String> hosted) {
     List<String> names = new ArrayList<>();
     for (String each : new TreeSet<String>(toList(hosted))) {
       names.add("'" + each + "'");
     }
     String text = "This server does not host protocol '" + name + "'. Hosted: [" + String.join(", ", names) + "].";
-    return new RemoteError(new ErrorReport("ProtocolNotSupportedError", text, ErrorCode.UNIMPLEMENTED,
+    return new RpcError(new ErrorReport("ProtocolNotSupportedError", text, ErrorCode.UNIMPLEMENTED,
         Errors.PROTOCOL_NOT_SUPPORTED, null, null));
   }
 

@@ -3,7 +3,7 @@ package dev.quiver.vgi;
 import dev.quiver.wire.ErrorCode;
 import dev.quiver.wire.ErrorReport;
 import dev.quiver.wire.Limits;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import dev.quiver.wire.StreamReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -44,8 +44,8 @@ final class Filters {
     this.values = values;
   }
 
-  static RemoteError declined(String message) {
-    return new RemoteError(new ErrorReport("FilterDeserializationError", "Failed to parse filters: " + message,
+  static RpcError declined(String message) {
+    return new RpcError(new ErrorReport("FilterDeserializationError", "Failed to parse filters: " + message,
         ErrorCode.INVALID_ARGUMENT, null, null, null));
   }
 

@@ -21,9 +21,9 @@ public record ErrorReport(
     this(exceptionType, message, ErrorCode.UNKNOWN, null, null, null);
   }
 
-  /** Describes a Java exception; a {@link RemoteError} keeps its wire type name and classification. */
+  /** Describes a Java exception; a {@link RpcError} keeps its wire type name and classification. */
   public static ErrorReport fromException(Throwable error) {
-    if (error instanceof RemoteError remote) {
+    if (error instanceof RpcError remote) {
       ErrorReport report = remote.report();
       return report.traceback() != null ? report : new ErrorReport(report.exceptionType(), report.message(),
           report.code(), report.kind(), report.details(), traceback(error));

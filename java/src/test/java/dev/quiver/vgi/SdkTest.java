@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.quiver.vgi.examples.AllInOne;
-import dev.quiver.wire.RemoteError;
+import dev.quiver.wire.RpcError;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -73,10 +73,10 @@ class SdkTest {
     Worker worker = AllInOne.worker();
     Function numbers = worker.functions().get("numbers");
     try (BufferAllocator allocator = new RootAllocator()) {
-      RemoteError missing = assertThrows(RemoteError.class, () -> Binding.bindArguments(numbers, null, allocator));
+      RpcError missing = assertThrows(RpcError.class, () -> Binding.bindArguments(numbers, null, allocator));
       assertEquals("ArgumentValidationError", missing.report().exceptionType());
       assertEquals("numbers(): missing argument 0 'n' (BIGINT)", missing.report().message());
-      RemoteError unknown = assertThrows(RemoteError.class, () -> worker.catalog.resolve("nope", null));
+      RpcError unknown = assertThrows(RpcError.class, () -> worker.catalog.resolve("nope", null));
       assertTrue(unknown.report().message().startsWith("Unknown function: 'nope'"), unknown.report().message());
       assertEquals(List.of("n", "batch_rows"),
           numbers.argumentsSchema().getFields().stream().map(f -> f.getName()).toList());
