@@ -193,7 +193,7 @@ fn what_the_driver_cannot_do_is_refused_not_guessed() {
 }
 
 #[test]
-fn http_is_refused_at_connect() {
+fn an_unknown_transport_is_refused_at_connect() {
     let mut process = Command::new(env!("CARGO_BIN_EXE_quiver-client-driver"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -201,12 +201,14 @@ fn http_is_refused_at_connect() {
         .unwrap();
     let mut input = process.stdin.take().unwrap();
     let mut output = BufReader::new(process.stdout.take().unwrap());
-    let request = json!({"op": "connect", "transport": "http", "target": "http://127.0.0.1:1", "protocol": "P"});
+    let request =
+        json!({"op": "connect", "transport": "carrier-pigeon", "target": "x", "protocol": "P"});
     writeln!(input, "{request}").unwrap();
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["ok"], false);
+    assert!(answer.to_string().contains("unknown transport"), "{answer}");
     drop(input); // EOF on stdin is a shutdown
     assert!(process.wait().unwrap().success());
 }
