@@ -5,14 +5,14 @@
 use std::time::SystemTime;
 
 pub mod check;
-pub mod fetch;
-pub mod manifest;
-pub mod materialize;
-pub mod registry;
-pub mod sidecar;
+pub(crate) mod fetch;
+pub(crate) mod manifest;
+pub(crate) mod materialize;
+pub(crate) mod registry;
+pub(crate) mod sidecar;
 mod slot;
-pub mod status;
-pub mod types;
+pub(crate) mod status;
+pub(crate) mod types;
 mod warm;
 
 pub use registry::{
