@@ -31,14 +31,14 @@ impl fmt::Display for Diagnostic {
 /// Every problem found, in the order found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
-    /// The problems kept, at most [`MAX_DIAGNOSTICS`].
+    /// The problems kept, at most `MAX_DIAGNOSTICS`.
     pub items: Vec<Diagnostic>,
-    /// Problems past [`MAX_DIAGNOSTICS`], counted but not kept.
+    /// Problems past `MAX_DIAGNOSTICS`, counted but not kept.
     pub left_out: usize,
 }
 
 impl Diagnostics {
-    /// Records a problem at `file:line`, or only counts it once [`MAX_DIAGNOSTICS`] are kept.
+    /// Records a problem at `file:line`, or only counts it once `MAX_DIAGNOSTICS` are kept.
     pub fn push(&mut self, file: &Path, line: usize, message: impl Into<String>) {
         if self.items.len() < MAX_DIAGNOSTICS {
             self.items.push(Diagnostic {

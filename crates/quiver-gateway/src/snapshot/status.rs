@@ -106,7 +106,7 @@ pub struct DatasetMetrics {
     pub dataset: String,
     /// Whether it serves a snapshot.
     pub ready: bool,
-    /// The serving snapshot's age (see [`age_seconds`]); `None` when nothing serves.
+    /// The serving snapshot's age (see `status::age_seconds`); `None` when nothing serves.
     pub age_seconds: Option<f64>,
     /// `None` when no endpoint of the dataset sets `max_staleness_minutes`, or nothing serves.
     pub stale: Option<bool>,
