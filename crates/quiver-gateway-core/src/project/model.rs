@@ -267,7 +267,7 @@ pub struct Endpoint {
     pub serving_mode: ServingMode,
     /// The column the caller's key's tenant is bound to (the dataset's `tenant_column`).
     pub tenant_column: Option<String>,
-    /// `freshness.max_staleness_minutes`: the snapshot age past which the dataset is reported stale.
+    /// `freshness.max_staleness_minutes`: the snapshot age past which the dataset counts as stale.
     pub max_staleness: Option<Duration>,
     /// The query params a caller may send, as declared.
     pub params: Vec<Param>,
