@@ -9,6 +9,8 @@
 //! - [`value`]: a value bound into a statement.
 //! - [`openapi`]: the project's OpenAPI document; [`catalog`]: offloader's `/docs` and `/schema`.
 
+#![warn(missing_docs)]
+
 pub mod catalog;
 pub mod compile;
 pub mod openapi;

@@ -16,6 +16,7 @@ pub const FORMATS: [(&str, &str); 5] = [
     ("parquet", "application/vnd.apache.parquet"),
 ];
 
+/// The project's OpenAPI 3 document: every endpoint's path, params and response shape.
 pub fn document(project: &Project) -> Value {
     let mut paths = Map::new();
     for endpoint in &project.endpoints {

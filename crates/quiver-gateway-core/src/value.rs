@@ -6,8 +6,12 @@
 pub enum Value {
     /// SQL `NULL`.
     Null,
+    /// A `BOOLEAN`.
     Bool(bool),
+    /// A `BIGINT`.
     I64(i64),
+    /// A `DOUBLE`.
     F64(f64),
+    /// A `VARCHAR` (also a date or timestamp, cast in the statement).
     Str(String),
 }

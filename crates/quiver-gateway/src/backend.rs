@@ -26,12 +26,16 @@ static SOCKETS_MADE: AtomicU64 = AtomicU64::new(0);
 /// Why the backend could not start or answer.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
+    /// The server could not be spawned or reached, or it died (what happened, with its pid or
+    /// address).
     #[error("{0}")]
     Start(String),
+    /// The server client failed (connecting, or a call on a connection).
     #[error(transparent)]
     Client(#[from] quiver_client::Error),
 }
 
+/// A backend call's result.
 pub type Result<T> = std::result::Result<T, BackendError>;
 
 /// How to reach or start the server.
@@ -41,11 +45,13 @@ pub struct BackendOptions {
     pub server: Option<(Address, Option<String>)>,
     /// Where a spawned server keeps its database file (and its socket, when the path is short).
     pub state_dir: PathBuf,
-    /// Connections requests share, and how long one waits for a free one.
+    /// How many connections requests share.
     pub pool_size: usize,
+    /// How long a request waits for a free connection.
     pub pool_wait: Duration,
-    /// A spawned server's `--threads` and `--memory-limit`.
+    /// A spawned server's `--threads`.
     pub threads: Option<usize>,
+    /// A spawned server's `--memory-limit`.
     pub memory_limit: Option<String>,
 }
 

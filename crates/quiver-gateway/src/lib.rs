@@ -3,29 +3,31 @@
 //! what a request means live in `quiver-gateway-core` (re-exported here as [`project`],
 //! [`compile`], [`openapi`] and [`catalog`]); this crate serves them.
 //!
-//! - [`access`]: API keys, the admin token, rate limits and admission, for both ports.
+//! - `access`: API keys, the admin token, rate limits and admission, for both ports.
 //! - [`backend`]: the quiver server (spawned or reached) and the connection pool.
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness, reload.
-//! - [`representation`]: a response's format (`Accept`), body and content coding.
-//! - [`cache`]: finished bodies, bounded by bytes, one load per key at a time.
+//! - `representation`: a response's format (`Accept`), body and content coding.
+//! - `cache`: finished bodies, bounded by bytes, one load per key at a time.
 //! - [`http`]: the public port: auth, limits, the request flow, errors, ETags.
-//! - [`admin`]: the admin port: liveness, readiness, status, OpenAPI, metrics, refresh.
-//! - [`metrics`]: the Prometheus exposition.
-//! - [`bucket_project`]: a project kept in a bucket.
-//! - [`project_sync`]: the project reloaded while serving (offloader's config sync).
-//! - [`gateway`]: the parts wired together; [`serve`]: the process around them.
+//! - `admin`: the admin port: liveness, readiness, status, OpenAPI, metrics, refresh.
+//! - `metrics`: the Prometheus exposition.
+//! - `bucket_project`: a project kept in a bucket.
+//! - `project_sync`: the project reloaded while serving (offloader's config sync).
+//! - `gateway`: the parts wired together; [`serve`]: the process around them.
+
+#![warn(missing_docs)]
 
 pub use quiver_gateway_core::{catalog, compile, openapi, project, value};
 
-pub mod access;
-pub mod admin;
+pub(crate) mod access;
+pub(crate) mod admin;
 pub mod backend;
-pub mod bucket_project;
-pub mod cache;
-pub mod gateway;
+pub(crate) mod bucket_project;
+pub(crate) mod cache;
+pub(crate) mod gateway;
 pub mod http;
-pub mod metrics;
-pub mod project_sync;
-pub mod representation;
+pub(crate) mod metrics;
+pub(crate) mod project_sync;
+pub(crate) mod representation;
 pub mod serve;
 pub mod snapshot;

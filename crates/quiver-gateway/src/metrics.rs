@@ -89,128 +89,134 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every metric at zero, registered in the exposition's order.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("quiver_gateway");
+        let mut metrics = Metrics {
+            registry: Registry::with_prefix("quiver_gateway"),
+            ready: Gauge::default(),
+            pool_connections: Gauge::default(),
+            pool_busy: Gauge::default(),
+            snapshot_age_seconds: Family::default(),
+            snapshot_stale: Family::default(),
+            refresh_ok: Family::default(),
+            materialize_duration_seconds: Family::default(),
+            requests: Family::default(),
+            request_duration_seconds: Family::new_with_constructor(
+                seconds_histogram as fn() -> Histogram,
+            ),
+            cache_hits: Counter::default(),
+            cache_misses: Counter::default(),
+            cache_evictions: Counter::default(),
+            cache_bytes: Gauge::default(),
+            cache_entries: Gauge::default(),
+            pool_wait_seconds: seconds_histogram(),
+            load_shed: Counter::default(),
+            keys_reload_failed: Counter::default(),
+            evictions_seen: Mutex::new((0, 0)),
+        };
+        metrics.register_state();
+        metrics.register_requests();
+        metrics.register_waits();
+        metrics
+    }
+
+    /// The gateway's, its pool's and each dataset's state.
+    fn register_state(&mut self) {
+        let registry = &mut self.registry;
         let up: Gauge = Gauge::default();
         up.set(1);
         registry.register("up", "1 while the gateway runs", up);
-        let ready = Gauge::default();
-        registry.register("ready", "1 when /ready answers 200", ready.clone());
-        let pool_connections = Gauge::default();
+        registry.register("ready", "1 when /ready answers 200", self.ready.clone());
         registry.register(
             "pool_connections",
             "Connections to the quiver server, open",
-            pool_connections.clone(),
+            self.pool_connections.clone(),
         );
-        let pool_busy = Gauge::default();
         registry.register(
             "pool_busy",
             "Connections to the quiver server lent to requests",
-            pool_busy.clone(),
+            self.pool_busy.clone(),
         );
-        let snapshot_age_seconds = Family::<DatasetLabels, GaugeF64>::default();
         registry.register(
             "snapshot_age_seconds",
             "Seconds since the serving snapshot's watermark",
-            snapshot_age_seconds.clone(),
+            self.snapshot_age_seconds.clone(),
         );
-        let snapshot_stale = Family::<DatasetLabels, Gauge>::default();
         registry.register(
             "snapshot_stale",
             "1 when the serving snapshot is older than its endpoints allow",
-            snapshot_stale.clone(),
+            self.snapshot_stale.clone(),
         );
-        let refresh_ok = Family::<DatasetLabels, Gauge>::default();
         registry.register(
             "refresh_ok",
             "1 when the dataset's last refresh succeeded",
-            refresh_ok.clone(),
+            self.refresh_ok.clone(),
         );
-        let materialize_duration_seconds = Family::<DatasetLabels, GaugeF64>::default();
         registry.register(
             "materialize_duration_seconds",
             "How long the dataset's last materialize took",
-            materialize_duration_seconds.clone(),
+            self.materialize_duration_seconds.clone(),
         );
-        let requests = Family::<RequestLabels, Counter>::default();
+    }
+
+    /// Endpoint requests and the response cache.
+    fn register_requests(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "requests",
             "Endpoint requests by status class",
-            requests.clone(),
-        );
-        let request_duration_seconds = Family::<EndpointLabels, Histogram>::new_with_constructor(
-            seconds_histogram as fn() -> Histogram,
+            self.requests.clone(),
         );
         registry.register(
             "request_duration_seconds",
             "Endpoint request duration",
-            request_duration_seconds.clone(),
+            self.request_duration_seconds.clone(),
         );
-        let cache_hits = Counter::default();
         registry.register(
             "cache_hits",
             "Responses served from the cache",
-            cache_hits.clone(),
+            self.cache_hits.clone(),
         );
-        let cache_misses = Counter::default();
         registry.register(
             "cache_misses",
             "Responses the cache did not hold",
-            cache_misses.clone(),
+            self.cache_misses.clone(),
         );
-        let cache_evictions = Counter::default();
         registry.register(
             "cache_evictions",
             "Responses the cache dropped for room",
-            cache_evictions.clone(),
+            self.cache_evictions.clone(),
         );
-        let cache_bytes = Gauge::default();
-        registry.register("cache_bytes", "Bytes the cache holds", cache_bytes.clone());
-        let cache_entries = Gauge::default();
+        registry.register(
+            "cache_bytes",
+            "Bytes the cache holds",
+            self.cache_bytes.clone(),
+        );
         registry.register(
             "cache_entries",
             "Responses the cache holds",
-            cache_entries.clone(),
+            self.cache_entries.clone(),
         );
-        let pool_wait_seconds = seconds_histogram();
+    }
+
+    /// Waiting and refusals: for a connection, at admission, and of a keys file.
+    fn register_waits(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "pool_wait_seconds",
             "How long requests waited for a connection",
-            pool_wait_seconds.clone(),
+            self.pool_wait_seconds.clone(),
         );
-        let load_shed = Counter::default();
         registry.register(
             "load_shed",
             "Requests refused at once because too many were waiting",
-            load_shed.clone(),
+            self.load_shed.clone(),
         );
-        let keys_reload_failed = Counter::default();
         registry.register(
             "keys_reload_failed",
             "Changes to the keys file that did not load (the keys in force stayed)",
-            keys_reload_failed.clone(),
+            self.keys_reload_failed.clone(),
         );
-        Metrics {
-            registry,
-            ready,
-            pool_connections,
-            pool_busy,
-            snapshot_age_seconds,
-            snapshot_stale,
-            refresh_ok,
-            materialize_duration_seconds,
-            requests,
-            request_duration_seconds,
-            cache_hits,
-            cache_misses,
-            cache_evictions,
-            cache_bytes,
-            cache_entries,
-            pool_wait_seconds,
-            load_shed,
-            keys_reload_failed,
-            evictions_seen: Mutex::new((0, 0)),
-        }
     }
 
     /// One endpoint request answered. `endpoint` must be a project's endpoint name or

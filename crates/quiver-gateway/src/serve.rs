@@ -20,21 +20,29 @@ use crate::{admin, http, project, project_sync};
 /// How long in-flight requests may take to finish once a stop is asked.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// What `quiver gateway serve` was asked for: the project, the ports, the server, the overrides.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
+    /// The project: a directory, or an `s3://`/`gs://` prefix.
     pub project_dir: PathBuf,
+    /// The public port's address.
     pub listen: SocketAddr,
+    /// The admin port's address.
     pub admin_listen: SocketAddr,
     /// A server's address (`unix:///…`, `tcp://…`); `None`: spawn one.
     pub server: Option<String>,
     /// The variable holding the server's token.
     pub server_token_env: Option<String>,
-    /// A spawned server's DuckDB `threads` and `memory_limit` (DuckDB's defaults when `None`).
+    /// A spawned server's DuckDB `threads` (DuckDB's default when `None`).
     pub server_threads: Option<usize>,
+    /// A spawned server's DuckDB `memory_limit` (DuckDB's default when `None`).
     pub server_memory_limit: Option<String>,
     /// The variable holding the admin port's bearer token.
     pub admin_token_env: Option<String>,
+    /// Where the database, parts, sidecar and a bucket project's copy are kept; `None`: the
+    /// project directory's `.quiver-gateway` (the working directory's for a bucket project).
     pub state_dir: Option<PathBuf>,
+    /// Stop (gracefully) when standard input closes, so a parent's exit stops the gateway.
     pub watch_stdin: bool,
     /// `--cors-origins`: wins over OFFLOADER_CORS_ORIGINS, which wins over the project's setting.
     pub cors_origins: Option<String>,

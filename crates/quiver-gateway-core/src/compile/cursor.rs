@@ -50,12 +50,14 @@ impl std::fmt::Debug for CursorKey {
 
 /// What a cursor says, once its signature is checked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     /// The snapshot the previous page was read from.
     #[serde(rename = "s")]
     pub snapshot_id: String,
+    /// The endpoint the cursor pages through.
     #[serde(rename = "e")]
     pub endpoint: String,
+    /// That endpoint's version when the cursor was made.
     #[serde(rename = "v")]
     pub version: u32,
     /// Hex SHA-256 of the request's shape without cursor, offset, limit and columns.
@@ -69,22 +71,30 @@ pub struct Cursor {
 /// One order value: JSON's own types, with doubles as text so NaN and infinities survive.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum CursorValue {
+pub(crate) enum CursorValue {
+    /// A NULL.
     Null,
+    /// A boolean.
     Bool(bool),
+    /// An integer of any width up to 64 bits.
     Int(i64),
+    /// Text, or a double, date or timestamp written as text.
     Text(String),
 }
 
-pub fn invalid() -> ParamError {
+/// The error for a cursor that is malformed, tampered with or not this request's.
+pub(crate) fn invalid() -> ParamError {
     ParamError::new("param `cursor`: cursor is invalid")
 }
 
-pub fn expired() -> ParamError {
+/// The error for a cursor whose snapshot is no longer served.
+pub(crate) fn expired() -> ParamError {
     ParamError::new("param `cursor`: cursor expired (its snapshot is no longer served): start again without a cursor")
 }
 
-pub fn encode(key: &CursorKey, cursor: &Cursor) -> String {
+/// The cursor's JSON and its HMAC-SHA256 signature, each in unpadded URL-safe base64, joined by
+/// a dot.
+pub(crate) fn encode(key: &CursorKey, cursor: &Cursor) -> String {
     let body = serde_json::to_vec(cursor).expect("a cursor serializes");
     let mut mac = key.mac();
     mac.update(&body);
@@ -97,7 +107,7 @@ pub fn encode(key: &CursorKey, cursor: &Cursor) -> String {
 }
 
 /// The cursor's contents once its signature holds; any tampering or malformation is "invalid".
-pub fn verify(key: &CursorKey, text: &str) -> Result<Cursor, ParamError> {
+pub(crate) fn verify(key: &CursorKey, text: &str) -> Result<Cursor, ParamError> {
     if text.len() > MAX_CURSOR_BYTES {
         return Err(invalid());
     }

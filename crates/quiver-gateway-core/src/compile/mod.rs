@@ -34,7 +34,6 @@ mod page;
 mod request;
 mod select;
 
-pub use crate::project::values::{parse_value, Parsed};
 pub use crate::project::{EXTRA_PARAMS, RESERVED_PARAMS};
 pub use request::extra_param;
 
@@ -54,10 +53,12 @@ pub const MAX_OFFSET: u64 = i64::MAX as u64;
 /// repeats the caller's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamError {
+    /// What is wrong, naming the param.
     pub message: String,
 }
 
 impl ParamError {
+    /// An error with this message.
     pub fn new(message: impl Into<String>) -> Self {
         ParamError {
             message: message.into(),
@@ -75,9 +76,12 @@ impl std::error::Error for ParamError {}
 
 /// One key of a response's total order: an output column and its direction (NULLs always last).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OrderKey {
+pub(crate) struct OrderKey {
+    /// The output column.
     pub output: String,
+    /// Whether it orders descending.
     pub descending: bool,
+    /// Its type, how a cursor's value for it is read back.
     pub column_type: ColumnType,
 }
 
@@ -94,7 +98,7 @@ pub struct Compiled {
     /// (needed for the next cursor; [`Compiled::finish`] drops them).
     pub selected: Vec<String>,
     /// The response's total order.
-    pub order: Vec<OrderKey>,
+    pub(crate) order: Vec<OrderKey>,
     /// The rows this response may hold (`?limit=` within the endpoint's bounds); the statement
     /// reads one more.
     pub limit: u64,
@@ -119,6 +123,7 @@ struct CursorSeed {
 pub struct Page {
     /// Only the caller's columns, at most `limit` rows.
     pub batches: Vec<RecordBatch>,
+    /// How many rows `batches` hold.
     pub row_count: u64,
     /// Present when more rows follow.
     pub next_cursor: Option<String>,

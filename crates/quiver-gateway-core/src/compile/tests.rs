@@ -5,6 +5,7 @@ use crate::value::Value;
 
 use super::*;
 use crate::project::load_tests::good_project;
+use crate::project::values::parse_value;
 use crate::project::{load, ParamType, Project};
 
 pub(super) fn project() -> Project {

@@ -10,9 +10,11 @@ pub const MAX_DIAGNOSTICS: usize = 1000;
 /// One problem: printed `path:line: message` (`path: message` when it concerns the whole file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// The file the problem is in.
     pub file: PathBuf,
     /// 1-based; 0 when the problem concerns the whole file.
     pub line: usize,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -29,12 +31,14 @@ impl fmt::Display for Diagnostic {
 /// Every problem found, in the order found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
+    /// The problems kept, at most `MAX_DIAGNOSTICS`.
     pub items: Vec<Diagnostic>,
-    /// Problems past [`MAX_DIAGNOSTICS`], counted but not kept.
+    /// Problems past `MAX_DIAGNOSTICS`, counted but not kept.
     pub left_out: usize,
 }
 
 impl Diagnostics {
+    /// Records a problem at `file:line`, or only counts it once `MAX_DIAGNOSTICS` are kept.
     pub fn push(&mut self, file: &Path, line: usize, message: impl Into<String>) {
         if self.items.len() < MAX_DIAGNOSTICS {
             self.items.push(Diagnostic {
@@ -47,10 +51,12 @@ impl Diagnostics {
         }
     }
 
+    /// Whether no problem was found.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty() && self.left_out == 0
     }
 
+    /// How many problems were found, kept or left out.
     pub fn len(&self) -> usize {
         self.items.len() + self.left_out
     }

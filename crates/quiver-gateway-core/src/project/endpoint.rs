@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::bounds::{DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, HARD_MAX_LIMIT};
 use super::model::{AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, ServingMode};
 use super::params::{read_combinations, read_params};
-use super::query::{read_filters, read_group_by, read_order_by, read_output_list, read_select};
+use super::query::{
+    read_filters, read_group_by, read_order_by, read_output_list, read_select, Select,
+};
 use super::yaml::{printable, Fields, Node, Reader};
 
 /// An endpoint name is part of a URL and a metrics label: `[a-z][a-z0-9_-]*`.
@@ -18,50 +20,38 @@ pub fn is_endpoint_name(text: &str) -> bool {
         && bytes.all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
 }
 
+/// The fields an endpoint file may set.
+const FIELDS: [&str; 14] = [
+    "name",
+    "version",
+    "dataset",
+    "description",
+    "serving_mode",
+    "tenant",
+    "freshness",
+    "params",
+    "combinations",
+    "query",
+    "columns",
+    "sort",
+    "pagination",
+    "cache",
+];
+/// The fields an endpoint's `query` may set.
+const QUERY_FIELDS: [&str; 4] = ["select", "filters", "group_by", "order_by"];
+
+/// One endpoint file read and checked against the project's datasets; `None` when it has a
+/// problem (every one recorded in `reader`).
 pub fn read_endpoint(
     reader: &mut Reader<'_>,
     node: &Node,
     datasets: &[Dataset],
     auth: AuthMode,
 ) -> Option<Endpoint> {
-    let fields = reader.mapping(
-        node,
-        "an endpoint",
-        &[
-            "name",
-            "version",
-            "dataset",
-            "description",
-            "serving_mode",
-            "tenant",
-            "freshness",
-            "params",
-            "combinations",
-            "query",
-            "columns",
-            "sort",
-            "pagination",
-            "cache",
-        ],
-        &["owner"],
-    )?;
+    let fields = reader.mapping(node, "an endpoint", &FIELDS, &["owner"])?;
     let name = fields
         .required(reader, "name", "an endpoint")
-        .and_then(|node| {
-            let name = reader.string(node, "an endpoint name")?;
-            if is_endpoint_name(&name) {
-                Some(name)
-            } else {
-                reader.error(
-                    node.line,
-                    format!(
-                        "endpoint name `{}` must match [a-z][a-z0-9_-]*",
-                        printable(&name)
-                    ),
-                );
-                None
-            }
-        });
+        .and_then(|node| read_name(reader, node));
     let version = fields
         .required(reader, "version", "an endpoint")
         .and_then(|node| reader.integer(node, "`version`", 1, i64::from(u32::MAX)))
@@ -71,42 +61,10 @@ pub fn read_endpoint(
         .and_then(|node| reader.string(node, "`description`"));
     let dataset = fields
         .required(reader, "dataset", "an endpoint")
-        .and_then(|node| {
-            let id = reader.string(node, "`dataset`")?;
-            let found = datasets.iter().find(|dataset| dataset.id == id);
-            if found.is_none() {
-                reader.error(
-                    node.line,
-                    format!("dataset `{}` is not defined", printable(&id)),
-                );
-            }
-            found
-        });
-    let serving_mode = match fields.get("serving_mode") {
-        None => Some(ServingMode::LocalTable),
-        Some(node) => match reader.string(node, "`serving_mode`").as_deref() {
-            Some("local_table") => Some(ServingMode::LocalTable),
-            Some("remote_scan") => Some(ServingMode::RemoteScan),
-            Some(other) => {
-                reader.error(
-                    node.line,
-                    format!(
-                        "`serving_mode` must be `local_table` or `remote_scan`, not `{}`",
-                        printable(other)
-                    ),
-                );
-                None
-            }
-            None => None,
-        },
-    };
+        .and_then(|node| read_dataset(reader, node, datasets));
+    let serving_mode = read_serving_mode(reader, fields.get("serving_mode"));
     let tenant_column = read_tenant(reader, &fields, dataset, auth);
-    let max_staleness = fields
-        .get("freshness")
-        .and_then(|node| reader.mapping(node, "`freshness`", &["max_staleness_minutes"], &[]))
-        .and_then(|freshness| freshness.get("max_staleness_minutes"))
-        .and_then(|node| reader.integer(node, "`max_staleness_minutes`", 0, 525_600))
-        .map(|minutes| Duration::from_secs(minutes as u64 * 60));
+    let max_staleness = read_max_staleness(reader, &fields);
 
     // Params that failed their own checks still count as declared, so that combinations and
     // filters naming them are checked too (and not reported as undeclared).
@@ -115,14 +73,7 @@ pub fn read_endpoint(
 
     let query = fields
         .required(reader, "query", "an endpoint")
-        .and_then(|node| {
-            reader.mapping(
-                node,
-                "`query`",
-                &["select", "filters", "group_by", "order_by"],
-                &[],
-            )
-        });
+        .and_then(|node| reader.mapping(node, "`query`", &QUERY_FIELDS, &[]));
     let pagination = read_pagination(reader, &fields);
     let cache = read_cache(reader, &fields);
     // Without the dataset and the query the rest cannot be checked; every problem above is
@@ -141,13 +92,7 @@ pub fn read_endpoint(
     };
     let columns = fields
         .required(reader, "columns", "an endpoint")
-        .and_then(|node| {
-            let columns = read_output_list(reader, node, "`columns`", &outputs, &select, false);
-            if columns.as_ref().is_some_and(Vec::is_empty) {
-                reader.error(node.line, "`columns` lists no column");
-            }
-            columns
-        });
+        .and_then(|node| read_columns(reader, node, &outputs, &select));
     let select = select.complete.then_some(select.items);
     let (default_limit, max_limit) = pagination?;
     Some(Endpoint {
@@ -170,6 +115,87 @@ pub fn read_endpoint(
         max_limit,
         cache: cache?,
     })
+}
+
+/// `name`: a URL segment and a metrics label, `[a-z][a-z0-9_-]*`.
+fn read_name(reader: &mut Reader<'_>, node: &Node) -> Option<String> {
+    let name = reader.string(node, "an endpoint name")?;
+    if is_endpoint_name(&name) {
+        Some(name)
+    } else {
+        reader.error(
+            node.line,
+            format!(
+                "endpoint name `{}` must match [a-z][a-z0-9_-]*",
+                printable(&name)
+            ),
+        );
+        None
+    }
+}
+
+/// `dataset`: one the project defines.
+fn read_dataset<'d>(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    datasets: &'d [Dataset],
+) -> Option<&'d Dataset> {
+    let id = reader.string(node, "`dataset`")?;
+    let found = datasets.iter().find(|dataset| dataset.id == id);
+    if found.is_none() {
+        reader.error(
+            node.line,
+            format!("dataset `{}` is not defined", printable(&id)),
+        );
+    }
+    found
+}
+
+/// `serving_mode`: `local_table` (the default) or `remote_scan`.
+fn read_serving_mode(reader: &mut Reader<'_>, node: Option<&Node>) -> Option<ServingMode> {
+    let Some(node) = node else {
+        return Some(ServingMode::LocalTable);
+    };
+    match reader.string(node, "`serving_mode`").as_deref() {
+        Some("local_table") => Some(ServingMode::LocalTable),
+        Some("remote_scan") => Some(ServingMode::RemoteScan),
+        Some(other) => {
+            reader.error(
+                node.line,
+                format!(
+                    "`serving_mode` must be `local_table` or `remote_scan`, not `{}`",
+                    printable(other)
+                ),
+            );
+            None
+        }
+        None => None,
+    }
+}
+
+/// `freshness.max_staleness_minutes`: 0 to a year. `None` when absent or wrong (a problem is
+/// recorded for the latter).
+fn read_max_staleness(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<Duration> {
+    fields
+        .get("freshness")
+        .and_then(|node| reader.mapping(node, "`freshness`", &["max_staleness_minutes"], &[]))
+        .and_then(|freshness| freshness.get("max_staleness_minutes"))
+        .and_then(|node| reader.integer(node, "`max_staleness_minutes`", 0, 525_600))
+        .map(|minutes| Duration::from_secs(minutes as u64 * 60))
+}
+
+/// `columns`: the outputs a response may contain, at least one.
+fn read_columns(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    outputs: &BTreeMap<String, ColumnType>,
+    select: &Select,
+) -> Option<Vec<String>> {
+    let columns = read_output_list(reader, node, "`columns`", outputs, select, false);
+    if columns.as_ref().is_some_and(Vec::is_empty) {
+        reader.error(node.line, "`columns` lists no column");
+    }
+    columns
 }
 
 fn read_cache(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<CachePolicy> {

@@ -18,14 +18,19 @@ use super::yaml::is_identifier;
 /// The one key `init` writes.
 pub const STARTER_KEY_ID: &str = "starter";
 
+/// Why `init` wrote no project.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
+    /// A file or directory could not be read or written (what, which path, why).
     #[error("{0}")]
     Io(String),
+    /// The parquet directory holds no `*.parquet` file.
     #[error("no *.parquet file in {0}")]
     NoParquet(PathBuf),
+    /// The output directory already has a project file.
     #[error("{0} already holds a project; init writes only into a directory without one")]
     Exists(PathBuf),
+    /// The project written does not load; every problem is listed.
     #[error("the written project does not load:\n{0}")]
     Invalid(Diagnostics),
 }
@@ -37,7 +42,9 @@ fn io(what: &str, path: &Path, error: impl std::fmt::Display) -> InitError {
 /// What `init` wrote.
 #[derive(Clone, Debug)]
 pub struct InitReport {
+    /// The directory the project was written to.
     pub project_dir: PathBuf,
+    /// One dataset per parquet file that gave one.
     pub datasets: Vec<InitDataset>,
     /// Files that gave no dataset, and why.
     pub skipped_files: Vec<(PathBuf, String)>,
@@ -45,16 +52,23 @@ pub struct InitReport {
     pub token: String,
 }
 
+/// A dataset `init` wrote for one parquet file.
 #[derive(Clone, Debug)]
 pub struct InitDataset {
+    /// The dataset's id, from the file's name.
     pub id: String,
+    /// The parquet file it serves.
     pub file: PathBuf,
+    /// The file's row count.
     pub rows: u64,
+    /// How many of its columns the dataset declares.
     pub columns: usize,
     /// Columns left out: their names are not identifiers `[a-z][a-z0-9_]*`.
     pub skipped_columns: Vec<String>,
 }
 
+/// Writes a starter project into `out_dir` serving every parquet file in `parquet_dir`: a dataset
+/// and an endpoint each, and one key whose token the report holds.
 pub fn init(parquet_dir: &Path, out_dir: &Path) -> Result<InitReport, InitError> {
     for name in PROJECT_FILES {
         if out_dir.join(name).exists() {

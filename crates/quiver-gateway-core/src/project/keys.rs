@@ -167,125 +167,22 @@ fn read_key(
         ],
         &["description", "owner", "created_at"],
     )?;
-    let id = fields.required(reader, "id", "a key").and_then(|node| {
-        let id = reader.scalar_text(node, "a key id")?;
-        if is_key_id(&id) {
-            Some(id)
-        } else {
-            reader.error(
-                node.line,
-                format!(
-                    "key id `{}` must be 1..=128 of [A-Za-z0-9_.-]",
-                    printable(&id)
-                ),
-            );
-            None
-        }
-    });
-    let token_sha256 = fields.required(reader, "hash", "a key").and_then(|node| {
-        let text = reader.string(node, "a key hash")?;
-        let parsed = parse_sha256_hex(&text);
-        if parsed.is_none() {
-            reader.error(
-                node.line,
-                "a key `hash` must be 64 hex digits (the token's SHA-256)",
-            );
-        }
-        parsed
-    });
-    let tenant = match fields.get("tenant") {
-        None => Some(None),
-        Some(Node {
-            value: Value::Null, ..
-        }) => Some(None),
-        Some(node) => reader.scalar_text(node, "`tenant`").and_then(|tenant| {
-            if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
-                reader.error(
-                    node.line,
-                    format!("`tenant` must be 1..={MAX_TENANT_BYTES} bytes"),
-                );
-                None
-            } else {
-                Some(Some(tenant))
-            }
-        }),
-    };
+    // Every field is read before any is given up on, so one pass reports every problem.
+    let id = fields
+        .required(reader, "id", "a key")
+        .and_then(|node| read_id(reader, node));
+    let token_sha256 = fields
+        .required(reader, "hash", "a key")
+        .and_then(|node| read_hash(reader, node));
+    let tenant = read_tenant(reader, fields.get("tenant"));
+    let has_tenant = fields
+        .get("tenant")
+        .is_some_and(|node| node.value != Value::Null);
     let granted = fields
         .required(reader, "endpoints", "a key")
-        .and_then(|node| {
-            let items = reader.sequence(node, "`endpoints`")?;
-            let mut granted = BTreeSet::new();
-            let mut complete = true;
-            for item in items {
-                let Some(name) = reader.string(item, "an endpoint name") else {
-                    complete = false;
-                    continue;
-                };
-                if let Some((endpoints, failed)) = endpoints {
-                    match endpoints.iter().find(|endpoint| endpoint.name == name) {
-                        None if failed.contains(&name) => complete = false,
-                        None => {
-                            reader.error(
-                                item.line,
-                                format!("key grants endpoint `{}`, which is not defined", printable(&name)),
-                            );
-                            complete = false;
-                        }
-                        Some(endpoint) if endpoint.tenant_column.is_some() => {
-                            let no_tenant = match fields.get("tenant") {
-                                None => true,
-                                Some(node) => node.value == Value::Null,
-                            };
-                            if no_tenant {
-                                reader.error(
-                                    item.line,
-                                    format!(
-                                        "key grants tenant-scoped endpoint `{name}` but has no `tenant`"
-                                    ),
-                                );
-                                complete = false;
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                }
-                granted.insert(name);
-            }
-            complete.then_some(granted)
-        });
-    let active = match fields.get("status") {
-        None => Some(true),
-        Some(node) => match reader.string(node, "`status`").as_deref() {
-            Some("active") => Some(true),
-            Some("revoked") => Some(false),
-            Some(other) => {
-                reader.error(
-                    node.line,
-                    format!(
-                        "`status` must be `active` or `revoked`, not `{}`",
-                        printable(other)
-                    ),
-                );
-                None
-            }
-            None => None,
-        },
-    };
-    let expires_at = match fields.get("expires_at") {
-        None => Some(None),
-        Some(node) => reader.string(node, "`expires_at`").and_then(|text| {
-            match chrono::DateTime::parse_from_rfc3339(&text) {
-                Ok(time) if time.timestamp() >= 0 => Some(Some(time.timestamp() as u64)),
-                _ => {
-                    reader.error(
-                        node.line,
-                        "`expires_at` must be an RFC 3339 time after 1970 (e.g. 2027-01-31T00:00:00Z)",
-                    );
-                    None
-                }
-            }
-        }),
-    };
+        .and_then(|node| read_granted(reader, node, endpoints, has_tenant));
+    let active = read_status(reader, fields.get("status"));
+    let expires_at = read_expires_at(reader, fields.get("expires_at"));
     let rate_limit_per_second = match fields.get("rate_limit_per_second") {
         None => Some(None),
         Some(node) => reader
@@ -306,6 +203,143 @@ fn read_key(
         expires_at: expires_at?,
         rate_limit_per_second: rate_limit_per_second?,
     })
+}
+
+/// `id`: 1..=128 of `[A-Za-z0-9_.-]`.
+fn read_id(reader: &mut Reader<'_>, node: &Node) -> Option<String> {
+    let id = reader.scalar_text(node, "a key id")?;
+    if is_key_id(&id) {
+        Some(id)
+    } else {
+        reader.error(
+            node.line,
+            format!(
+                "key id `{}` must be 1..=128 of [A-Za-z0-9_.-]",
+                printable(&id)
+            ),
+        );
+        None
+    }
+}
+
+/// `hash`: the token's SHA-256 as 64 hex digits.
+fn read_hash(reader: &mut Reader<'_>, node: &Node) -> Option<[u8; 32]> {
+    let text = reader.string(node, "a key hash")?;
+    let parsed = parse_sha256_hex(&text);
+    if parsed.is_none() {
+        reader.error(
+            node.line,
+            "a key `hash` must be 64 hex digits (the token's SHA-256)",
+        );
+    }
+    parsed
+}
+
+/// `tenant`: absent or null for none, else 1..=`MAX_TENANT_BYTES` bytes. `None`: a problem.
+fn read_tenant(reader: &mut Reader<'_>, node: Option<&Node>) -> Option<Option<String>> {
+    match node {
+        None => Some(None),
+        Some(Node {
+            value: Value::Null, ..
+        }) => Some(None),
+        Some(node) => reader.scalar_text(node, "`tenant`").and_then(|tenant| {
+            if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
+                reader.error(
+                    node.line,
+                    format!("`tenant` must be 1..={MAX_TENANT_BYTES} bytes"),
+                );
+                None
+            } else {
+                Some(Some(tenant))
+            }
+        }),
+    }
+}
+
+/// `endpoints`: the names granted. Checked against the project's endpoints when they are known
+/// (each must exist, and a tenant-scoped one needs a key with a tenant); a name among `failed`
+/// (endpoints whose own file has problems) is not reported again.
+fn read_granted(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    endpoints: Option<(&[Endpoint], &BTreeSet<String>)>,
+    has_tenant: bool,
+) -> Option<BTreeSet<String>> {
+    let items = reader.sequence(node, "`endpoints`")?;
+    let mut granted = BTreeSet::new();
+    let mut complete = true;
+    for item in items {
+        let Some(name) = reader.string(item, "an endpoint name") else {
+            complete = false;
+            continue;
+        };
+        if let Some((endpoints, failed)) = endpoints {
+            match endpoints.iter().find(|endpoint| endpoint.name == name) {
+                None if failed.contains(&name) => complete = false,
+                None => {
+                    reader.error(
+                        item.line,
+                        format!(
+                            "key grants endpoint `{}`, which is not defined",
+                            printable(&name)
+                        ),
+                    );
+                    complete = false;
+                }
+                Some(endpoint) if endpoint.tenant_column.is_some() && !has_tenant => {
+                    reader.error(
+                        item.line,
+                        format!("key grants tenant-scoped endpoint `{name}` but has no `tenant`"),
+                    );
+                    complete = false;
+                }
+                Some(_) => {}
+            }
+        }
+        granted.insert(name);
+    }
+    complete.then_some(granted)
+}
+
+/// `status`: `active` (the default) or `revoked`, as whether the key is in force.
+fn read_status(reader: &mut Reader<'_>, node: Option<&Node>) -> Option<bool> {
+    let Some(node) = node else {
+        return Some(true);
+    };
+    match reader.string(node, "`status`").as_deref() {
+        Some("active") => Some(true),
+        Some("revoked") => Some(false),
+        Some(other) => {
+            reader.error(
+                node.line,
+                format!(
+                    "`status` must be `active` or `revoked`, not `{}`",
+                    printable(other)
+                ),
+            );
+            None
+        }
+        None => None,
+    }
+}
+
+/// `expires_at`: an RFC 3339 time after 1970, as seconds since the Unix epoch.
+fn read_expires_at(reader: &mut Reader<'_>, node: Option<&Node>) -> Option<Option<u64>> {
+    let Some(node) = node else {
+        return Some(None);
+    };
+    reader
+        .string(node, "`expires_at`")
+        .and_then(|text| match chrono::DateTime::parse_from_rfc3339(&text) {
+            Ok(time) if time.timestamp() >= 0 => Some(Some(time.timestamp() as u64)),
+            _ => {
+                reader.error(
+                    node.line,
+                    "`expires_at` must be an RFC 3339 time after 1970 (e.g. 2027-01-31T00:00:00Z)",
+                );
+                None
+            }
+        })
 }
 
 /// 64 hex digits (either case) as 32 bytes.

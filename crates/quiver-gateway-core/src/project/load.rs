@@ -20,7 +20,6 @@ pub const MAX_COLUMNS: usize = 1000;
 
 use super::dataset::read_dataset;
 use super::settings::read_project_file;
-pub use super::settings::*;
 
 /// Reads the project in `dir` and checks all of it.
 pub fn load(dir: &Path) -> Result<Project, Diagnostics> {

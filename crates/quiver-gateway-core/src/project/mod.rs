@@ -3,24 +3,24 @@
 //! - [`load()`]: the whole project, every problem reported at once (`path:line: message`).
 //! - [`keys`]: the keys file alone (serving reloads it), and minting a key.
 //! - [`init`]: a starter project written from a directory of parquet files.
-//! - [`values`]: a param's value checked against its type (a caller's, or a default).
+//! - `values`: a param's value checked against its type (a caller's, or a default).
 //!
 //! Reading an endpoint: `endpoint.rs` (its own fields), `params.rs` and `query.rs` (its params and
 //! its query), each depending only on `model`, `bounds` and `yaml`, never on one another.
 
-pub mod bounds;
-pub mod dataset;
-pub mod diagnostics;
-pub mod endpoint;
+pub(crate) mod bounds;
+pub(crate) mod dataset;
+pub(crate) mod diagnostics;
+pub(crate) mod endpoint;
 pub mod init;
 pub mod keys;
-pub mod load;
+pub(crate) mod load;
 pub mod model;
-pub mod params;
-pub mod query;
-pub mod settings;
-pub mod values;
-pub mod yaml;
+pub(crate) mod params;
+pub(crate) mod query;
+pub(crate) mod settings;
+pub(crate) mod values;
+pub(crate) mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use load::{load, read};

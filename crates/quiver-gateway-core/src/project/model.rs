@@ -13,19 +13,25 @@ use std::time::Duration;
 pub struct Project {
     /// The directory holding the project file; relative paths in the project are taken from here.
     pub root: PathBuf,
+    /// The project file's settings.
     pub settings: Settings,
+    /// Every dataset the project serves, in the order read.
     pub datasets: Vec<Dataset>,
+    /// Every endpoint the project serves, in the order read.
     pub endpoints: Vec<Endpoint>,
     /// The keys file, when the project has one (`auth: required`); reloaded while serving.
     pub keys_file: Option<PathBuf>,
+    /// The keys the keys file holds (none when `auth: none`).
     pub keys: Vec<Key>,
 }
 
 impl Project {
+    /// The dataset with this `id`, if any.
     pub fn dataset(&self, id: &str) -> Option<&Dataset> {
         self.datasets.iter().find(|dataset| dataset.id == id)
     }
 
+    /// The endpoint with this `name`, if any.
     pub fn endpoint(&self, name: &str) -> Option<&Endpoint> {
         self.endpoints.iter().find(|endpoint| endpoint.name == name)
     }
@@ -35,6 +41,7 @@ impl Project {
 /// its `gateway:` section.
 #[derive(Clone, Debug)]
 pub struct Settings {
+    /// Whether endpoints need an API key (`auth`).
     pub auth: AuthMode,
     /// quiver: when `/ready` answers 200.
     pub ready: ReadyPolicy,
@@ -47,8 +54,9 @@ pub struct Settings {
     pub refresh_interval: Option<Duration>,
     /// quiver: the response cache's bound in bytes (all formats and encodings together).
     pub cache_max_bytes: u64,
-    /// quiver: connections to the server, and how long a request waits for one before `503`.
+    /// quiver: how many connections to the server the pool holds.
     pub pool_size: usize,
+    /// quiver: how long a request waits for a free connection before it answers `503`.
     pub pool_wait: Duration,
     /// quiver: a request's whole time, after which it answers `503`.
     pub request_timeout: Duration,
@@ -81,6 +89,7 @@ pub enum CorsOrigins {
 }
 
 impl CorsOrigins {
+    /// Reads a comma-separated origins list as offloader does: empty means off, a lone `*` any.
     pub fn parse(text: &str) -> CorsOrigins {
         let origins: Vec<String> = text
             .split(',')
@@ -151,10 +160,15 @@ pub enum ReadyPolicy {
 /// A dataset: a table the gateway serves, the columns it expects, where its snapshots come from.
 #[derive(Clone, Debug)]
 pub struct Dataset {
+    /// The dataset's name, which endpoints' `dataset` refers to.
     pub id: String,
+    /// Free text for the catalog and OpenAPI document.
     pub description: Option<String>,
+    /// The columns a snapshot must hold, as the project declares them.
     pub schema: Vec<Column>,
+    /// The column a key's tenant is matched against; `None`: the dataset is not tenant-scoped.
     pub tenant_column: Option<String>,
+    /// Where the dataset's manifest is read from.
     pub source: SnapshotSource,
     /// Where `manifest:` is written (its file and line), for `check`'s reports.
     pub manifest_at: (PathBuf, usize),
@@ -167,6 +181,7 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// The declared column with this name, if any.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.schema.iter().find(|column| column.name == name)
     }
@@ -190,21 +205,31 @@ pub enum SnapshotSource {
     ObjectStore(String),
 }
 
+/// A column a dataset declares: its name and type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name in the snapshot.
     pub name: String,
+    /// The type the snapshot's column must have.
     pub column_type: ColumnType,
 }
 
 /// The column types a dataset may declare (offloader's set).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColumnType {
+    /// `DATE`.
     Date,
+    /// `TIMESTAMP` (without time zone).
     Timestamp,
+    /// `VARCHAR`.
     Varchar,
+    /// `INTEGER` (32-bit).
     Integer,
+    /// `BIGINT` (64-bit).
     Bigint,
+    /// `DOUBLE`.
     Double,
+    /// `BOOLEAN`.
     Boolean,
     /// A nested column (`STRUCT`/`MAP`/`LIST` in the snapshot), served as nested JSON.
     Json,
@@ -230,36 +255,52 @@ impl ColumnType {
 /// through declared params.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
+    /// The endpoint's name: its path segment under `/v1/endpoints/`.
     pub name: String,
+    /// The endpoint's version, reported in each response's `meta` and bound into its cursors.
     pub version: u32,
+    /// The `id` of the dataset it reads.
     pub dataset: String,
+    /// Free text for the catalog and OpenAPI document.
     pub description: Option<String>,
+    /// Whether it reads the materialized table or the snapshot's files.
     pub serving_mode: ServingMode,
     /// The column the caller's key's tenant is bound to (the dataset's `tenant_column`).
     pub tenant_column: Option<String>,
+    /// `freshness.max_staleness_minutes`: the snapshot age past which the dataset counts as stale.
     pub max_staleness: Option<Duration>,
+    /// The query params a caller may send, as declared.
     pub params: Vec<Param>,
     /// Exact sets of caller-sent param names allowed together; `None`: any subset.
     pub combinations: Option<Vec<BTreeSet<String>>>,
+    /// The output columns, in order.
     pub select: Vec<SelectItem>,
+    /// The filters, each bound to one declared param.
     pub filters: Vec<Filter>,
+    /// The columns grouped by, when the select list aggregates.
     pub group_by: Vec<String>,
+    /// The fixed order of rows (offloader's `order_by`).
     pub order_by: Vec<OrderBy>,
     /// quiver: output columns a caller may sort by with `?sort=a,-b` (in place of `order_by`).
     pub sort_allowlist: Vec<String>,
     /// The output columns a response may contain.
     pub columns: Vec<String>,
+    /// Rows per page when the caller sends no `limit`.
     pub default_limit: u64,
+    /// The largest `limit` a caller may send.
     pub max_limit: u64,
+    /// Whether responses are cached until the snapshot changes.
     pub cache: CachePolicy,
 }
 
 impl Endpoint {
+    /// The declared param with this name, if any.
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|param| param.name == name)
     }
 }
 
+/// Which relation an endpoint's query reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServingMode {
     /// Reads the materialized snapshot table.
@@ -269,6 +310,7 @@ pub enum ServingMode {
 }
 
 impl ServingMode {
+    /// The mode's name in a project file.
     pub fn as_str(self) -> &'static str {
         match self {
             ServingMode::LocalTable => "local_table",
@@ -277,6 +319,7 @@ impl ServingMode {
     }
 }
 
+/// Whether an endpoint's responses are kept in the response cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CachePolicy {
     /// Every request queries.
@@ -288,15 +331,19 @@ pub enum CachePolicy {
 /// A query param a caller may send.
 #[derive(Clone, Debug)]
 pub struct Param {
+    /// The param's name in the query string.
     pub name: String,
+    /// What its values must be.
     pub param_type: ParamType,
+    /// Whether a request without it (and without a default) is refused.
     pub required: bool,
     /// Applied when the caller omits the param; already checked against the type.
     pub default: Option<String>,
     /// For `enum`: the allowed values.
     pub allowed: Vec<String>,
-    /// For `integer`: the bounds.
+    /// For `integer`: the smallest value allowed.
     pub min: Option<i64>,
+    /// For `integer`: the largest value allowed.
     pub max: Option<i64>,
     /// A caller's value rewritten to a stored one before filtering.
     pub aliases: BTreeMap<String, String>,
@@ -304,11 +351,16 @@ pub struct Param {
     pub max_values: usize,
 }
 
+/// A param's type: how a caller's text is checked and bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamType {
+    /// Any text.
     String,
+    /// A 64-bit integer, within the param's `min`/`max`.
     Integer,
+    /// An ISO 8601 date (`YYYY-MM-DD`).
     Date,
+    /// One of the param's `allowed` values.
     Enum,
     /// quiver: a double.
     Number,
@@ -342,19 +394,28 @@ pub const EXTRA_PARAMS: [&str; 3] = ["sort", "cursor", "format"];
 /// One output column: a dataset column, or an aggregate of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelectItem {
+    /// The column's name in the response.
     pub output: String,
+    /// The dataset column it reads.
     pub column: String,
+    /// The aggregate applied to the column; `None`: the column itself.
     pub aggregate: Option<Aggregate>,
     /// The project's `double_sums`, for a `sum` of a DOUBLE column.
     pub double_sums: DoubleSums,
 }
 
+/// An aggregate in an endpoint's select list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aggregate {
+    /// `sum`: a BIGINT, or a DOUBLE when the project keeps DOUBLE sums.
     Sum,
+    /// `avg`: a DOUBLE.
     Avg,
+    /// `min`.
     Min,
+    /// `max`.
     Max,
+    /// `count` of non-NULL values.
     Count,
 }
 
@@ -362,19 +423,28 @@ pub enum Aggregate {
 /// the project: a caller chooses values, never operators.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {
+    /// The dataset column the filter tests.
     pub column: String,
+    /// How the column is compared with the param's value.
     pub op: FilterOp,
+    /// The declared param whose value is compared.
     pub param: String,
 }
 
+/// A filter's comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterOp {
+    /// `eq`: equal.
     Eq,
+    /// `gte`: greater than or equal.
     Gte,
+    /// `lte`: less than or equal.
     Lte,
-    /// quiver's additions.
+    /// quiver: `ne`, not equal.
     Ne,
+    /// quiver: `lt`, less than.
     Lt,
+    /// quiver: `gt`, greater than.
     Gt,
     /// Comma-separated values (at most the param's `max_values`).
     In,
@@ -386,20 +456,27 @@ pub enum FilterOp {
     IsNull,
 }
 
+/// One term of an endpoint's fixed row order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderBy {
+    /// The output column ordered by.
     pub column: String,
+    /// Whether the order is descending.
     pub descending: bool,
 }
 
 /// An API key: only the SHA-256 of its token is known.
 #[derive(Clone, Debug)]
 pub struct Key {
+    /// The key's name: what the access log and rate limits know it by; never its token.
     pub id: String,
+    /// The SHA-256 digest of the key's token, what a presented token is compared with.
     pub token_sha256: [u8; 32],
     /// The one tenant it reads; `None` for a key of non-tenant endpoints.
     pub tenant: Option<String>,
+    /// The names of the endpoints the key may call.
     pub endpoints: BTreeSet<String>,
+    /// Whether the key is in force; an inactive key is refused.
     pub active: bool,
     /// quiver: seconds since the Unix epoch after which the key is refused.
     pub expires_at: Option<u64>,

@@ -124,69 +124,16 @@ pub(super) fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path
 
 /// quiver's own settings, under the project file's `gateway:`.
 fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layout) {
-    let Some(fields) = reader.mapping(
-        node,
-        "`gateway`",
-        &[
-            "ready",
-            "materialize",
-            "refresh_interval_seconds",
-            "cache",
-            "pool",
-            "request_timeout_ms",
-            "connections",
-            "data_roots",
-            "repeated_params",
-            "cors_origins",
-            "keyed_revalidation",
-            "double_sums",
-        ],
-        &[],
-    ) else {
+    let Some(fields) = reader.mapping(node, "`gateway`", &GATEWAY_FIELDS, &[]) else {
         return;
     };
     if let Some(node) = fields.get("ready") {
         layout.ready_line = Some(node.line);
-        match &node.value {
-            Value::Str(text) if text == "all" => layout.settings.ready = ReadyPolicy::All,
-            Value::Str(text) if text == "any" => layout.settings.ready = ReadyPolicy::Any,
-            Value::Seq(_) => {
-                if let Some(ids) = reader.identifiers(node, "a `ready` dataset") {
-                    if ids.is_empty() {
-                        reader.error(node.line, "`ready` lists no dataset");
-                    }
-                    layout.settings.ready =
-                        ReadyPolicy::Required(ids.into_iter().map(|(id, _)| id).collect());
-                }
-            }
-            _ => reader.error(
-                node.line,
-                "`ready` must be `all`, `any` or a list of dataset ids",
-            ),
-        }
+        read_ready(reader, node, &mut layout.settings.ready);
     }
     let settings = &mut layout.settings;
-    let materialize = fields.get("materialize").and_then(|node| {
-        reader.mapping(
-            node,
-            "`materialize`",
-            &["parallelism", "budget_seconds"],
-            &[],
-        )
-    });
-    if let Some(materialize) = materialize {
-        if let Some(value) = materialize
-            .get("parallelism")
-            .and_then(|node| reader.integer(node, "`parallelism`", 1, 64))
-        {
-            settings.materialize_parallelism = value as usize;
-        }
-        if let Some(value) = materialize
-            .get("budget_seconds")
-            .and_then(|node| reader.integer(node, "`budget_seconds`", 1, 86_400))
-        {
-            settings.materialize_budget = Duration::from_secs(value as u64);
-        }
+    if let Some(node) = fields.get("materialize") {
+        read_materialize(reader, node, settings);
     }
     if let Some(value) = fields
         .get("refresh_interval_seconds")
@@ -203,22 +150,8 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     {
         settings.cache_max_bytes = value as u64;
     }
-    let pool = fields
-        .get("pool")
-        .and_then(|node| reader.mapping(node, "`pool`", &["size", "wait_ms"], &[]));
-    if let Some(pool) = pool {
-        if let Some(value) = pool
-            .get("size")
-            .and_then(|node| reader.integer(node, "`size`", 1, 256))
-        {
-            settings.pool_size = value as usize;
-        }
-        if let Some(value) = pool
-            .get("wait_ms")
-            .and_then(|node| reader.integer(node, "`wait_ms`", 0, 600_000))
-        {
-            settings.pool_wait = Duration::from_millis(value as u64);
-        }
+    if let Some(node) = fields.get("pool") {
+        read_pool(reader, node, settings);
     }
     if let Some(value) = fields
         .get("request_timeout_ms")
@@ -229,18 +162,11 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     if let Some(node) = fields.get("connections") {
         read_connections(reader, node, &mut settings.connections);
     }
-    if let Some(node) = fields.get("cors_origins") {
-        let text = match &node.value {
-            Value::Seq(items) => items
-                .iter()
-                .map(|item| reader.string(item, "a `cors_origins` entry"))
-                .collect::<Option<Vec<String>>>()
-                .map(|origins| origins.join(",")),
-            _ => reader.string(node, "`cors_origins`"),
-        };
-        if let Some(text) = text {
-            settings.cors = CorsOrigins::parse(&text);
-        }
+    if let Some(text) = fields
+        .get("cors_origins")
+        .and_then(|node| read_cors_origins(reader, node))
+    {
+        settings.cors = CorsOrigins::parse(&text);
     }
     if let Some(value) = fields
         .get("keyed_revalidation")
@@ -249,38 +175,139 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
         settings.keyed_revalidation = value;
     }
     if let Some(node) = fields.get("double_sums") {
-        match reader.string(node, "`double_sums`").as_deref() {
-            Some("bigint") => settings.double_sums = DoubleSums::Bigint,
-            Some("double") => settings.double_sums = DoubleSums::Double,
-            Some(other) => reader.error(
-                node.line,
-                format!(
-                    "`double_sums` must be `bigint` or `double`, not `{}`",
-                    super::yaml::printable(other)
-                ),
-            ),
-            None => {}
-        }
+        read_double_sums(reader, node, &mut settings.double_sums);
     }
     if let Some(node) = fields.get("repeated_params") {
-        match reader.string(node, "`repeated_params`").as_deref() {
-            Some("last") => settings.repeated_params = RepeatedParams::Last,
-            Some("refuse") => settings.repeated_params = RepeatedParams::Refuse,
-            Some(other) => reader.error(
-                node.line,
-                format!(
-                    "`repeated_params` must be `last` or `refuse`, not `{}`",
-                    super::yaml::printable(other)
-                ),
-            ),
-            None => {}
-        }
+        read_repeated_params(reader, node, &mut settings.repeated_params);
     }
     if let Some(roots) = fields
         .get("data_roots")
         .and_then(|node| read_data_roots(reader, node, &layout.root))
     {
         settings.data_roots = roots;
+    }
+}
+
+/// The fields the `gateway:` section may set.
+const GATEWAY_FIELDS: [&str; 12] = [
+    "ready",
+    "materialize",
+    "refresh_interval_seconds",
+    "cache",
+    "pool",
+    "request_timeout_ms",
+    "connections",
+    "data_roots",
+    "repeated_params",
+    "cors_origins",
+    "keyed_revalidation",
+    "double_sums",
+];
+
+/// `ready`: `all`, `any` or a list of dataset ids (checked against the datasets later).
+fn read_ready(reader: &mut Reader<'_>, node: &Node, ready: &mut ReadyPolicy) {
+    match &node.value {
+        Value::Str(text) if text == "all" => *ready = ReadyPolicy::All,
+        Value::Str(text) if text == "any" => *ready = ReadyPolicy::Any,
+        Value::Seq(_) => {
+            if let Some(ids) = reader.identifiers(node, "a `ready` dataset") {
+                if ids.is_empty() {
+                    reader.error(node.line, "`ready` lists no dataset");
+                }
+                *ready = ReadyPolicy::Required(ids.into_iter().map(|(id, _)| id).collect());
+            }
+        }
+        _ => reader.error(
+            node.line,
+            "`ready` must be `all`, `any` or a list of dataset ids",
+        ),
+    }
+}
+
+/// `materialize`: `parallelism` (1..=64) and `budget_seconds` (up to a day).
+fn read_materialize(reader: &mut Reader<'_>, node: &Node, settings: &mut Settings) {
+    let Some(materialize) = reader.mapping(
+        node,
+        "`materialize`",
+        &["parallelism", "budget_seconds"],
+        &[],
+    ) else {
+        return;
+    };
+    if let Some(value) = materialize
+        .get("parallelism")
+        .and_then(|node| reader.integer(node, "`parallelism`", 1, 64))
+    {
+        settings.materialize_parallelism = value as usize;
+    }
+    if let Some(value) = materialize
+        .get("budget_seconds")
+        .and_then(|node| reader.integer(node, "`budget_seconds`", 1, 86_400))
+    {
+        settings.materialize_budget = Duration::from_secs(value as u64);
+    }
+}
+
+/// `pool`: `size` (1..=256 connections) and `wait_ms` (up to ten minutes).
+fn read_pool(reader: &mut Reader<'_>, node: &Node, settings: &mut Settings) {
+    let Some(pool) = reader.mapping(node, "`pool`", &["size", "wait_ms"], &[]) else {
+        return;
+    };
+    if let Some(value) = pool
+        .get("size")
+        .and_then(|node| reader.integer(node, "`size`", 1, 256))
+    {
+        settings.pool_size = value as usize;
+    }
+    if let Some(value) = pool
+        .get("wait_ms")
+        .and_then(|node| reader.integer(node, "`wait_ms`", 0, 600_000))
+    {
+        settings.pool_wait = Duration::from_millis(value as u64);
+    }
+}
+
+/// `cors_origins`: a comma-separated string or a list, as one comma-separated string.
+fn read_cors_origins(reader: &mut Reader<'_>, node: &Node) -> Option<String> {
+    match &node.value {
+        Value::Seq(items) => items
+            .iter()
+            .map(|item| reader.string(item, "a `cors_origins` entry"))
+            .collect::<Option<Vec<String>>>()
+            .map(|origins| origins.join(",")),
+        _ => reader.string(node, "`cors_origins`"),
+    }
+}
+
+/// `double_sums`: `bigint` or `double`.
+fn read_double_sums(reader: &mut Reader<'_>, node: &Node, double_sums: &mut DoubleSums) {
+    match reader.string(node, "`double_sums`").as_deref() {
+        Some("bigint") => *double_sums = DoubleSums::Bigint,
+        Some("double") => *double_sums = DoubleSums::Double,
+        Some(other) => reader.error(
+            node.line,
+            format!(
+                "`double_sums` must be `bigint` or `double`, not `{}`",
+                super::yaml::printable(other)
+            ),
+        ),
+        None => {}
+    }
+}
+
+/// `repeated_params`: `last` or `refuse`.
+fn read_repeated_params(reader: &mut Reader<'_>, node: &Node, repeated: &mut RepeatedParams) {
+    match reader.string(node, "`repeated_params`").as_deref() {
+        Some("last") => *repeated = RepeatedParams::Last,
+        Some("refuse") => *repeated = RepeatedParams::Refuse,
+        Some(other) => reader.error(
+            node.line,
+            format!(
+                "`repeated_params` must be `last` or `refuse`, not `{}`",
+                super::yaml::printable(other)
+            ),
+        ),
+        None => {}
     }
 }
 

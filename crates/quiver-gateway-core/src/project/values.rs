@@ -9,9 +9,11 @@ use super::model::{Param, ParamType};
 /// canonical text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parsed {
+    /// The value bound into the statement.
     pub value: Value,
     /// `Some("DATE")`: the placeholder is `CAST($n AS DATE)` (dates and timestamps travel as text).
     pub cast: Option<&'static str>,
+    /// The value's one spelling (after aliases), for the request's canonical text.
     pub canonical: String,
 }
 

@@ -386,10 +386,6 @@ impl<'n> Fields<'n> {
             .map(|entry| entry.key_line)
     }
 
-    pub fn entries(&self) -> &'n [Entry] {
-        self.entries
-    }
-
     /// A field that must be there: `None` with a problem at the mapping's line when it is not.
     pub fn required(&self, reader: &mut Reader<'_>, key: &str, what: &str) -> Option<&'n Node> {
         let node = self.get(key);

@@ -1,14 +1,14 @@
 //! The public HTTP port: endpoints served as JSON, NDJSON, CSV, Arrow or Parquet, with keys,
 //! rate limits, ETags and the error envelope.
 
-pub mod app;
-pub mod connections;
-pub mod cors;
-pub mod endpoint;
-pub mod errors;
-pub mod etag;
-pub mod limits;
-pub mod parse_errors;
+pub(crate) mod app;
+pub(crate) mod connections;
+pub(crate) mod cors;
+pub(crate) mod endpoint;
+pub(crate) mod errors;
+pub(crate) mod etag;
+pub(crate) mod limits;
+pub(crate) mod parse_errors;
 pub mod query;
-pub mod request_id;
-pub mod timing;
+pub(crate) mod request_id;
+pub(crate) mod timing;

@@ -1,4 +1,4 @@
-//! A cache miss's work: a connection (through [`Admission`](crate::access::admission::Admission)), the
+//! A cache miss's work: a connection (through `access::admission::Admission`), the
 //! compiled statement run on the server with its values bound, the batches collected up to the
 //! response's limit, the next page's cursor, and the body encoded. Blocking client calls run on
 //! tokio's blocking threads; a request that gives up (timeout, dropped connection) cancels its

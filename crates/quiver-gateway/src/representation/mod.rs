@@ -20,9 +20,8 @@ use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
 use axum::body::Bytes;
 
-pub use columnar::META_KEY;
 pub use encoding::{compress, negotiate_encoding, Encoding};
-pub use format::{negotiate, Format, NotAcceptable};
+pub use format::{negotiate, Format};
 pub use json::envelope_tail;
 
 use crate::project::ServingMode;
@@ -113,14 +112,6 @@ pub fn encode(
 pub fn exact_bytes(mut body: Vec<u8>) -> Bytes {
     body.shrink_to_fit();
     Bytes::from(body)
-}
-
-/// One batch's rows as NDJSON lines, for a handler that streams a response batch by batch. The
-/// lines of every batch of a result, in order, are [`encode`]'s NDJSON body.
-pub fn ndjson_batch(batch: &RecordBatch) -> Result<Bytes, EncodeError> {
-    let mut body = Vec::new();
-    json::ndjson_rows(batch, &mut body)?;
-    Ok(Bytes::from(body))
 }
 
 /// A batch holds the result schema's columns, in order, with the same names and types: a server

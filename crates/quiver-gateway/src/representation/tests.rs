@@ -11,6 +11,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use serde_json::{json, Value};
 
+use super::columnar::META_KEY;
 use super::*;
 
 fn meta(next_cursor: Option<&str>) -> BodyMeta {
@@ -205,7 +206,7 @@ fn ndjson_is_one_object_per_line_and_streams_batch_by_batch() {
 
     let streamed: Vec<u8> = batches
         .iter()
-        .flat_map(|batch| ndjson_batch(batch).unwrap().to_vec())
+        .flat_map(|batch| ndjson_batch(batch).unwrap())
         .collect();
     assert_eq!(streamed, body.to_vec());
     assert!(encode(Format::Ndjson, &schema(), &[], &meta(None))
@@ -332,4 +333,12 @@ fn a_batch_unlike_the_result_schema_is_refused() {
             "{error}"
         );
     }
+}
+
+/// One batch's rows as NDJSON lines: the lines of every batch of a result, in order, are
+/// [`encode`]'s NDJSON body.
+fn ndjson_batch(batch: &RecordBatch) -> Result<Vec<u8>, ArrowError> {
+    let mut body = Vec::new();
+    json::ndjson_rows(batch, &mut body)?;
+    Ok(body)
 }

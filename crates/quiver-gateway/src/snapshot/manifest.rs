@@ -56,7 +56,6 @@ pub struct ManifestColumn {
 pub struct Manifest {
     pub dataset_id: String,
     pub snapshot_id: String,
-    pub created_at: Option<String>,
     pub watermark: Option<String>,
     pub watermark_unix: Option<i64>,
     pub schema: Vec<ManifestColumn>,
@@ -96,7 +95,8 @@ impl Manifest {
         if let Some(id) = &snapshot_id {
             check_snapshot_id(id, &mut problems);
         }
-        let created_at = optional_timestamp(&object, "created_at", &mut problems).map(|(t, _)| t);
+        // Checked for its form, though nothing reads it.
+        optional_timestamp(&object, "created_at", &mut problems);
         let watermark = optional_timestamp(&object, "watermark", &mut problems);
         let schema = parse_schema(&object, &mut problems);
         let files = parse_files(&object, &mut problems);
@@ -120,7 +120,6 @@ impl Manifest {
         Ok(Manifest {
             dataset_id: dataset_id.expect("no problem means present"),
             snapshot_id: snapshot_id.expect("no problem means present"),
-            created_at,
             watermark,
             watermark_unix,
             schema,

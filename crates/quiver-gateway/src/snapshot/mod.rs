@@ -5,14 +5,14 @@
 use std::time::SystemTime;
 
 pub mod check;
-pub mod fetch;
-pub mod manifest;
-pub mod materialize;
-pub mod registry;
-pub mod sidecar;
+pub(crate) mod fetch;
+pub(crate) mod manifest;
+pub(crate) mod materialize;
+pub(crate) mod registry;
+pub(crate) mod sidecar;
 mod slot;
-pub mod status;
-pub mod types;
+pub(crate) mod status;
+pub(crate) mod types;
 mod warm;
 
 pub use registry::{
@@ -24,6 +24,7 @@ pub use status::{DatasetMetrics, DatasetState, SnapshotMetrics};
 /// is a new value, swapped in whole.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
+    /// The id of the dataset it belongs to.
     pub dataset: String,
     /// The manifest's `snapshot_id`.
     pub snapshot_id: String,
@@ -33,7 +34,10 @@ pub struct Snapshot {
     pub files_relation: String,
     /// The manifest's `watermark` (RFC 3339), what freshness is measured from.
     pub watermark: Option<String>,
+    /// The watermark in seconds since the Unix epoch.
     pub watermark_unix: Option<i64>,
+    /// When its materialize finished (or, after a warm start, when it first did).
     pub materialized_at: SystemTime,
+    /// How many rows it holds.
     pub row_count: u64,
 }

@@ -41,10 +41,13 @@ pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
 /// Why a call on [`Snapshots`] was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SnapshotError {
+    /// The project has no dataset of this id.
     #[error("no dataset '{0}'")]
     UnknownDataset(String),
+    /// The dataset keeps no previous snapshot.
     #[error("dataset '{0}' has no previous snapshot to roll back to")]
     NoPrevious(String),
+    /// A refresh or rollback of the dataset is under way.
     #[error("dataset '{0}' is being refreshed; try again when it is done")]
     Busy(String),
 }
@@ -54,23 +57,37 @@ pub enum SnapshotError {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RefreshOutcome {
     /// The manifest names the snapshot already serving.
-    Unchanged { snapshot_id: String },
+    Unchanged {
+        /// The snapshot serving.
+        snapshot_id: String,
+    },
     /// The manifest names the snapshot a rollback moved away from: it stays rolled back.
-    Pinned { snapshot_id: String },
+    Pinned {
+        /// The manifest's snapshot, which stays out of service.
+        snapshot_id: String,
+    },
     /// A new snapshot was materialized and serves now.
     Swapped {
+        /// The new snapshot.
         snapshot_id: String,
+        /// The one it replaced, kept for a rollback; `None` when nothing served before.
         previous_snapshot_id: Option<String>,
     },
     /// Nothing changed; the dataset keeps serving what it served (if anything).
-    Failed { error: String },
+    Failed {
+        /// Why the refresh failed.
+        error: String,
+    },
 }
 
 /// What a rollback did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RollbackOutcome {
+    /// The dataset rolled back.
     pub dataset: String,
+    /// The snapshot serving now: the one that served before.
     pub snapshot_id: String,
+    /// The snapshot rolled back from, now kept as the previous one.
     pub previous_snapshot_id: String,
 }
 
@@ -94,6 +111,7 @@ pub struct Snapshots {
 pub struct View {
     /// Counts reloads: what a response cached under one project can never answer for another.
     pub generation: u64,
+    /// The project this view serves.
     pub project: Arc<Project>,
     slots: Vec<Arc<Slot>>,
 }

@@ -102,23 +102,32 @@ pub fn dataset_json(
 /// The numbers `/metrics` renders, per dataset.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DatasetMetrics {
+    /// The dataset's id.
     pub dataset: String,
+    /// Whether it serves a snapshot.
     pub ready: bool,
+    /// The serving snapshot's age (see `status::age_seconds`); `None` when nothing serves.
     pub age_seconds: Option<f64>,
     /// `None` when no endpoint of the dataset sets `max_staleness_minutes`, or nothing serves.
     pub stale: Option<bool>,
+    /// How long the last materialize took.
     pub last_materialize_seconds: Option<f64>,
+    /// Refreshes that ended well, since start.
     pub refresh_ok_total: u64,
+    /// Refreshes that failed, since start.
     pub refresh_failed_total: u64,
     /// Whether the last refresh ended well (`None` before the first).
     pub last_refresh_ok: Option<bool>,
+    /// The serving snapshot's rows; `None` when nothing serves.
     pub row_count: Option<u64>,
 }
 
 /// Every dataset's metrics, in the project's order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnapshotMetrics {
+    /// Whether the gateway is ready by the project's `ready` policy.
     pub ready: bool,
+    /// Each dataset's numbers.
     pub datasets: Vec<DatasetMetrics>,
 }
 
