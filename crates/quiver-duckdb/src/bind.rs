@@ -75,6 +75,8 @@ impl Bound {
             projection_ids: None,
             pushdown_filters: None,
             phase: None,
+            split_tokens: None,
+            finalize_state_id: None,
             execution_id: None,
             init_opaque_data: None,
             substream_id: None,

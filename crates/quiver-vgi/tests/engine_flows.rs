@@ -169,6 +169,8 @@ fn init_request(bind: BindRequest, output: SchemaRef) -> InitRequest {
         projection_ids: None,
         pushdown_filters: None,
         phase: None,
+        split_tokens: None,
+        finalize_state_id: None,
         execution_id: None,
         init_opaque_data: None,
         substream_id: None,
