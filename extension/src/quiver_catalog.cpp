@@ -229,6 +229,7 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 			functions.push_back(CreateWorkerTableFunction(function));
 			break;
 		case QUIVER_KIND_TABLE_IN_OUT:
+		case QUIVER_KIND_TABLE_BUFFERING:
 			functions.push_back(CreateWorkerInOutFunction(function));
 			break;
 		default:

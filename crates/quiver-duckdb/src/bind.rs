@@ -59,6 +59,7 @@ impl Bound {
             function_type: match desc.kind {
                 Kind::Scalar => function_type::SCALAR.into(),
                 Kind::Table | Kind::TableInOut => function_type::TABLE.into(),
+                Kind::TableBuffering => function_type::TABLE_BUFFERING.into(),
             },
             input_schema: self.input_schema.clone(),
             attach_opaque_data: Some(self.attached.found.attach_opaque_data.clone()),

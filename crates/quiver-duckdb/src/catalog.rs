@@ -33,6 +33,8 @@ pub enum Kind {
     Table = 2,
     /// A table in, a table out (`FROM w.f((SELECT ...))`).
     TableInOut = 3,
+    /// A table in, a table out once the whole input was seen (`table_buffering`).
+    TableBuffering = 4,
 }
 
 /// One function as the worker describes it.
@@ -59,6 +61,8 @@ pub struct FunctionDesc {
     pub filters_exactly_applied: bool,
     /// Table-in-out: has a FINALIZE phase.
     pub has_finalize: bool,
+    /// Table: plans its scan into splits (`table_function_plan`).
+    pub supports_splits: bool,
     /// Most connections one call may use (catalog hint), if given.
     pub max_workers: Option<i64>,
     /// `CONSISTENT`, `VOLATILE` or `CONSISTENT_WITHIN_QUERY` (scalars).
@@ -418,6 +422,7 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         function_type::SCALAR => Kind::Scalar,
         function_type::TABLE if has_table_arg => Kind::TableInOut,
         function_type::TABLE => Kind::Table,
+        function_type::TABLE_BUFFERING => Kind::TableBuffering,
         _ => return Ok(None),
     };
     let result = match (kind, info.bytes("output_schema")?) {
@@ -446,6 +451,7 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         filter_pushdown: info.bool("filter_pushdown")?.unwrap_or(false),
         filters_exactly_applied: info.bool("filters_exactly_applied")?.unwrap_or(false),
         has_finalize: info.bool("has_finalize")?.unwrap_or(false),
+        supports_splits: info.bool("supports_splits")?.unwrap_or(false),
         max_workers: info.int("max_workers")?,
         stability: info.str("stability")?,
         null_handling: info.str("null_handling")?,

@@ -34,15 +34,17 @@ pub mod negotiate;
 pub mod numbers;
 pub mod scalar;
 pub mod scan;
+pub mod splits;
 mod socket_dir;
 pub mod stream;
+pub mod table_buffering;
 pub mod table_in_out;
 pub mod worker;
 
 pub use ffi::{Failure, FailureCode, QUIVER_OK};
 
 /// Version of the C ABI in `quiver_core.h`; bump on any change to a signature or convention.
-pub const QUIVER_CORE_ABI_VERSION: u32 = 2;
+pub const QUIVER_CORE_ABI_VERSION: u32 = 3;
 
 static VERSION: &CStr =
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
