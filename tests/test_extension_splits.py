@@ -67,7 +67,9 @@ def test_a_split_scan_returns_every_row_once(con: duckdb.DuckDBPyConnection, n: 
 
 
 def test_many_splits_more_than_threads(con: duckdb.DuckDBPyConnection) -> None:
-    rows = con.execute("SELECT count(*), sum(n), count(DISTINCT n) FROM sp.split_many(n := 20000, splits := 500)").fetchone()
+    rows = con.execute(
+        "SELECT count(*), sum(n), count(DISTINCT n) FROM sp.split_many(n := 20000, splits := 500)"
+    ).fetchone()
     assert rows == (20_000, sum(range(20_000)), 20_000)
 
 
@@ -107,7 +109,9 @@ def test_a_failing_split_is_a_typed_error_and_the_connection_goes_on(
     con: duckdb.DuckDBPyConnection, in_init: str
 ) -> None:
     with pytest.raises(duckdb.InvalidInputException) as failure:
-        con.execute(f"SELECT * FROM sp.split_fail_at(n := 4000, splits := 4, fail_at := 2, fail_in_init := {in_init})").fetchall()
+        con.execute(
+            f"SELECT * FROM sp.split_fail_at(n := 4000, splits := 4, fail_at := 2, fail_in_init := {in_init})"
+        ).fetchall()
     assert not isinstance(failure.value, duckdb.InternalException)
     assert "split 2" in str(failure.value) and "worker 'sp'" in str(failure.value), str(failure.value)
     assert column(con, "SELECT n FROM sp.split_sequence(n := 100, splits := 3) ORDER BY n") == list(range(100))

@@ -38,6 +38,13 @@ FAULTS = [
         "answered column 'n' as Utf8 where its bind declared Int64",
     ),
     ("SELECT * FROM w.io_die((SELECT 1))", duckdb.IOException, "killed by signal 9 (SIGKILL)"),
+    ("SELECT * FROM w.b_boom((SELECT 1))", duckdb.InvalidInputException, "ValueError: b_boom() failed on purpose"),
+    (
+        "SELECT * FROM w.b_wrong_type((SELECT * FROM range(3)))",
+        duckdb.IOException,
+        "answered column 'n' as Utf8 where its bind declared Int64",
+    ),
+    ("SELECT * FROM w.b_die((SELECT 1))", duckdb.IOException, "killed by signal 9 (SIGKILL)"),
 ]
 
 
@@ -61,6 +68,7 @@ def test_a_fault_is_a_typed_error_and_the_connection_goes_on(
     assert con.execute("SELECT w.ok('still here')").fetchone() == ("still here",)
     assert con.execute("SELECT sum(n) FROM w.t_ok()").fetchone() == (6,)
     assert con.execute("SELECT sum(n) FROM w.io_ok((SELECT * FROM range(4)))").fetchone() == (6,)
+    assert con.execute("SELECT n FROM w.b_ok((SELECT * FROM range(4)))").fetchall() == [(4,)]
     assert not zombies()
 
 
@@ -82,18 +90,14 @@ def test_kinds_the_engine_cannot_call_are_listed_and_refused_by_name(con: duckdb
     listed = dict(
         con.execute(
             "SELECT function_name, description FROM duckdb_functions() "
-            "WHERE database_name = 'w' AND function_name IN ('total', 'buffered')"
+            "WHERE database_name = 'w' AND function_name IN ('total')"
         ).fetchall()
     )
     assert listed == {
         "total": "w.total is an aggregate function; quiver's engine does not call aggregates yet",
-        "buffered": "w.buffered is a buffered table function (table_buffering); quiver's engine does not "
-        "call buffered table functions yet",
     }
     with pytest.raises(duckdb.NotImplementedException, match=r"w\.total is an aggregate function"):
         con.execute("SELECT w.total(x) FROM (VALUES (1), (2)) t(x)")
-    with pytest.raises(duckdb.NotImplementedException, match=r"w\.buffered is a buffered table function"):
-        con.execute("SELECT * FROM w.buffered()")
     assert con.execute("SELECT w.ok('on')").fetchone() == ("on",)
 
 

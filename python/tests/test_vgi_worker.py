@@ -364,7 +364,7 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["echo", "numbers", "upper_case"],
+        "functions": ["echo", "numbers", "row_count", "split_numbers", "upper_case"],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

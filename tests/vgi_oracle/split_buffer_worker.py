@@ -60,7 +60,8 @@ class PagedArgs:
 @bind_fixed_schema
 class PagedSequence(TableFunctionGenerator[PagedArgs, SplitState]):
     """[0, n) in `splits` splits, `per_page` of them per plan page: the engine follows cursors.
-    Redeems and emits exactly as vgi's split_sequence does."""
+    Redeems and emits exactly as vgi's split_sequence does.
+    """
 
     FIXED_SCHEMA = _SplitBase.FIXED_SCHEMA
     on_split = _SplitBase.__dict__["on_split"]

@@ -1,4 +1,7 @@
-"""The example worker: ``numbers(n)``, ``echo(TABLE)``, ``upper_case(VARCHAR)``.
+"""The example worker: numbers, split_numbers, echo, row_count and upper_case.
+
+``numbers(n)``, ``split_numbers(n, splits)`` (a split-planned scan), ``echo(TABLE)``,
+``row_count(TABLE)`` (a buffered table function), ``upper_case(VARCHAR)``.
 
 ``python -m quiver.vgi.allinone`` (stdio) or ``... --unix PATH [--idle-timeout SECS]``;
 attach it from DuckDB with ``LOCATION 'launch:python -m quiver.vgi.allinone'``.
@@ -6,6 +9,7 @@ attach it from DuckDB with ``LOCATION 'launch:python -m quiver.vgi.allinone'``.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +21,9 @@ from quiver.vgi import Arg, Worker
 DEFAULT_BATCH_ROWS = 1 << 20
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
-worker = Worker("allinone", "VGI example worker: numbers, echo, upper_case")
+worker = Worker("allinone", "VGI example worker: numbers, split_numbers, echo, row_count, upper_case")
+ROW_COUNT = pa.schema([pa.field("rows", pa.int64())])
+SPLIT_RANGE = struct.Struct("<qq")
 
 
 @worker.scalar(returns=pa.string(), args=[Arg("s", pa.string(), "the text to upper-case")])
@@ -46,6 +52,42 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
         if base is None or len(base) < end - start:
             base = pa.array(range(end - start), pa.int64())
         yield pa.RecordBatch.from_arrays([pc.add(base.slice(0, end - start), start)], schema=NUMBERS)
+
+
+def _split_ranges(args: dict[str, Any]) -> list[bytes]:
+    """[0, n) in ``splits`` contiguous ranges (the first ones one row longer), one payload each."""
+    n, k = args["n"], args["splits"]
+    base, extra = divmod(n, k)
+    payloads, lo = [], 0
+    for i in range(k):
+        hi = lo + base + (1 if i < extra else 0)
+        payloads.append(SPLIT_RANGE.pack(lo, hi))
+        lo = hi
+    return payloads
+
+
+@worker.table(
+    output=NUMBERS,
+    args=[
+        Arg("n", pa.int64(), "how many numbers", min=0),
+        Arg("splits", pa.int64(), "how many splits", named=True, default=4, min=1, max=1_000_000),
+    ],
+    projection=True,
+    max_workers=8,
+    splits=_split_ranges,
+)
+def split_numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
+    """The integers 0 .. n-1 as column n, planned into splits: each init reads one range."""
+    lo, hi = SPLIT_RANGE.unpack(scan.split)
+    for start in range(lo, hi, DEFAULT_BATCH_ROWS):
+        end = min(hi, start + DEFAULT_BATCH_ROWS)
+        yield pa.RecordBatch.from_arrays([pa.array(range(start, end), pa.int64())], schema=NUMBERS)
+
+
+@worker.buffered_table(args=[Arg.table_input("data", "the rows to count")], output=ROW_COUNT)
+def row_count(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    """One row: how many rows the whole input has (a buffered table function: it sees all of it)."""
+    return pa.RecordBatch.from_arrays([pa.array([table.num_rows], pa.int64())], schema=ROW_COUNT)
 
 
 @worker.table_in_out(args=[Arg.table_input("data", "the rows to pass through")], finalize=lambda args, state: [])

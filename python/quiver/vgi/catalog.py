@@ -14,7 +14,7 @@ import pyarrow as pa
 from . import filters as vgi_filters
 from . import wire
 from .errors import NotFoundError, OpaqueDataNotRecognizedError
-from .function import SCALAR, Function
+from .function import SCALAR, TABLE_BUFFERING, Function
 from .protocol import SchemaObjectType
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def function_info(function: Function) -> dict[str, Any]:
         "tags": [],
         "name": function.name,
         "schema_path": [SCHEMA_NAME],
-        "function_type": "SCALAR" if function.kind == SCALAR else "TABLE",
+        "function_type": _FUNCTION_TYPES.get(function.kind, "TABLE"),
         "arguments": wire.schema_bytes(function.arguments_schema()),
         "output_schema": wire.schema_bytes(output),
         "parameter_default_values": None if defaults is None else wire.stream_bytes([defaults], defaults.schema),
@@ -65,7 +65,7 @@ def function_info(function: Function) -> dict[str, Any]:
         "order_preservation": "PRESERVES_ORDER" if table_like else None,
         "max_workers": function.max_workers if table_like else None,
         "supports_batch_index": False,
-        "supports_splits": False,
+        "supports_splits": function.splits is not None,
         "filters_exactly_applied": False,
         "supports_positions": False,
         "split_token_ttl_seconds": None,
@@ -83,6 +83,9 @@ def function_info(function: Function) -> dict[str, Any]:
         "required_settings": [],
         "required_secrets": [],
     }
+
+
+_FUNCTION_TYPES = {SCALAR: "SCALAR", TABLE_BUFFERING: "TABLE_BUFFERING"}
 
 
 def schema_info(functions: dict[str, Function]) -> dict[str, Any]:

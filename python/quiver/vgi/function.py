@@ -12,7 +12,7 @@ import pyarrow as pa
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
-SCALAR, TABLE, TABLE_IN_OUT = "scalar", "table", "table-in-out"
+SCALAR, TABLE, TABLE_IN_OUT, TABLE_BUFFERING = "scalar", "table", "table-in-out", "table-buffering"
 _SQL_NAMES = {
     pa.int8(): "TINYINT",
     pa.int16(): "SMALLINT",
@@ -116,6 +116,10 @@ class Function:
     shared_work: Callable[[dict[str, Any]], int] | None = None
     finalize: Callable[..., Any] | None = None
     initial_state: Callable[[dict[str, Any]], Any] | None = None
+    # Split scans: ``splits(args) -> list[bytes]`` names the scan's units of work (payloads).
+    splits: Callable[[dict[str, Any]], list[bytes]] | None = None
+    # Splits per plan page (the engine may ask for fewer); None: the SDK's default.
+    splits_per_page: int | None = None
 
     @property
     def positional(self) -> list[Arg]:

@@ -23,12 +23,14 @@ from ..rpc.session import Session
 from ..transport.socket import SocketConnection, listen_unix
 from ..transport.stdio import stdio_connection
 from .bind import BindMethods
+from .buffering import BufferedCalls, BufferingMethods
 from .catalog import CatalogMethods
 from .execution import Executions
-from .function import SCALAR, TABLE, TABLE_IN_OUT, Arg, Function
+from .function import SCALAR, TABLE, TABLE_BUFFERING, TABLE_IN_OUT, Arg, Function
 from .init import InitMethods
 from .log import LEVELS, log, set_level
 from .protocol import VgiV2
+from .splits import PlanMethods
 
 
 class Worker:
@@ -45,6 +47,7 @@ class Worker:
         self.description = description
         self.functions: dict[str, Function] = {}
         self.executions = Executions()
+        self.buffered = BufferedCalls()
 
     # decorators ------------------------------------------------------------------------
 
@@ -77,11 +80,18 @@ class Worker:
         filters: bool = False,
         max_workers: int = 1,
         shared_work: Callable[[dict[str, Any]], int] | None = None,
+        splits: Callable[[dict[str, Any]], list[bytes]] | None = None,
+        splits_per_page: int | None = None,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, scan) -> Iterator[pa.RecordBatch]``, full output columns; the SDK filters and projects.
 
         With ``shared_work(args) -> total units``, ``scan.claim(n)`` hands out ``(start, end)`` ranges
         across every connection of the execution (``None`` when done); then ``max_workers`` may exceed 1.
+
+        With ``splits(args) -> list[bytes]`` the scan is planned instead: each payload names one unit
+        of work, the engine redeems each on any connection, and the body reads its unit from
+        ``scan.split``. ``max_workers`` bounds how many splits run at once; ``splits_per_page`` how
+        many one plan page carries.
         """
 
         def wrap(body: Callable[..., Any]) -> Function:
@@ -95,8 +105,10 @@ class Worker:
                     output=output,
                     projection_pushdown=projection,
                     filter_pushdown=filters,
-                    max_workers=max_workers if shared_work else 1,
+                    max_workers=max_workers if shared_work or splits else 1,
                     shared_work=shared_work,
+                    splits=splits,
+                    splits_per_page=splits_per_page,
                 )
             )
 
@@ -132,6 +144,37 @@ class Worker:
                     max_workers=1,
                     finalize=finalize,
                     initial_state=initial_state,
+                )
+            )
+
+        return wrap
+
+    def buffered_table(
+        self,
+        *,
+        args: list[Arg],
+        output: Callable[[pa.Schema, dict[str, Any]], pa.Schema] | pa.Schema | None = None,
+        name: str | None = None,
+        doc: str | None = None,
+    ) -> Callable[[Callable[..., Any]], Function]:
+        """``fn(args, table: pa.Table) -> pa.Table | RecordBatch | Iterable[RecordBatch]``: a buffered
+        table function (``table_buffering``), called once with the whole input table.
+
+        ``output`` is the output schema, or a function of the input schema (default: the input schema).
+        """
+        if not any(a.table for a in args):
+            raise ValueError("a buffered table function needs an Arg.table_input(...) argument")
+
+        def wrap(body: Callable[..., Any]) -> Function:
+            return self.add(
+                Function(
+                    name or body.__name__,
+                    TABLE_BUFFERING,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    output=output,
+                    max_workers=1,
                 )
             )
 
@@ -213,7 +256,7 @@ def _doc(body: Callable[..., Any]) -> str:
     return (body.__doc__ or "").strip()
 
 
-class _Service(CatalogMethods, BindMethods, InitMethods):
+class _Service(CatalogMethods, BindMethods, InitMethods, PlanMethods, BufferingMethods):
     """The implementation of :class:`~quiver.vgi.protocol.VgiV2` for one :class:`Worker`."""
 
     def __init__(self, worker: Worker) -> None:

@@ -1,0 +1,65 @@
+"""vgi-python 0.47.0's engine-role client (`vgi.client.Client`) driving the split-planned scan
+(`split_numbers`) and the buffered table function (`row_count`) of quiver's example workers: the
+reference engine side as the oracle for what quiver's SDKs serve. It plans page by page (cursors,
+`max_splits_per_response`), redeems every split on its own init in reverse order, and sends a
+buffered call's input batch by batch (tests/vgi_oracle/drive_splits.py, in the vgi venv).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DRIVER = ROOT / "tests" / "vgi_oracle" / "drive_splits.py"
+
+
+def worker_argv(sdk: str) -> list[str]:
+    if sdk == "python":
+        return [sys.executable, "-m", "quiver.vgi.allinone"]
+    pytest.fail(f"unknown SDK {sdk}")
+
+
+@pytest.fixture(scope="module", params=["python"])
+def oracle(request: pytest.FixtureRequest) -> dict[str, Any]:
+    python = Path(os.environ.get("QUIVER_VGI_PYTHON", ROOT / ".venv-vgi" / "bin" / "python"))
+    if not python.exists():
+        pytest.fail(f"no vgi-python venv at {python}: run ./quiver test (setup.sh builds .venv-vgi)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    done = subprocess.run(
+        [str(python), str(DRIVER), json.dumps(worker_argv(request.param))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout)
+
+
+def test_a_plan_in_pages_redeemed_split_by_split_returns_every_row_once(oracle: dict[str, Any]) -> None:
+    paged = oracle["paged"]
+    assert paged["error_class"] is None, paged
+    assert (paged["value"]["pages"], paged["value"]["splits"]) == (3, 25)
+    assert paged["value"]["values"] == list(range(10_000))
+    one = oracle["one_page"]["value"]
+    assert (one["pages"], one["splits"], one["values"]) == (1, 3, list(range(7)))
+
+
+def test_a_token_minted_for_another_bind_is_refused(oracle: dict[str, Any]) -> None:
+    forged = oracle["forged"]
+    assert forged["error_class"] == "ClientError"
+    assert "[SPLIT_TOKEN_INVALID]" in forged["message"] and "different bind" in forged["message"]
+    assert oracle["after"]["value"]["values"] == [0, 1, 2, 3, 4]
+
+
+def test_a_buffered_call_sees_the_whole_input(oracle: dict[str, Any]) -> None:
+    assert oracle["buffered"] == {"error_class": None, "value": [{"rows": 12_345}]}
+    assert oracle["buffered_empty"] == {"error_class": None, "value": [{"rows": 0}]}
