@@ -36,8 +36,9 @@ class _VgiStream(Stream):  # type: ignore[type-arg]
 
 
 class _Scan:
-    """What a table function's body sees: its share of the execution's work (``split``: the
-    payload of the split this init redeems, for a function that declares splits).
+    """What a table function's body sees: its share of the execution's work.
+
+    ``split`` is the payload of the split this init redeems, for a function that declares splits.
     """
 
     def __init__(self, counter: Any, split: bytes | None = None) -> None:

@@ -1,6 +1,8 @@
-"""Split scans (``table_function_plan``): a table function that declares ``splits`` names its work
-as payloads; the engine plans (page by page, following cursors) and redeems each split with an
-``init`` carrying its token, on any connection.
+"""Split scans (``table_function_plan``): planning a scan into splits and redeeming them.
+
+A table function that declares ``splits`` names its work as payloads; the engine plans (page by
+page, following cursors) and redeems each split with an ``init`` carrying its token, on any
+connection.
 
 A token is the payload in VGI's envelope (format 1): ``version | flags | anchor_len (u16 LE) |
 bind fingerprint (16 bytes) | anchor | payload``. This SDK holds no signing key: it never seals a

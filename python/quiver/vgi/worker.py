@@ -157,8 +157,9 @@ class Worker:
         name: str | None = None,
         doc: str | None = None,
     ) -> Callable[[Callable[..., Any]], Function]:
-        """``fn(args, table: pa.Table) -> pa.Table | RecordBatch | Iterable[RecordBatch]``: a buffered
-        table function (``table_buffering``), called once with the whole input table.
+        """``fn(args, table: pa.Table) -> pa.Table | RecordBatch | Iterable[RecordBatch]``.
+
+        A buffered table function (``table_buffering``), called once with the whole input table.
 
         ``output`` is the output schema, or a function of the input schema (default: the input schema).
         """
