@@ -5,7 +5,8 @@
 //! launching and reaching workers (`worker.rs`, on `quiver-process` and `quiver-transport`; the
 //! `launch:` sockets' private directories in `socket_dir.rs`), discovering their functions
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
-//! threads (`scan.rs`), scalar calls (`scalar.rs`), table-in-out calls (`table_in_out.rs`), all as
+//! threads (`scan.rs`, split-planned ones in `splits.rs`), scalar calls (`scalar.rs`), table-in-out
+//! calls (`table_in_out.rs`), buffered table calls (`table_buffering.rs`), all as
 //! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`). The bench
 //! flavour alone (feature `bench-functions`) adds `numbers.rs`, the benchmark's in-process ceiling.
 //! Data crosses the boundary only as Arrow C Data Interface structs (`arrow_c.rs`): DuckDB's own
