@@ -6,7 +6,9 @@ function `row_count(TABLE)` (one row: the rows of the whole input, whatever the 
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -14,21 +16,45 @@ import pytest
 
 from extension_support import children, connect, zombies
 
-WORKERS = {"python": f"{sys.executable} -m quiver.vgi.allinone"}
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release"))
+WORKERS = {
+    "python": f"{sys.executable} -m quiver.vgi.allinone",
+    # The Rust SDK's split example (cargo build --release -p quiver-vgi --example split_numbers).
+    "rust": str(BIN / "examples" / "split_numbers"),
+}
+# The SDKs whose example worker has the buffered table function row_count.
+BUFFERED = ["python"]
 
 
-@pytest.fixture(
-    params=[(sdk, prefix, threads) for sdk in WORKERS for prefix in ("", "launch:") for threads in (1, 4)],
-    ids=lambda p: f"{p[0]}-{p[1] or 'stdio:'}threads{p[2]}",
-)
-def con(request, extension: Path):
-    sdk, prefix, threads = request.param
+def cases(sdks: list[str]) -> list[tuple[str, str, int]]:
+    return [(sdk, prefix, threads) for sdk in sdks for prefix in ("", "launch:") for threads in (1, 4)]
+
+
+def case_id(case: tuple[str, str, int]) -> str:
+    return f"{case[0]}-{case[1] or 'stdio:'}threads{case[2]}"
+
+
+def attach(case: tuple[str, str, int], extension: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    sdk, prefix, threads = case
+    if sdk == "rust" and not Path(WORKERS["rust"]).exists():
+        pytest.fail(f"{WORKERS['rust']} is not built: cargo build --release -p quiver-vgi --example split_numbers")
     connection = connect(extension, threads=str(threads))
     connection.execute(f"ATTACH '{prefix}{WORKERS[sdk]}' AS a (TYPE quiver)")
     yield connection
     connection.execute("DETACH a")
     connection.close()
     assert not children() and not zombies()
+
+
+@pytest.fixture(params=cases(list(WORKERS)), ids=case_id)
+def con(request, extension: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from attach(request.param, extension)
+
+
+@pytest.fixture(params=cases(BUFFERED), ids=case_id)
+def buffered(request, extension: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    yield from attach(request.param, extension)
 
 
 @pytest.mark.parametrize(("n", "splits"), [(100_000, 37), (10, 10), (5, 1), (2_500, 1_500)])
@@ -44,7 +70,8 @@ def test_split_numbers_under_filters_and_projection(con: duckdb.DuckDBPyConnecti
     assert con.execute("SELECT count(*) FROM a.split_numbers(1234, splits := 5)").fetchone() == (1234,)
 
 
-def test_row_count_sees_the_whole_input(con: duckdb.DuckDBPyConnection) -> None:
+def test_row_count_sees_the_whole_input(buffered: duckdb.DuckDBPyConnection) -> None:
+    con = buffered
     assert con.execute("SELECT rows FROM a.row_count((SELECT * FROM range(250000)))").fetchall() == [(250_000,)]
     assert con.execute("SELECT rows FROM a.row_count((SELECT * FROM range(0)))").fetchall() == [(0,)]
     joined = "SELECT rows FROM a.row_count((SELECT n FROM a.split_numbers(77777, splits := 13)))"

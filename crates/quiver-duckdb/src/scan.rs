@@ -13,10 +13,10 @@ use arrow_schema::SchemaRef;
 use crate::arrow_c;
 use crate::bind::Bound;
 use crate::calls::StreamHandle;
-use crate::splits::{self, SplitQueue};
 use crate::ffi::{
     guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
 };
+use crate::splits::{self, SplitQueue};
 use crate::stream::Stream;
 use crate::worker::Worker;
 

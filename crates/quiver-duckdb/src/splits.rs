@@ -121,11 +121,14 @@ fn one_page(
     let unreadable = |why: String| {
         Failure::new(
             FailureCode::Worker,
-            format!("{} answered an unreadable plan during {during}: {why}", worker.label()),
+            format!(
+                "{} answered an unreadable plan during {during}: {why}",
+                worker.label()
+            ),
         )
     };
-    let bytes = result_bytes(reply, methods::TABLE_FUNCTION_PLAN)
-        .map_err(|e| unreadable(e.message))?;
+    let bytes =
+        result_bytes(reply, methods::TABLE_FUNCTION_PLAN).map_err(|e| unreadable(e.message))?;
     PlanResponse::decode(&bytes, splits_left).map_err(|e| unreadable(e.message))
 }
 
@@ -133,7 +136,8 @@ impl SplitPlan {
     /// Opens the producer stream of one split, on any pooled connection.
     pub fn redeem(&mut self, token: Vec<u8>) -> Outcome<Stream> {
         let request = self.request_for(token);
-        Ok(Stream::open(&self.worker, &request, self.during.clone())?.expecting(self.output.clone()))
+        Ok(Stream::open(&self.worker, &request, self.during.clone())?
+            .expecting(self.output.clone()))
     }
 
     /// The encoded `init` redeeming `token`.
@@ -191,7 +195,9 @@ impl SplitQueue {
             )
         };
         // Opened outside the lock: the other threads claim while this one waits on the worker.
-        Ok(Some(Stream::open(&worker, &request, during)?.expecting(output)))
+        Ok(Some(
+            Stream::open(&worker, &request, during)?.expecting(output),
+        ))
     }
 }
 

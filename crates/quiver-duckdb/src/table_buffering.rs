@@ -191,7 +191,10 @@ fn destruct(worker: &Worker, mut conn: Conn, target: &Target) {
     let request = buffering::destructor_request(target);
     let done = fd_io::with_deadline(CANCEL_DEADLINE, || {
         conn.client
-            .call(methods::TABLE_BUFFERING_DESTRUCTOR, &request_batch(&request))
+            .call(
+                methods::TABLE_BUFFERING_DESTRUCTOR,
+                &request_batch(&request),
+            )
             .map(|_| ())
     });
     match done {

@@ -236,7 +236,10 @@ mod tests {
             decode_destructor_request(&destructor_request(&target)).unwrap(),
             target
         );
-        assert_eq!(decode_process_response(&process_response(b"s")).unwrap(), b"s");
+        assert_eq!(
+            decode_process_response(&process_response(b"s")).unwrap(),
+            b"s"
+        );
         assert_eq!(
             decode_combine_response(&combine_response(&[b"f".to_vec()])).unwrap(),
             vec![b"f".to_vec()]

@@ -439,5 +439,4 @@ pub static BUFFERING_DESTRUCTOR_REQUEST: LazyLock<SchemaRef> = LazyLock::new(|| 
 });
 
 /// `TableBufferingDestructorResponse`: an empty acknowledgement.
-pub static BUFFERING_DESTRUCTOR_RESPONSE: LazyLock<SchemaRef> =
-    LazyLock::new(|| schema(vec![]));
+pub static BUFFERING_DESTRUCTOR_RESPONSE: LazyLock<SchemaRef> = LazyLock::new(|| schema(vec![]));

@@ -265,8 +265,7 @@ pub mod split_token {
         }
         if flags & FLAG_PAYLOAD_SEALED != 0 {
             return invalid(
-                "split token is sealed but this worker holds no signing key; cannot open it"
-                    .into(),
+                "split token is sealed but this worker holds no signing key; cannot open it".into(),
             );
         }
         let anchor_len = usize::from(u16::from_le_bytes([token[2], token[3]]));

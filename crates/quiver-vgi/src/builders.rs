@@ -12,7 +12,7 @@ use crate::args::Args;
 use crate::declarations::{Arg, Capabilities, FunctionKind};
 use crate::function::{
     BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
-    WorkBody,
+    SplitsBody, WorkBody,
 };
 use crate::in_out_state::{Emitter, InOutInit, InOutState};
 use crate::scan::{ScanInit, TableScan};
@@ -106,6 +106,7 @@ pub struct TableFunction {
     bind: Option<Arc<BindBody>>,
     work: Option<Arc<WorkBody>>,
     cardinality: Option<Arc<CardinalityBody>>,
+    splits: Option<Arc<SplitsBody>>,
 }
 
 impl TableFunction {
@@ -123,6 +124,7 @@ impl TableFunction {
             bind: None,
             work: None,
             cardinality: None,
+            splits: None,
         }
     }
 
@@ -184,6 +186,18 @@ impl TableFunction {
         self
     }
 
+    /// Plans the scan into splits: one payload per unit of work. The engine asks for the plan
+    /// (`table_function_plan`), then redeems each split on any connection; the scan reads its
+    /// unit from [`ScanInit::split`](crate::ScanInit::split). With it, `max_workers` bounds how
+    /// many splits run at once.
+    pub fn splits<F>(mut self, splits: F) -> Self
+    where
+        F: Fn(&Args) -> Result<Vec<Vec<u8>>, ErrorReport> + Send + Sync + 'static,
+    {
+        self.splits = Some(Arc::new(splits));
+        self
+    }
+
     /// A row-count estimate for the engine's planner.
     pub fn cardinality<F>(mut self, cardinality: F) -> Self
     where
@@ -216,6 +230,7 @@ impl TableFunction {
                 work: self.work,
                 scan: factory,
                 cardinality: self.cardinality,
+                splits: self.splits,
             },
         };
         function.check();

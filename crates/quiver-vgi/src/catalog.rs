@@ -267,6 +267,7 @@ pub fn function_info(function: &Function) -> RecordBatch {
         .str("order_dependent", Some("NOT_ORDER_DEPENDENT"))
         .str("distinct_dependent", Some("NOT_DISTINCT_DEPENDENT"))
         .bool("has_finalize", Some(caps.has_finalize))
+        .bool("supports_splits", Some(function.supports_splits()))
         .finish()
 }
 

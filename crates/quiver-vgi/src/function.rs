@@ -47,6 +47,10 @@ pub type ScanFactory =
 /// The units of work an execution shares between its connections.
 pub type WorkBody = dyn Fn(&Args) -> Result<u64, ErrorReport> + Send + Sync;
 
+/// The splits a planned scan is divided into: one payload (the function's own bytes naming a
+/// unit of work) per split.
+pub type SplitsBody = dyn Fn(&Args) -> Result<Vec<Vec<u8>>, ErrorReport> + Send + Sync;
+
 /// An estimate of a table function's row count, for the engine's planner.
 pub type CardinalityBody = dyn Fn(&Args) -> Result<Option<u64>, ErrorReport> + Send + Sync;
 
@@ -65,6 +69,7 @@ pub(crate) enum Body {
         work: Option<Arc<WorkBody>>,
         scan: Arc<ScanFactory>,
         cardinality: Option<Arc<CardinalityBody>>,
+        splits: Option<Arc<SplitsBody>>,
     },
     TableInOut {
         bind: Arc<BindBody>,
@@ -96,6 +101,17 @@ impl Function {
     /// The capabilities.
     pub fn capabilities(&self) -> Capabilities {
         self.caps
+    }
+
+    /// Whether its scan is planned into splits (`table_function_plan`).
+    pub fn supports_splits(&self) -> bool {
+        matches!(
+            &self.body,
+            Body::Table {
+                splits: Some(_),
+                ..
+            }
+        )
     }
 
     /// Positional arguments (the TABLE one excluded), in declaration order.
@@ -172,11 +188,11 @@ impl Function {
             "{}: only table-in-out functions finalize",
             self.name
         );
-        if let Body::Table { work, .. } = &self.body {
-            // Without shared work, every connection would produce the whole table.
+        if let Body::Table { work, splits, .. } = &self.body {
+            // Without shared work or splits, every connection would produce the whole table.
             assert!(
-                work.is_some() || self.caps.max_workers == Some(1),
-                "{}: a table function with max_workers > 1 needs shared_work()",
+                work.is_some() || splits.is_some() || self.caps.max_workers == Some(1),
+                "{}: a table function with max_workers > 1 needs shared_work() or splits()",
                 self.name
             );
         }

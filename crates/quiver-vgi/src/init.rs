@@ -23,6 +23,7 @@ use crate::function::Body;
 use crate::in_out_state::InOutInit;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
 use crate::logging::{self, Level};
+use crate::plan;
 use crate::projection::Projection;
 use crate::scalar::ScalarStream;
 use crate::scan::ScanInit;
@@ -173,12 +174,28 @@ fn table(
     request: &InitRequest,
     ctx: &mut CallContext<'_>,
 ) -> Result<StreamSetup, ErrorReport> {
-    let Body::Table { work, scan, .. } = &bound.function.body else {
+    let Body::Table {
+        work, scan, splits, ..
+    } = &bound.function.body
+    else {
         unreachable!("kind Table has a table body");
+    };
+    let split = match &request.split_tokens {
+        Some(tokens) => Some(plan::redeem(&bound, &request.bind_call, tokens)?),
+        None if splits.is_some() => {
+            return Err(errors::invalid_argument(format!(
+                "{}() plans its scan into splits: call table_function_plan, then init with \
+                 split_tokens",
+                bound.function.name
+            )))
+        }
+        None => None,
     };
     let projection = projection(&bound, request)?;
     let filters = filters(&bound, request, ctx)?;
     let (execution, is_primary) = execution_id(request)?;
+    // A split stands alone: it shares no work with other connections.
+    let is_primary = is_primary || split.is_some();
     if is_primary {
         logging::log(
             Level::Debug,
@@ -190,6 +207,7 @@ fn table(
         );
     }
     let shared = match (work, is_primary) {
+        _ if split.is_some() => None,
         (None, _) => None,
         (Some(work), true) => Some(context.executions.start(execution, work(&bound.args)?)?),
         (Some(_), false) => Some(context.executions.join(execution)?),
@@ -198,8 +216,13 @@ fn table(
         args: &bound.args,
         output_schema: &bound.output_schema,
         is_primary,
+        split: split.as_deref(),
     })?;
-    let max_workers = i64::from(bound.function.caps.max_workers.unwrap_or(1));
+    let max_workers = if split.is_some() {
+        1
+    } else {
+        i64::from(bound.function.caps.max_workers.unwrap_or(1))
+    };
     let output_schema = projection.schema().clone();
     let stream = TableStream::new(
         &bound.function.name,

@@ -65,6 +65,7 @@ mod in_out_state;
 mod init;
 pub mod limits;
 pub mod logging;
+mod plan;
 mod projection;
 mod scalar;
 mod scan;

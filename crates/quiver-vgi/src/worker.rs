@@ -116,6 +116,7 @@ impl Worker {
         crate::catalog::register(&mut service, catalog.clone());
         crate::bind::register(&mut service, catalog.clone());
         crate::bind::register_cardinality(&mut service, catalog.clone());
+        crate::plan::register(&mut service, catalog.clone());
         crate::init::register(
             &mut service,
             Arc::new(InitContext {
