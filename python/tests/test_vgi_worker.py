@@ -324,7 +324,7 @@ def oracle() -> dict[str, Any]:
     return results
 
 
-def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> None:
+def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
     assert catalog["attach"] == {
@@ -338,11 +338,13 @@ def test_oracle_catalog_lists_the_three_functions(oracle: dict[str, Any]) -> Non
         "macro": 0,
         "scalar_function": 1,
         "table": 0,
-        "table_function": 2,
+        "table_function": 4,
         "view": 0,
     }
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case"}
+    assert set(functions) == {"numbers", "echo", "upper_case", "split_numbers", "row_count"}
+    assert functions["row_count"]["function_type"] == "TABLE_BUFFERING"
+    assert functions["split_numbers"]["function_type"] == "TABLE"
     upper = functions["upper_case"]
     assert (upper["listed_as"], upper["function_type"]) == ("SCALAR_FUNCTION", "SCALAR")
     assert [(a["name"], a["type"]) for a in upper["arguments"]] == [("s", "string")]
