@@ -24,7 +24,7 @@ WORKERS = {
     "rust": str(BIN / "examples" / "split_numbers"),
 }
 # The SDKs whose example worker has the buffered table function row_count.
-BUFFERED = ["python"]
+BUFFERED = ["python", "rust"]
 
 
 def cases(sdks: list[str]) -> list[tuple[str, str, int]]:

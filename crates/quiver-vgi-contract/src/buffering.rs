@@ -199,9 +199,12 @@ pub fn decode_combine_response(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ErrorReport
     Ok(ids)
 }
 
-/// `TableBufferingDestructorResponse`: empty.
+/// `TableBufferingDestructorResponse`: a dataclass without fields, which travels (as vgi-python
+/// writes it) as a batch of no columns and no rows.
 pub fn destructor_response() -> Vec<u8> {
-    ipc::encode_batch(&RowBuilder::new(schemas::BUFFERING_DESTRUCTOR_RESPONSE.clone()).finish())
+    ipc::encode_batch(&arrow_array::RecordBatch::new_empty(
+        schemas::BUFFERING_DESTRUCTOR_RESPONSE.clone(),
+    ))
 }
 
 #[cfg(test)]
@@ -244,5 +247,7 @@ mod tests {
             decode_combine_response(&combine_response(&[b"f".to_vec()])).unwrap(),
             vec![b"f".to_vec()]
         );
+        let (_, empty) = ipc::decode_batches(&destructor_response(), "destructor").unwrap();
+        assert_eq!(empty.iter().map(|b| b.num_columns()).sum::<usize>(), 0);
     }
 }

@@ -1,7 +1,9 @@
 //! A worker whose table function is planned into splits: `split_numbers(n, splits := k)`, the
 //! integers 0..n-1 as column `n` in `k` contiguous ranges, one split each. The engine asks for
 //! the plan (`table_function_plan`), then redeems each split on whichever connection is free;
-//! each redemption reads only its own range. The same function as the Python SDK's example.
+//! each redemption reads only its own range. Beside it, the buffered table function
+//! `row_count(TABLE)`: one row, the number of rows of the whole input. The same functions as the
+//! Python SDK's example.
 //!
 //! ```sh
 //! cargo build --release -p quiver-vgi --example split_numbers
@@ -13,7 +15,7 @@ use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_vgi::{Arg, Scan, TableFunction, Worker};
+use quiver_vgi::{Arg, Scan, TableFunction, TableInOutFunction, Worker};
 use quiver_vgi_contract::errors;
 use quiver_wire::ErrorReport;
 
@@ -82,5 +84,22 @@ fn main() {
                 ))
             })
         });
-    Worker::new("split_numbers").function(split_numbers).run();
+    let counted = Arc::new(Schema::new(vec![Field::new("rows", DataType::Int64, true)]));
+    let row_count = TableInOutFunction::new("row_count")
+        .doc("One row: how many rows the whole input has (a buffered table function)")
+        .arg(Arg::table("data").doc("the rows to count"))
+        .output(counted.clone())
+        .buffered(move |_, batches| {
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let column = Int64Array::from(vec![rows as i64]);
+            Ok(vec![RecordBatch::try_new(
+                counted.clone(),
+                vec![Arc::new(column)],
+            )
+            .expect("one int64 column")])
+        });
+    Worker::new("split_numbers")
+        .function(split_numbers)
+        .function(row_count)
+        .run();
 }

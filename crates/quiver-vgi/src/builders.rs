@@ -328,6 +328,33 @@ impl TableInOutFunction {
         self.build(false, move |_| Ok(MapState { map: map.clone() }))
     }
 
+    /// Makes it a buffered table function (`table_buffering`): `body` runs once, with every
+    /// input batch, after the input ended; completes the definition.
+    pub fn buffered<F>(self, body: F) -> Function
+    where
+        F: Fn(&Args, &[RecordBatch]) -> Result<Vec<RecordBatch>, ErrorReport>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let function = Function {
+            name: self.name,
+            kind: FunctionKind::TableBuffering,
+            description: self.description,
+            args: self.args,
+            caps: Capabilities {
+                max_workers: Some(1),
+                ..self.caps
+            },
+            body: Body::Buffered {
+                bind: self.bind,
+                body: Arc::new(body),
+            },
+        };
+        function.check();
+        function
+    }
+
     /// A stateful body, one state per substream; completes the definition.
     pub fn state<F, S>(self, state: F) -> Function
     where

@@ -105,7 +105,9 @@ impl Catalog {
     }
 
     fn schema_info(&self) -> RecordBatch {
-        let tables = self.count(FunctionKind::Table) + self.count(FunctionKind::TableInOut);
+        let tables = self.count(FunctionKind::Table)
+            + self.count(FunctionKind::TableInOut)
+            + self.count(FunctionKind::TableBuffering);
         let counts = [
             ("aggregate_function", 0),
             ("index", 0),

@@ -16,6 +16,8 @@ pub enum FunctionKind {
     Table,
     /// A table in (the `TABLE` argument), a table out, with an optional finalize.
     TableInOut,
+    /// A table in, a table out once the whole input arrived (`table_buffering`).
+    TableBuffering,
 }
 
 impl FunctionKind {
@@ -24,6 +26,7 @@ impl FunctionKind {
         match self {
             FunctionKind::Scalar => function_type::SCALAR,
             FunctionKind::Table | FunctionKind::TableInOut => function_type::TABLE,
+            FunctionKind::TableBuffering => function_type::TABLE_BUFFERING,
         }
     }
 
@@ -33,6 +36,7 @@ impl FunctionKind {
             FunctionKind::Scalar => "a scalar function",
             FunctionKind::Table => "a table function",
             FunctionKind::TableInOut => "a table-in-out function",
+            FunctionKind::TableBuffering => "a buffered table function",
         }
     }
 }

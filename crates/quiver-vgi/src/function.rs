@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use quiver_wire::ErrorReport;
 
@@ -58,6 +58,10 @@ pub type CardinalityBody = dyn Fn(&Args) -> Result<Option<u64>, ErrorReport> + S
 pub type InOutFactory =
     dyn Fn(&InOutInit<'_>) -> Result<Box<dyn InOutState>, ErrorReport> + Send + Sync;
 
+/// A buffered table function's body: the whole input in, the output batches out.
+pub type BufferedBody =
+    dyn Fn(&Args, &[RecordBatch]) -> Result<Vec<RecordBatch>, ErrorReport> + Send + Sync;
+
 /// The body of a function, by kind.
 pub(crate) enum Body {
     Scalar {
@@ -74,6 +78,10 @@ pub(crate) enum Body {
     TableInOut {
         bind: Arc<BindBody>,
         state: Arc<InOutFactory>,
+    },
+    Buffered {
+        bind: Arc<BindBody>,
+        body: Arc<BufferedBody>,
     },
 }
 
@@ -156,7 +164,7 @@ impl Function {
         }
         let tables = self.args.iter().filter(|a| a.table).count();
         match self.kind {
-            FunctionKind::TableInOut => {
+            FunctionKind::TableInOut | FunctionKind::TableBuffering => {
                 assert_eq!(
                     tables, 1,
                     "{}: a table-in-out function has one TABLE argument",

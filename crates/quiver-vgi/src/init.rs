@@ -15,6 +15,7 @@ use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
 use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::bind::{bind_call, Bound};
+use crate::buffered;
 use crate::catalog::Catalog;
 use crate::declarations::FunctionKind;
 use crate::execution::{hex, mint_id, parse_id, ExecutionId, Executions};
@@ -36,6 +37,8 @@ pub struct InitContext {
     pub catalog: Arc<Catalog>,
     /// Shared execution state of this process.
     pub executions: Arc<Executions>,
+    /// The buffered calls open in this process.
+    pub buffered: Arc<buffered::BufferedCalls>,
 }
 
 /// Registers `init`.
@@ -72,6 +75,16 @@ fn init(
         (FunctionKind::Table, None) => table(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::INPUT)) => input(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::FINALIZE)) => finalize(context, bound, &request),
+        (FunctionKind::TableBuffering, Some(init_phase::TABLE_BUFFERING)) => {
+            buffered::sink(&context.buffered, bound, &request)
+        }
+        (FunctionKind::TableBuffering, Some(init_phase::TABLE_BUFFERING_FINALIZE)) => {
+            buffered::output(&context.buffered, bound, &request)
+        }
+        (FunctionKind::TableBuffering, None) => Err(errors::invalid_argument(format!(
+            "{name}() is a buffered table function: init takes phase TABLE_BUFFERING or \
+             TABLE_BUFFERING_FINALIZE"
+        ))),
         (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
             "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
         ))),

@@ -52,6 +52,7 @@
 mod arg_binding;
 mod args;
 mod bind;
+mod buffered;
 mod builders;
 mod catalog;
 mod declarations;

@@ -117,11 +117,14 @@ impl Worker {
         crate::bind::register(&mut service, catalog.clone());
         crate::bind::register_cardinality(&mut service, catalog.clone());
         crate::plan::register(&mut service, catalog.clone());
+        let buffered = Arc::new(crate::buffered::BufferedCalls::default());
+        crate::buffered::register(&mut service, buffered.clone());
         crate::init::register(
             &mut service,
             Arc::new(InitContext {
                 catalog,
                 executions,
+                buffered,
             }),
         );
         service
