@@ -22,7 +22,10 @@ WORKERS = {
     "python": f"{sys.executable} -m quiver.vgi.allinone",
     # The Rust SDK's split example (cargo build --release -p quiver-vgi --example split_numbers).
     "rust": str(BIN / "examples" / "split_numbers"),
+    # The Java SDK's split example (java/build.sh).
+    "java": str(ROOT / "java" / "bin" / "quiver-split-numbers-java"),
 }
+JAR = ROOT / "java" / "target" / "quiver-java-0.1.0.jar"
 # The SDKs whose example worker has the buffered table function row_count.
 BUFFERED = ["python", "rust"]
 
@@ -39,6 +42,8 @@ def attach(case: tuple[str, str, int], extension: Path) -> Iterator[duckdb.DuckD
     sdk, prefix, threads = case
     if sdk == "rust" and not Path(WORKERS["rust"]).exists():
         pytest.fail(f"{WORKERS['rust']} is not built: cargo build --release -p quiver-vgi --example split_numbers")
+    if sdk == "java" and not JAR.is_file():
+        pytest.fail(f"the Java worker is not built ({JAR} missing); run java/build.sh")
     connection = connect(extension, threads=str(threads))
     connection.execute(f"ATTACH '{prefix}{WORKERS[sdk]}' AS a (TYPE quiver)")
     yield connection

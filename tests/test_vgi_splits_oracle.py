@@ -28,6 +28,11 @@ BUFFERED = {"python", "rust"}
 def worker_argv(sdk: str) -> list[str]:
     if sdk == "python":
         return [sys.executable, "-m", "quiver.vgi.allinone"]
+    if sdk == "java":
+        jar = ROOT / "java" / "target" / "quiver-java-0.1.0.jar"
+        if not jar.is_file():
+            pytest.fail(f"the Java worker is not built ({jar} missing); run java/build.sh")
+        return [str(ROOT / "java" / "bin" / "quiver-split-numbers-java")]
     path = BIN / "examples" / "split_numbers"
     if not path.exists():
         pytest.fail(f"{path} is not built: cargo build --release -p quiver-vgi --example split_numbers")
@@ -52,7 +57,7 @@ def run_driver(sdk: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-@pytest.fixture(scope="module", params=["python", "rust"])
+@pytest.fixture(scope="module", params=["python", "rust", "java"])
 def oracle(request: pytest.FixtureRequest) -> dict[str, Any]:
     return run_driver(request.param)
 

@@ -185,7 +185,7 @@ final class Catalog {
     row.put("order_preservation", tableLike ? "PRESERVES_ORDER" : null);
     row.put("max_workers", tableLike ? (long) function.maxWorkers : null);
     row.put("supports_batch_index", false);
-    row.put("supports_splits", false);
+    row.put("supports_splits", function.splits != null);
     row.put("filters_exactly_applied", false);
     row.put("supports_positions", false);
     row.put("partition_kind", "NOT_PARTITIONED");

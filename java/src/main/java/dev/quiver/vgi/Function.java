@@ -69,6 +69,12 @@ public final class Function {
     VectorSchemaRoot apply(Args args, Object state, BufferAllocator allocator);
   }
 
+  /** A split-planned scan's units of work: one payload (the function's own bytes) per split. */
+  @FunctionalInterface
+  public interface Splits {
+    List<byte[]> payloads(Args args);
+  }
+
   /** Most arguments one function declares. */
   public static final int ARGS_MAX = 64;
 
@@ -84,6 +90,7 @@ public final class Function {
   int maxWorkers = 1;
   SharedWork sharedWork;
   ScanFactory scan;
+  Splits splits;
   InOutBody inOut;
   FinalizeBody finalizer;
 
@@ -164,6 +171,21 @@ public final class Function {
     }
     this.maxWorkers = maxWorkers;
     this.sharedWork = work;
+    return this;
+  }
+
+  /**
+   * The scan is planned into splits ({@code table_function_plan}): {@code splits(args)} names the
+   * units of work, the engine redeems each on any connection, up to {@code maxWorkers} at once, and
+   * the scan reads its unit from {@link Scan#split}.
+   */
+  public Function splits(int maxWorkers, Splits splits) {
+    require(Kind.TABLE, "splits");
+    if (maxWorkers < 1 || maxWorkers > 1024) {
+      throw new IllegalArgumentException(name + "(): maxWorkers must be 1..1024");
+    }
+    this.maxWorkers = maxWorkers;
+    this.splits = splits;
     return this;
   }
 

@@ -62,7 +62,16 @@ final class Init {
         }
         Executions.Counter counter;
         long maxWorkers = UNBOUNDED_WORKERS;
-        if (function.sharedWork == null) {
+        byte[] split = null;
+        List<?> tokens = (List<?>) init.get("split_tokens");
+        if (tokens != null) {
+          split = Splits.redeem(function, bindCall, tokens);
+          counter = null;
+          maxWorkers = 1;
+        } else if (function.splits != null) {
+          throw VgiErrors.invalidArgument(function.name + "() plans its scan into splits: call table_function_plan, "
+              + "then init with split_tokens");
+        } else if (function.sharedWork == null) {
           counter = null;
           maxWorkers = 1;
         } else if (secondary) {
@@ -78,7 +87,7 @@ final class Init {
         Filters filters = function.filterPushdown && filterBytes != null && filterBytes.length > 0
             ? Filters.parse(filterBytes, bound.outputSchema(), allocator) : null;
         Schema output = projected(bound.outputSchema(), projection);
-        Scan scan = new Scan(counter, bound.args());
+        Scan scan = new Scan(counter, bound.args(), split);
         StreamState state = table(function, function.scan.start(bound.args()), scan, filters, projection);
         return StreamCall.producer(output, state).withHeader(header(executionId, opaque, maxWorkers, allocator));
       }

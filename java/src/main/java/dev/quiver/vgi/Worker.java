@@ -158,6 +158,12 @@ public final class Worker {
     protocol.add(Method.exchange("init", List.of(request),
         (params, ctx) -> Init.init(this, Rows.readRow(params.bytes("request"), ctx.allocator()), ctx.allocator()))
         .withHeader(Dataclasses.GLOBAL_INIT_RESPONSE));
+    unary(protocol, "table_function_plan", List.of(request), result, (p, a) -> {
+      Map<String, Object> plan = Rows.readRow(p.bytes("request"), a);
+      Map<String, Object> bindCall = Rows.readRow((byte[]) plan.get("bind_call"), a);
+      Binding.Bound bound = Binding.bind(catalog, bindCall, a);
+      return Splits.page(bound.function(), bound.args(), bindCall, plan, a);
+    });
     unary(protocol, "table_function_cardinality", List.of(request), result,
         (p, a) -> Rows.row(Dataclasses.TABLE_CARDINALITY, new LinkedHashMap<>(), a));
     return protocol;
