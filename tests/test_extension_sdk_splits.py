@@ -27,7 +27,7 @@ WORKERS = {
 }
 JAR = ROOT / "java" / "target" / "quiver-java-0.1.0.jar"
 # The SDKs whose example worker has the buffered table function row_count.
-BUFFERED = ["python", "rust"]
+BUFFERED = ["python", "rust", "java"]
 
 
 def cases(sdks: list[str]) -> list[tuple[str, str, int]]:

@@ -22,7 +22,7 @@ DRIVER = ROOT / "tests" / "vgi_oracle" / "drive_splits.py"
 
 BIN = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release"))
 # The SDKs whose example worker has the buffered table function row_count.
-BUFFERED = {"python", "rust"}
+BUFFERED = {"python", "rust", "java"}
 
 
 def worker_argv(sdk: str) -> list[str]:

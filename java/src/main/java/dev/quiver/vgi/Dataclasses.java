@@ -134,6 +134,10 @@ final class Dataclasses {
   static final Schema CATALOG_VERSION_RESPONSE = schema(req("version", INT64));
   static final Schema TABLE_CARDINALITY = schema(opt("estimate", INT64), opt("max", INT64));
 
+  /** {@code TableBufferingProcessResponse} and {@code TableBufferingCombineResponse}. */
+  static final Schema BUFFERING_PROCESS_RESPONSE = schema(req("state_id", BINARY));
+  static final Schema BUFFERING_COMBINE_RESPONSE = schema(binaries("finalize_state_ids"));
+
   /** {@code ScanSplit}: one named unit of a split-planned scan. */
   static final Schema SCAN_SPLIT = schema(req("payload", BINARY), req("token", BINARY), opt("estimated_rows", INT64),
       req("rows_exact", BOOL), opt("estimated_bytes", INT64), opt("partition_bounds", BINARY),

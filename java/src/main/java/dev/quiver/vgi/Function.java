@@ -20,7 +20,8 @@ public final class Function {
   public enum Kind {
     SCALAR("a scalar function"),
     TABLE("a table function"),
-    TABLE_IN_OUT("a table-in-out function");
+    TABLE_IN_OUT("a table-in-out function"),
+    TABLE_BUFFERING("a buffered table function");
 
     final String described;
 
@@ -29,7 +30,11 @@ public final class Function {
     }
 
     String wireName() {
-      return this == SCALAR ? "SCALAR" : "TABLE";
+      return switch (this) {
+        case SCALAR -> "SCALAR";
+        case TABLE_BUFFERING -> "TABLE_BUFFERING";
+        default -> "TABLE";
+      };
     }
   }
 
@@ -75,6 +80,12 @@ public final class Function {
     List<byte[]> payloads(Args args);
   }
 
+  /** A buffered table function's body: the whole input in, the output (null for none) out. */
+  @FunctionalInterface
+  public interface BufferedBody {
+    VectorSchemaRoot apply(Args args, List<VectorSchemaRoot> input, BufferAllocator allocator);
+  }
+
   /** Most arguments one function declares. */
   public static final int ARGS_MAX = 64;
 
@@ -91,6 +102,7 @@ public final class Function {
   SharedWork sharedWork;
   ScanFactory scan;
   Splits splits;
+  BufferedBody buffered;
   InOutBody inOut;
   FinalizeBody finalizer;
 
@@ -122,7 +134,7 @@ public final class Function {
     if (args.stream().anyMatch(a -> a.name().equals(arg.name()))) {
       throw new IllegalArgumentException(name + "() declares argument '" + arg.name() + "' twice");
     }
-    if (arg.table() != (kind == Kind.TABLE_IN_OUT) && arg.table()) {
+    if (arg.table() && kind != Kind.TABLE_IN_OUT && kind != Kind.TABLE_BUFFERING) {
       throw new IllegalArgumentException(name + "(): only a table-in-out function takes an input table");
     }
     args.add(arg);
@@ -195,6 +207,14 @@ public final class Function {
     return this;
   }
 
+  /** A buffered table function's output schema and body, called once with the whole input. */
+  public Function buffered(Schema output, BufferedBody body) {
+    require(Kind.TABLE_BUFFERING, "buffered");
+    this.output = output;
+    this.buffered = body;
+    return this;
+  }
+
   /** A table-in-out function's body; its output schema is its input's. */
   public Function inOut(InOutBody body) {
     require(Kind.TABLE_IN_OUT, "inOut");
@@ -220,6 +240,7 @@ public final class Function {
       case SCALAR -> scalar != null && returns != null;
       case TABLE -> scan != null && output != null;
       case TABLE_IN_OUT -> inOut != null && args.stream().anyMatch(Arg::table);
+      case TABLE_BUFFERING -> buffered != null && output != null && args.stream().anyMatch(Arg::table);
     };
     if (!complete) {
       throw new IllegalStateException(name + "() is not fully declared (" + kind.described + ")");

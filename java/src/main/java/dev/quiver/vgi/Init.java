@@ -91,6 +91,19 @@ final class Init {
         StreamState state = table(function, function.scan.start(bound.args()), scan, filters, projection);
         return StreamCall.producer(output, state).withHeader(header(executionId, opaque, maxWorkers, allocator));
       }
+      case TABLE_BUFFERING -> {
+        if ("TABLE_BUFFERING".equals(phase)) {
+          worker.buffered.open(executionId, bound);
+          return StreamCall.producer(bound.outputSchema(), (input, out, ctx) -> out.finish())
+              .withHeader(header(executionId, null, 1, allocator));
+        }
+        if ("TABLE_BUFFERING_FINALIZE".equals(phase) && secondary) {
+          return StreamCall.producer(bound.outputSchema(), worker.buffered.output(executionId))
+              .withHeader(header(executionId, null, 1, allocator));
+        }
+        throw VgiErrors.invalidArgument(function.name + "() is a buffered table function: init takes phase "
+            + "TABLE_BUFFERING, or TABLE_BUFFERING_FINALIZE with its execution_id (got " + phase + ")");
+      }
       default -> {
         String key = executionHex + "/" + HexFormat.of().formatHex(
             init.get("substream_id") == null ? new byte[0] : (byte[]) init.get("substream_id"));

@@ -43,6 +43,7 @@ public final class Worker {
   private final Map<String, Function> functions = new LinkedHashMap<>();
   final Catalog catalog = new Catalog(this);
   final Executions executions = new Executions();
+  final Buffered buffered = new Buffered();
 
   public Worker(String name, String description) {
     this.name = name;
@@ -71,6 +72,14 @@ public final class Worker {
   /** Declares a table function; finish it with {@link Function#output} and {@link Function#scan}. */
   public Function table(String name) {
     return add(new Function(name, Function.Kind.TABLE));
+  }
+
+  /**
+   * Declares a buffered table function ({@code table_buffering}); finish it with an {@link Arg#table}
+   * argument and {@link Function#buffered}.
+   */
+  public Function bufferedTable(String name) {
+    return add(new Function(name, Function.Kind.TABLE_BUFFERING));
   }
 
   /** Declares a table-in-out function; finish it with an {@link Arg#table} argument and {@link Function#inOut}. */
@@ -164,6 +173,12 @@ public final class Worker {
       Binding.Bound bound = Binding.bind(catalog, bindCall, a);
       return Splits.page(bound.function(), bound.args(), bindCall, plan, a);
     });
+    unary(protocol, "table_buffering_process", List.of(request), result,
+        (p, a) -> buffered.process(Rows.readRow(p.bytes("request"), a), a));
+    unary(protocol, "table_buffering_combine", List.of(request), result,
+        (p, a) -> buffered.combine(Rows.readRow(p.bytes("request"), a), a));
+    unary(protocol, "table_buffering_destructor", List.of(request), result,
+        (p, a) -> buffered.destruct(Rows.readRow(p.bytes("request"), a), a));
     unary(protocol, "table_function_cardinality", List.of(request), result,
         (p, a) -> Rows.row(Dataclasses.TABLE_CARDINALITY, new LinkedHashMap<>(), a));
     return protocol;

@@ -16,7 +16,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
 /**
  * A worker whose table function is planned into splits, with the Rust and Python examples'
  * semantics: {@code split_numbers(n, splits => 4)}, the integers 0..n-1 as column n in
- * {@code splits} contiguous ranges, one split each; each redemption reads only its own range.
+ * {@code splits} contiguous ranges, one split each; each redemption reads only its own range. Beside
+ * it, the buffered table function {@code row_count(TABLE)}: one row, the rows of the whole input.
  */
 public final class SplitNumbers {
   private SplitNumbers() {}
@@ -73,6 +74,20 @@ public final class SplitNumbers {
             state[0][0] = next + count;
             return batch;
           };
+        });
+    Schema counted = new Schema(List.of(new Field("rows", FieldType.nullable(INT64), null)));
+    worker.bufferedTable("row_count")
+        .doc("One row: how many rows the whole input has (a buffered table function)")
+        .arg(Arg.table("data").doc("the rows to count"))
+        .buffered(counted, (args, input, allocator) -> {
+          long rows = input.stream().mapToLong(VectorSchemaRoot::getRowCount).sum();
+          VectorSchemaRoot result = VectorSchemaRoot.create(counted, allocator);
+          BigIntVector column = (BigIntVector) result.getVector(0);
+          column.allocateNew(1);
+          column.set(0, rows);
+          column.setValueCount(1);
+          result.setRowCount(1);
+          return result;
         });
     return worker;
   }
