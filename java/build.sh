@@ -12,26 +12,11 @@ if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
     log "no JDK or Maven on PATH: the Java worker is not built (tests/test_java_conformance.py will fail)"
     exit 1
 fi
-# A JDK 22+ compiles the shared-memory classes (java.lang.foreign) into META-INF/versions/22;
-# QUIVER_JAVA22_HOME names one, else the first under /usr/lib/jvm (the image has Temurin 25).
-find_jdk22() {
-    if [[ -n "${QUIVER_JAVA22_HOME:-}" ]]; then
-        printf '%s\n' "$QUIVER_JAVA22_HOME"
-        return
-    fi
-    local javac major
-    for javac in /usr/lib/jvm/*/bin/javac; do
-        [[ -x "$javac" ]] || continue
-        major="$("$javac" -version 2>&1 | sed -n 's/^javac \([0-9][0-9]*\).*/\1/p')"
-        if [[ -n "$major" && "$major" -ge 22 ]]; then
-            dirname "$(dirname "$javac")"
-            return
-        fi
-    done
-}
+# find_jdk22
+source "$HERE/find_jdk22.sh"
 jdk22="$(find_jdk22)"
 stamp=target/.source-hash
-hash="$( (find pom.xml build.sh bin src -type f -print0 | sort -z | xargs -0 sha256sum; echo "$jdk22") | sha256sum | cut -d' ' -f1)"
+hash="$( (find pom.xml build.sh find_jdk22.sh bin src -type f -print0 | sort -z | xargs -0 sha256sum; echo "$jdk22") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$hash" && -f target/quiver-java-0.1.0.jar ]]; then
     exit 0
 fi

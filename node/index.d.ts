@@ -132,7 +132,7 @@ export declare class RowInserter {
 }
 
 export interface ServerOptions {
-  /** The program and arguments before the server's flags (default `<python> -m quiver.serve`). */
+  /** The program and arguments before the server's flags (default: `$QUIVER_SERVER_COMMAND`, else `$QUIVER_SERVER_PYTHON -m quiver.serve`, else `quiver-server` on PATH, else the nearest `.venv`'s Python `-m quiver.serve`). */
   command?: string[]
   /** The database file (default: in memory). */
   database?: string

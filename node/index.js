@@ -3,16 +3,32 @@
 // Arrow in and out through apache-arrow. The native module does the waiting off the JS thread;
 // this file turns its IPC bytes into apache-arrow objects and its errors into coded JS errors.
 
+const fs = require('node:fs')
 const path = require('node:path')
 const { makeData, RecordBatch, Struct, Table, tableFromIPC, tableToIPC } = require('apache-arrow')
 
+// napi-rs's layout: the module built in this tree sits beside this file; an installed package finds
+// it in its platform package (@quiver/node-<platform>, an optional dependency npm installs only on
+// a matching machine).
 function loadNative() {
   const abi = process.platform === 'linux' ? '-gnu' : ''
-  const file = path.join(__dirname, `quiver.${process.platform}-${process.arch}${abi}.node`)
+  const platform = `${process.platform}-${process.arch}${abi}`
+  const local = path.join(__dirname, `quiver.${platform}.node`)
+  if (fs.existsSync(local)) {
+    try {
+      return require(local)
+    } catch (error) {
+      throw new Error(`quiver's native module ${local} did not load (tools/setup.sh builds it): ${error.message}`)
+    }
+  }
+  const name = `@quiver/node-${platform}`
   try {
-    return require(file)
+    return require(name)
   } catch (error) {
-    throw new Error(`quiver's native module ${file} did not load (tools/setup.sh builds it): ${error.message}`)
+    throw new Error(
+      `quiver's native module for ${platform} did not load: install ${name} beside @quiver/node ` +
+        `(npm installs it as an optional dependency; a build from source puts ${local} there): ${error.message}`,
+    )
   }
 }
 

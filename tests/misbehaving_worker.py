@@ -12,8 +12,6 @@ checks (conforming, casting, the row-count check) with pass-throughs: what the b
 the wire as it is, as a worker with a bug would send it. ``ok`` / ``t_ok`` / ``io_ok`` / ``b_ok`` behave, so a
 test can show the connection goes on after a failure.
 
-``total`` is declared as an aggregate, a kind the engine cannot call yet (its body never runs).
-
 ``--null-opaque-data``: every ``init`` header declares ``opaque_data`` non-nullable and carries a
 null there, as vgi-java 0.26 does.
 """
@@ -30,7 +28,6 @@ import pyarrow as pa
 
 from quiver.rpc import dispatch
 from quiver.vgi import Arg, Worker
-from quiver.vgi import catalog as vgi_catalog
 from quiver.vgi import init as vgi_init
 from quiver.vgi import wire as vgi_wire
 
@@ -162,26 +159,6 @@ def b_die(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], schema=COUNT)
 
 
-# Kinds the engine cannot call yet ------------------------------------------------------------------
-
-DECLARED_KINDS = {"total": "AGGREGATE"}
-
-
-@worker.scalar(returns=pa.int64(), args=[Arg("x", pa.int64())])
-def total(x: pa.Array) -> pa.Array:
-    return x
-
-
-_function_info = vgi_catalog.function_info
-
-
-def _declared_kind(function: Any) -> dict[str, Any]:
-    row = _function_info(function)
-    if function.name in DECLARED_KINDS:
-        row["function_type"] = DECLARED_KINDS[function.name]
-    return row
-
-
 # The SDK's checks, replaced by pass-throughs -------------------------------------------------------
 
 
@@ -229,7 +206,6 @@ def main() -> None:
     vgi_init._ScalarState = _RawScalar
     vgi_init._shape = _raw_shape
     vgi_init.InitMethods.init = _init_on_wire_schema
-    vgi_catalog.function_info = _declared_kind
     dispatch.conform_output = lambda schema, batch: batch
     argv = sys.argv[1:]
     if "--null-opaque-data" in argv:

@@ -30,8 +30,13 @@ def test_stdio_worker_functions_are_listed_and_callable(extension: Path, allinon
     con = connect(extension)
     con.execute(f"ATTACH '{allinone}' AS w (TYPE quiver)")
     assert functions(con) == {
+        "avg_double": ("aggregate", ["x"], ["DOUBLE"], "DOUBLE", "main"),
+        "concat_agg": ("aggregate", ["s", "sep"], ["VARCHAR", "VARCHAR"], "VARCHAR", "main"),
         "echo": ("table", ["data"], ["TABLE"], None, "main"),
         "numbers": ("table", ["n", "batch_rows"], ["BIGINT", "BIGINT"], None, "main"),
+        "row_count": ("table", ["data"], ["TABLE"], None, "main"),
+        "split_numbers": ("table", ["n", "splits"], ["BIGINT", "BIGINT"], None, "main"),
+        "sum_int": ("aggregate", ["x"], ["BIGINT"], "BIGINT", "main"),
         "upper_case": ("scalar", ["s"], ["VARCHAR"], "VARCHAR", "main"),
     }
     assert con.execute("SELECT sum(n) FROM w.numbers(1000)").fetchone() == (SUM_1000,)

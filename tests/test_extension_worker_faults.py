@@ -1,8 +1,8 @@
 """Workers that misbehave inside a call, attached from DuckDB (tests/misbehaving_worker.py, on
 quiver's Python SDK): every fault is a typed DuckDB error carrying the
 worker's words, and the same connection goes on. Also: what a foreign worker sends that the
-reference engine accepts (a null under a field declared non-nullable), functions of kinds the
-engine cannot call yet, and where a worker's stderr goes.
+reference engine accepts (a null under a field declared non-nullable), and where a worker's stderr
+goes. A function of a kind the engine cannot call is tested in tests/test_extension_catalog.py.
 
 Which error type: the worker's own exception is an error about the call's input, as a built-in
 function's would be: InvalidInputException. A worker that breaks the protocol (a column of the wrong
@@ -84,21 +84,6 @@ def test_a_null_under_a_non_nullable_header_field_is_accepted(extension: Path) -
     assert connection.execute("SELECT w.ok('a')").fetchone() == ("a",)
     assert connection.execute("SELECT sum(n) FROM w.t_ok()").fetchone() == (6,)
     assert connection.execute("SELECT sum(n) FROM w.io_ok((SELECT * FROM range(4)))").fetchone() == (6,)
-
-
-def test_kinds_the_engine_cannot_call_are_listed_and_refused_by_name(con: duckdb.DuckDBPyConnection) -> None:
-    listed = dict(
-        con.execute(
-            "SELECT function_name, description FROM duckdb_functions() "
-            "WHERE database_name = 'w' AND function_name IN ('total')"
-        ).fetchall()
-    )
-    assert listed == {
-        "total": "w.total is an aggregate function; quiver's engine does not call aggregates yet",
-    }
-    with pytest.raises(duckdb.NotImplementedException, match=r"w\.total is an aggregate function"):
-        con.execute("SELECT w.total(x) FROM (VALUES (1), (2)) t(x)")
-    assert con.execute("SELECT w.ok('on')").fetchone() == ("on",)
 
 
 def test_worker_stderr_reaches_ours_line_by_line_named(

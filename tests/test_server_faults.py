@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+import quiver.client as quiver_client
 from quiver.conformance.client_describe import describe
 from quiver.rpc.client import RpcError
 from quiver.wire.error import ConnectionClosed
@@ -157,6 +158,50 @@ def test_cancel_from_a_second_connection(server: ServerProcess) -> None:
     assert canceller.call("cancel", "0" * 32) is False
     runner.close()
     canceller.close()
+
+
+def test_a_cancel_needs_no_place_among_max_connections(env: dict[str, str]) -> None:
+    # The one place is the runner's: the cancel comes on a connection that never connects, with
+    # the session id as its credential (quiver.client's Connection.cancel does just that).
+    server = ServerProcess("--listen", "tcp://127.0.0.1:0", "--max-connections", "1", env=env)
+    try:
+        runner = quiver_client.connect(f"tcp://127.0.0.1:{server.port}", token=server.token, autocommit=True)
+        with pytest.raises(RpcError) as busy:
+            server.client()
+        assert busy.value.error_type != "AuthenticationError", busy.value
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                runner.cursor().execute("SELECT count(*) FROM range(1000000000000) a").fetchall()
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_until(lambda: runner.cancel() or bool(outcome), "the query to be cancelled")
+        thread.join(WAIT_SECONDS)
+        assert not thread.is_alive()
+        assert isinstance(outcome[0], quiver_client.OperationalError), outcome
+        assert runner.cursor().execute("SELECT 5").fetchone() == (5,)
+
+        # A wrong id is a failed authentication, answered once; either way the connection closes.
+        stranger = server.raw_client()
+        with pytest.raises(RpcError) as refused:
+            stranger.call("cancel", "0" * 32)
+        assert refused.value.error_type == "AuthenticationError"
+        with pytest.raises((RpcError, ConnectionClosed, OSError)):
+            stranger.call("cancel", runner.session.session_id)
+        stranger.close()
+        idle = server.raw_client()
+        assert idle.call("cancel", runner.session.session_id) is False  # nothing running now
+        with pytest.raises((RpcError, ConnectionClosed, OSError)):
+            idle.call("cancel", runner.session.session_id)
+        idle.close()
+        runner.close()
+    finally:
+        server.kill()
 
 
 def test_slow_consumer_keeps_server_memory_bounded(server: ServerProcess) -> None:

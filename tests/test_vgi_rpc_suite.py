@@ -1,11 +1,11 @@
 """vgi-rpc 0.52.2's own pytest conformance suite, run against quiver's workers and with quiver's clients.
 
 The suite runs once, in the suite venv (tools/requirements-suite.txt), over every target of
-tests/vgi_rpc_suite/targets.py: quiver's Rust and Java workers over pipe, pipe + shm and a Unix socket;
-quiver's Python worker over those and HTTP; vgi-rpc's reference worker over the same four, on
+tests/vgi_rpc_suite/targets.py: quiver's Java worker over pipe, pipe + shm and a Unix socket;
+quiver's Rust and Python workers over those and HTTP; vgi-rpc's reference worker over the same four, on
 the same fixtures; and quiver's Rust and Python clients driving the reference worker through
-vgi-rpc's client-driver protocol (both over a Unix socket, the Python client also over HTTP, by
-default; suite_matrix.py). The counts and
+vgi-rpc's client-driver protocol (both over a Unix socket and over HTTP by default;
+suite_matrix.py). The counts and
 every difference are written to tests/vgi_rpc_suite/RESULTS.md and results.json. The assertion: on
 every transport, each quiver worker, and each quiver client on the reference worker, passes every
 test the reference worker passes with vgi-rpc's own client.
@@ -84,7 +84,7 @@ def test_the_comparison_counts_failures_skips_and_absences_as_gaps() -> None:
     outcomes = [o for o in outcomes if o.test_id not in ("TestX::b[pipe-rust]", "TestX::c[pipe-python]")]
     outcomes += [outcome("b", "pipe-rust", "failed"), outcome("c", "pipe-python", "skipped")]
     outcomes += [outcome("e", "pipe-reference", "failed"), outcome("e", "pipe-rust", "failed")]
-    outcomes += [outcome("h", "http-reference", "passed"), outcome("h", "http-python", "passed")]
+    outcomes += [outcome("h", f"http-{worker}", "passed") for worker in matrix.HTTP_WORKERS]
     outcomes += [outcome("h", t, "passed") for t in matrix.all_targets() if t.startswith("http-reference@")]
     # A client target: a failure is a gap; a skip that says the test exercises no client is not,
     # while a skip for any other reason still is.

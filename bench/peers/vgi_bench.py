@@ -6,6 +6,7 @@ The allinone worker's functions under DuckDB 2.0.0 through quiver's extension, s
     scan        SELECT sum(n) FROM w.numbers(N)                                  vs quiver_numbers(N)
     round trip  SELECT count(*) FROM w.echo((SELECT * FROM w.numbers(M)))        vs an in-process passthrough
     scalar      SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range(K) t(i)  vs DuckDB's upper()
+    aggregate   per-group w.sum_int(n), w.avg_double(n) over w.numbers(K/2)      vs sum(), avg() over quiver_numbers
 
 Usage (with /work/main/.venv/bin/python):
     python bench/peers/vgi_bench.py run [--warmup W] [--measured R] [--quick] [--out DIR]
@@ -54,6 +55,8 @@ THREADS = 2
 SCAN_ROWS = 2_000_000_000  # 16 GB of BIGINT, one direction
 ECHO_ROWS = 200_000_000  # 1.6 GB per transfer, three transfers
 SCALAR_ROWS = 50_000_000  # 50M strings, both directions
+# The aggregate workload runs over SCALAR_ROWS // 2 numbers (derived, so every caller's (n, m, k) covers it).
+AGGREGATE_GROUPS = 100
 
 TARGETS = {
     "scan_vs_ceiling": 0.5,
@@ -126,7 +129,34 @@ def workloads(n: int, m: int, k: int) -> list[dict[str, Any]]:
             # strings out and back: UTF-8 bytes + 4-byte offsets, each direction
             "bytes": lambda result: 2 * (int(result) + 4 * k),
         },
+        aggregate_workload(k // 2),
     ]
+
+
+def aggregate_workload(a: int) -> dict[str, Any]:
+    """Per-group sum and mean of numbers(a) by the worker's aggregates, beside DuckDB's own."""
+
+    def grouped(source: str, total: str, mean: str) -> str:
+        return (
+            f"SELECT sum(s), sum(a) FROM (SELECT n % {AGGREGATE_GROUPS} AS g, {total}(n) AS s, {mean}(n::DOUBLE) AS a "
+            f"FROM {source}({a}) GROUP BY g)"
+        )
+
+    return {
+        "workload": "aggregate",
+        "title": f"Aggregate — sum_int(n), avg_double(n) per {AGGREGATE_GROUPS} groups over numbers({a:,})",
+        "rows": a,
+        "worker_sql": grouped("w.numbers", "w.sum_int", "w.avg_double"),
+        "ceilings": [
+            (
+                "in-process",
+                grouped("quiver_numbers", "sum", "avg"),
+                f"DuckDB's built-in sum() and avg() over quiver_numbers({a:,}), grouped the same way",
+            ),
+        ],
+        # numbers → engine (8 B/row), then each aggregate's values and group ids → worker (2 × 16 B/row)
+        "bytes": lambda result: 40 * a,
+    }
 
 
 def connect(shm: bool, attach: bool, worker: str | None = None):

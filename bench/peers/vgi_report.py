@@ -197,13 +197,16 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     L.append("![throughput per workload: inline vs shm vs in-process (log scale)](vgi.svg)")
     L.append("")
     # Per-workload tables in the seed's shape
-    for w in ("scan", "echo", "scalar"):
+    for w in ("scan", "echo", "scalar", "aggregate"):
         wr = [r for r in recs if r["workload"] == w]
         ws = {r["variant"]: r for r in wr}
+        if "inline" not in ws:
+            continue
         title = {
             "scan": f"Scan — {sz['scan']:,} rows ({ws['inline']['bytes'] / 1e9:.0f} GB), one direction",
             "echo": f"Round trip — {sz['echo']:,} rows ({ws['inline']['bytes'] / 1e9:.1f} GB over three transfers)",
             "scalar": f"Scalar — upper_case over {sz['scalar']:,} strings ({ws['inline']['bytes'] / 1e9:.2f} GB both directions)",
+            "aggregate": f"Aggregate — sum_int and avg_double per group over {ws['inline']['rows']:,} numbers",
         }[w]
         L.append(f"## {title}")
         L.append("")
@@ -235,7 +238,8 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
         L.append("")
     L.append(
         "MB/s counts column data moved: scan 8 B/row once; round trip 8 B/row × 3 transfers (numbers → engine, "
-        "engine → echo, echo → engine); scalar the strings' UTF-8 bytes + 4-byte offsets, out and back. "
+        "engine → echo, echo → engine); scalar the strings' UTF-8 bytes + 4-byte offsets, out and back; aggregate "
+        "8 B/row from numbers() plus 16 B/row (value and group id) to each of the two aggregates. "
         "In-process columns use the same byte count (the data the worker path moves), so MB/s is comparable across a row."
     )
     L.append("")
@@ -366,7 +370,12 @@ def analysis(w: str, by: dict, d: dict, worker: list, engine: list) -> list[str]
 def write_svg(path: Path, recs: list[dict[str, Any]]) -> None:
 
     by = {(r["workload"], r["variant"]): r for r in recs}
-    groups = [("scan", "scan: sum(numbers)"), ("echo", "round trip: echo(numbers)"), ("scalar", "scalar: upper_case")]
+    groups = [
+        ("scan", "scan: sum(numbers)"),
+        ("echo", "round trip: echo(numbers)"),
+        ("scalar", "scalar: upper_case"),
+        ("aggregate", "aggregate: sum_int, avg_double"),
+    ]
     variants = [
         ("inline", "inline (pipe)", "#9aa5b1"),
         ("shm", "shared memory", "#2b7bb9"),

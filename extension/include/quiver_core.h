@@ -37,7 +37,7 @@ struct ArrowArray;
 struct ArrowArrayStream;
 
 /* Bumped on any change to this file's signatures or conventions; the glue refuses a mismatch. */
-#define QUIVER_CORE_ABI_VERSION 3
+#define QUIVER_CORE_ABI_VERSION 4
 
 #define QUIVER_OK 0
 #define QUIVER_ERR_INVALID 1     /* bad argument from the caller */
@@ -79,7 +79,8 @@ typedef struct quiver_worker quiver_worker;
 #define QUIVER_KIND_SCALAR 1
 #define QUIVER_KIND_TABLE 2
 #define QUIVER_KIND_TABLE_IN_OUT 3
-#define QUIVER_KIND_TABLE_BUFFERING 4 /* a table in, a table out once the whole input was seen */
+#define QUIVER_KIND_AGGREGATE 4
+#define QUIVER_KIND_TABLE_BUFFERING 5 /* a table in, a table out once the whole input was seen */
 
 /* One function of a worker. Strings belong to the worker handle. */
 typedef struct quiver_function_info {
@@ -94,6 +95,8 @@ typedef struct quiver_function_info {
 	int64_t max_workers;     /* most streams per call the catalog allows; 0: not given */
 	int32_t stability;       /* 0 consistent, 1 volatile, 2 consistent within a query */
 	int32_t special_null_handling;
+	int32_t order_dependent;    /* aggregates: the result depends on the rows' order (ORDER BY inside) */
+	int32_t distinct_dependent; /* aggregates: the result changes under DISTINCT */
 } quiver_function_info;
 
 /* A function of a kind the engine cannot call yet (an aggregate, a buffered table function). The
@@ -113,6 +116,12 @@ typedef struct quiver_skipped_function {
  * VGI_RPC_SHM_SIZE_BYTES (and _DISABLE, _DEBUG, _MIN_BATCH_BYTES) are read here. */
 int32_t quiver_worker_open(const char *location, const char *alias, const char *catalog_name,
                            quiver_interrupt interrupt, quiver_worker **out, char *err, size_t err_cap);
+/* quiver_worker_open for any location, also "http://host:port[/prefix]" and "https://..." (a worker
+ * serving vgi-rpc's HTTP transport): token (nullable) is sent as a bearer token, ca_file (nullable)
+ * names the PEM certificate authorities an https worker must chain to (default: the system's). */
+int32_t quiver_worker_open_remote(const char *location, const char *alias, const char *catalog_name,
+                                  const char *token, const char *ca_file, quiver_interrupt interrupt,
+                                  quiver_worker **out, char *err, size_t err_cap);
 /* DETACH: catalog_detach (best effort), then idle connections closed and started processes ended
  * and reaped. Calls still running on the worker fail. */
 int32_t quiver_worker_detach(const quiver_worker *worker, char *err, size_t err_cap);
@@ -142,9 +151,31 @@ typedef struct quiver_parameter {
 } quiver_parameter;
 int32_t quiver_worker_parameter(const quiver_worker *worker, size_t index, size_t parameter, quiver_parameter *out,
                                 char *err, size_t err_cap);
-/* A scalar function's result as a one-field schema. */
+/* A scalar or aggregate function's result as a one-field schema. */
 int32_t quiver_worker_function_result(const quiver_worker *worker, size_t index, struct ArrowSchema *out,
                                       char *err, size_t err_cap);
+
+/* What a worker says about its catalog, a schema or a function besides signatures: shown by
+ * duckdb_databases(), duckdb_schemas() and duckdb_functions(). Strings belong to the worker handle. */
+typedef struct quiver_docs {
+	const char *comment; /* NULL: none */
+	size_t tag_count;
+	const char *const *tag_keys;
+	const char *const *tag_values;
+	size_t example_count;
+	const char *const *examples; /* each example query's SQL */
+	size_t category_count;
+	const char *const *categories;
+} quiver_docs;
+/* The catalog's own comment and tags. */
+int32_t quiver_worker_catalog_docs(const quiver_worker *worker, quiver_docs *out, char *err, size_t err_cap);
+/* Every schema the worker declares, the default one and those its functions name among them. */
+size_t quiver_worker_schema_count(const quiver_worker *worker);
+/* Schema index: its name (path components joined with '.') and documentation. */
+int32_t quiver_worker_schema(const quiver_worker *worker, size_t index, const char **name, quiver_docs *out,
+                             char *err, size_t err_cap);
+int32_t quiver_worker_function_docs(const quiver_worker *worker, size_t index, quiver_docs *out, char *err,
+                                    size_t err_cap);
 
 /* ---- bind ------------------------------------------------------------------------------------- */
 
@@ -222,6 +253,36 @@ int32_t quiver_stream_finalize(quiver_stream *stream, quiver_interrupt interrupt
 int32_t quiver_stream_close(quiver_stream *stream, quiver_interrupt interrupt, char *err, size_t err_cap);
 /* Frees a stream; one not closed is cancelled (bounded wait) or its connection closed. */
 void quiver_stream_free(quiver_stream *stream);
+
+/* ---- calls: aggregates (all unary, one pinned connection per bind) ----------------------------- */
+
+/* DuckDB's state for a group is an int64 id from quiver_aggregate_new_group; the worker holds the
+ * real state under the execution its aggregate_bind answered. One handle is shared by every thread
+ * of the query; its calls take turns on its connection. */
+typedef struct quiver_aggregate quiver_aggregate;
+
+/* aggregate_bind: arguments as quiver_bind_call (the constant ones), input_schema the value
+ * columns (NULL: none). */
+int32_t quiver_aggregate_bind(const quiver_worker *worker, size_t index, const struct ArrowSchema *arguments_schema,
+                              struct ArrowArray *arguments, const struct ArrowSchema *input_schema,
+                              quiver_interrupt interrupt, quiver_aggregate **out, char *err, size_t err_cap);
+/* The one-column output schema. */
+int32_t quiver_aggregate_output_schema(const quiver_aggregate *aggregate, struct ArrowSchema *out, char *err,
+                                       size_t err_cap);
+/* A fresh group id. */
+int32_t quiver_aggregate_new_group(const quiver_aggregate *aggregate, int64_t *out, char *err, size_t err_cap);
+/* aggregate_update: row i of values (a batch of the input schema, taken; NULL without value columns)
+ * goes to group groups[i]. */
+int32_t quiver_aggregate_update(const quiver_aggregate *aggregate, const int64_t *groups, size_t count,
+                                struct ArrowArray *values, quiver_interrupt interrupt, char *err, size_t err_cap);
+/* aggregate_combine: group sources[i] merged into targets[i]. */
+int32_t quiver_aggregate_combine(const quiver_aggregate *aggregate, const int64_t *sources, const int64_t *targets,
+                                 size_t count, quiver_interrupt interrupt, char *err, size_t err_cap);
+/* aggregate_finalize: one row per group, in order, into out (a batch of the output schema). */
+int32_t quiver_aggregate_finalize(const quiver_aggregate *aggregate, const int64_t *groups, size_t count,
+                                  quiver_interrupt interrupt, struct ArrowArray *out, char *err, size_t err_cap);
+/* aggregate_destructor (best effort, bounded wait), then the connection back to the pool. */
+void quiver_aggregate_free(quiver_aggregate *aggregate);
 
 #ifdef __cplusplus
 }

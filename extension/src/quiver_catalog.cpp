@@ -36,6 +36,40 @@ LogicalType ArrowFieldType(ClientContext &context, ArrowSchema &field) {
 	return type->GetDuckType();
 }
 
+//! A worker's comment and tags on a catalog entry (`duckdb_*()` show them).
+void ApplyDocs(const quiver_docs &docs, Value &comment, InsertionOrderPreservingMap<string> &tags) {
+	if (docs.comment) {
+		comment = Value(docs.comment);
+	}
+	for (size_t i = 0; i < docs.tag_count; i++) {
+		tags[docs.tag_keys[i]] = docs.tag_values[i];
+	}
+}
+
+//! One schema the worker declares, as the catalog creates it.
+struct DeclaredSchema {
+	Identifier name;
+	Value comment;
+	InsertionOrderPreservingMap<string> tags;
+};
+
+//! Every schema of the worker, with its comment and tags.
+vector<DeclaredSchema> DeclaredSchemas(const quiver_worker *worker) {
+	vector<DeclaredSchema> schemas;
+	CoreError error;
+	auto count = quiver_worker_schema_count(worker);
+	for (idx_t i = 0; i < count; i++) {
+		const char *name = nullptr;
+		quiver_docs docs;
+		Check(quiver_worker_schema(worker, i, &name, &docs, error.data(), error.size()), error, Phase::BIND);
+		DeclaredSchema schema;
+		schema.name = Identifier(string(name));
+		ApplyDocs(docs, schema.comment, schema.tags);
+		schemas.push_back(std::move(schema));
+	}
+	return schemas;
+}
+
 //! Everything DuckDB needs to register function `index` of the worker.
 shared_ptr<WorkerFunction> DescribeFunction(ClientContext &context, const shared_ptr<quiver_worker> &worker,
                                             idx_t index) {
@@ -68,7 +102,7 @@ shared_ptr<WorkerFunction> DescribeFunction(ClientContext &context, const shared
 		}
 		function->parameters.push_back(std::move(param));
 	}
-	if (function->info.kind == QUIVER_KIND_SCALAR) {
+	if (function->info.kind == QUIVER_KIND_SCALAR || function->info.kind == QUIVER_KIND_AGGREGATE) {
 		ArrowSchemaWrapper result;
 		Check(quiver_worker_function_result(worker.get(), index, &result.arrow_schema, error.data(), error.size()),
 		      error, Phase::BIND);
@@ -83,11 +117,6 @@ struct RefusalScalarInfo : public ScalarFunctionInfo {
 	}
 	string refusal;
 };
-struct RefusalTableInfo : public TableFunctionInfo {
-	explicit RefusalTableInfo(string refusal_p) : refusal(std::move(refusal_p)) {
-	}
-	string refusal;
-};
 
 unique_ptr<FunctionData> RefuseScalarBind(BindScalarFunctionInput &input) {
 	throw NotImplementedException("quiver: %s",
@@ -98,27 +127,11 @@ void RefuseScalarExecute(DataChunk &, ExpressionState &, Vector &) {
 	throw NotImplementedException("quiver: this function cannot be called");
 }
 
-unique_ptr<FunctionData> RefuseTableBind(ClientContext &, TableFunctionBindInput &input, vector<LogicalType> &,
-                                         vector<Identifier> &) {
-	throw NotImplementedException("quiver: %s", input.info->Cast<RefusalTableInfo>().refusal);
-}
-
-void RefuseTableScan(ClientContext &, TableFunctionInput &, DataChunk &) {
-	throw NotImplementedException("quiver: this function cannot be called");
-}
-
 //! A placeholder for a function of a kind the engine cannot call yet, registered under its name so
 //! that it is listed (its description says what it is) and a call says why it fails instead of
-//! "does not exist". A buffered table function is a table function; anything else (an aggregate)
-//! is called like a scalar.
+//! "does not exist". Its kind is unknown here, so it is registered as a scalar taking anything.
 unique_ptr<CreateFunctionInfo> CreateRefusedFunction(const quiver_skipped_function &skipped) {
 	string refusal = skipped.refusal;
-	if (string(skipped.kind) == "table_buffering") {
-		TableFunction table(Identifier(skipped.name), vector<LogicalType> {}, RefuseTableScan, RefuseTableBind);
-		table.GetSignature().AddArgs(Identifier("args"), LogicalType::ANY);
-		table.function_info = make_shared_ptr<RefusalTableInfo>(refusal);
-		return make_uniq<CreateTableFunctionInfo>(std::move(table));
-	}
 	FunctionSignature signature;
 	signature.AddArgs(Identifier("args"), LogicalType::ANY);
 	signature.SetReturnType(LogicalType::SQLNULL);
@@ -143,8 +156,9 @@ void Place(CreateFunctionInfo &created, const string &schema, const string &name
 class QuiverCatalog : public DuckCatalog {
 public:
 	QuiverCatalog(AttachedDatabase &db, shared_ptr<quiver_worker> worker_p,
-	              vector<unique_ptr<CreateFunctionInfo>> functions_p)
-	    : DuckCatalog(db), worker(std::move(worker_p)), functions(std::move(functions_p)) {
+	              vector<unique_ptr<CreateFunctionInfo>> functions_p, vector<DeclaredSchema> schemas_p)
+	    : DuckCatalog(db), worker(std::move(worker_p)), functions(std::move(functions_p)),
+	      schemas(std::move(schemas_p)) {
 		auto declared = quiver_worker_default_schema(worker.get());
 		if (declared && *declared) {
 			default_schema = Identifier(string(declared));
@@ -162,13 +176,28 @@ public:
 	void Initialize(bool load_builtin) override {
 		DuckCatalog::Initialize(false);
 		auto data = CatalogTransaction::GetSystemTransaction(GetDatabase());
-		if (default_schema && *default_schema != Identifier::DefaultSchema()) {
-			// `USE w` lands here even when the worker put no function in it.
+		// Every schema the worker declares (the default one among them, so `USE w` lands there even
+		// when it holds no function), with its comment and tags; `main` only when the worker has it.
+		bool has_main = false;
+		for (auto &schema : schemas) {
+			has_main = has_main || schema.name == Identifier::DefaultSchema();
 			CreateSchemaInfo info;
-			info.SetQualifiedName(QualifiedName({*default_schema}, Identifier()));
+			info.SetQualifiedName(QualifiedName({schema.name}, Identifier()));
+			info.comment = schema.comment;
+			info.tags = schema.tags;
 			info.on_conflict = OnCreateConflict::IGNORE_ON_CONFLICT;
-			CreateSchema(data, info);
+			if (!CreateSchema(data, info)) {
+				// `main` exists already (DuckCatalog made it, internal): the worker's now, described.
+				EntryLookupInfo lookup(CatalogType::SCHEMA_ENTRY, QualifiedName(schema.name));
+				auto existing = DuckCatalog::LookupSchema(data, lookup, OnEntryNotFound::RETURN_NULL);
+				if (existing) {
+					existing->internal = false;
+					existing->comment = schema.comment;
+					existing->tags = schema.tags;
+				}
+			}
 		}
+		hide_main = !has_main;
 		for (auto &function : functions) {
 			auto &schema = function->GetQualifiedName().Schema();
 			if (schema != Identifier::DefaultSchema()) {
@@ -177,13 +206,38 @@ public:
 				info.on_conflict = OnCreateConflict::IGNORE_ON_CONFLICT;
 				CreateSchema(data, info);
 			}
-			CreateFunction(data, *function);
+			auto entry = CreateFunction(data, *function);
+			if (entry) {
+				// A function entry keeps the create info's descriptions but not its comment and tags.
+				entry->comment = function->comment;
+				entry->tags = function->tags;
+			}
 		}
 		functions.clear();
 	}
 
 	string GetCatalogType() override {
 		return "quiver";
+	}
+
+	//! The schemas, less `main` when the worker has none (DuckCatalog always creates one).
+	void ScanSchemas(ClientContext &context, std::function<void(SchemaCatalogEntry &)> callback) override {
+		DuckCatalog::ScanSchemas(context, [&](SchemaCatalogEntry &schema) {
+			if (!IsHidden(schema.name)) {
+				callback(schema);
+			}
+		});
+	}
+
+	optional_ptr<SchemaCatalogEntry> LookupSchema(CatalogTransaction transaction, const EntryLookupInfo &lookup,
+	                                              OnEntryNotFound if_not_found) override {
+		if (IsHidden(lookup.GetEntryIdentifier())) {
+			if (if_not_found == OnEntryNotFound::THROW_EXCEPTION) {
+				throw CatalogException::MissingEntry(lookup, string());
+			}
+			return nullptr;
+		}
+		return DuckCatalog::LookupSchema(transaction, lookup, if_not_found);
 	}
 
 	void OnDetach(ClientContext &context) override {
@@ -196,25 +250,41 @@ public:
 private:
 	shared_ptr<quiver_worker> worker;
 	vector<unique_ptr<CreateFunctionInfo>> functions;
+	vector<DeclaredSchema> schemas;
 	optional<Identifier> default_schema;
+	//! The worker declares no `main`: DuckCatalog's own is left out of every scan and lookup.
+	bool hide_main = false;
+
+	bool IsHidden(const Identifier &schema) const {
+		return hide_main && schema == Identifier::DefaultSchema();
+	}
 };
 
 unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientContext &context, AttachedDatabase &db,
                                  const string &name, AttachInfo &info, AttachOptions &options) {
 	string catalog_name;
+	// TOKEN and CA_FILE reach an http(s) worker: a bearer token, the certificate authorities.
+	unique_ptr<string> token, ca_file;
 	for (auto &option : options.options) {
 		if (StringUtil::CIEquals(option.first, "catalog")) {
 			catalog_name = option.second.ToString();
+		} else if (StringUtil::CIEquals(option.first, "token")) {
+			token = make_uniq<string>(option.second.ToString());
+		} else if (StringUtil::CIEquals(option.first, "ca_file")) {
+			ca_file = make_uniq<string>(option.second.ToString());
 		} else {
-			throw BinderException("quiver: unknown ATTACH option '%s' (known: CATALOG)", option.first);
+			throw BinderException("quiver: unknown ATTACH option '%s' (known: CATALOG, TOKEN, CA_FILE)",
+			                      option.first);
 		}
 	}
 	// Consumed here: the in-memory storage behind the catalog refuses options it does not know.
 	options.options.clear();
 	CoreError error;
 	quiver_worker *opened = nullptr;
-	Check(quiver_worker_open(info.path.c_str(), name.c_str(), catalog_name.empty() ? nullptr : catalog_name.c_str(),
-	                         InterruptOf(context), &opened, error.data(), error.size()),
+	Check(quiver_worker_open_remote(info.path.c_str(), name.c_str(),
+	                                catalog_name.empty() ? nullptr : catalog_name.c_str(),
+	                                token ? token->c_str() : nullptr, ca_file ? ca_file->c_str() : nullptr,
+	                                InterruptOf(context), &opened, error.data(), error.size()),
 	      error, Phase::BIND);
 	shared_ptr<quiver_worker> worker(opened, WorkerFree());
 	vector<unique_ptr<CreateFunctionInfo>> functions;
@@ -232,6 +302,9 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 		case QUIVER_KIND_TABLE_BUFFERING:
 			functions.push_back(CreateWorkerInOutFunction(function));
 			break;
+		case QUIVER_KIND_AGGREGATE:
+			functions.push_back(CreateWorkerAggregateFunction(function));
+			break;
 		default:
 			continue;
 		}
@@ -241,6 +314,11 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 			description.parameter_names.push_back(parameter.name);
 			description.parameter_types.push_back(parameter.type);
 		}
+		quiver_docs docs;
+		Check(quiver_worker_function_docs(worker.get(), i, &docs, error.data(), error.size()), error, Phase::BIND);
+		description.examples.assign(docs.examples, docs.examples + docs.example_count);
+		description.categories.assign(docs.categories, docs.categories + docs.category_count);
+		ApplyDocs(docs, functions.back()->comment, functions.back()->tags);
 		Place(*functions.back(), function->info.schema, function->name, std::move(description));
 	}
 	auto skipped_count = quiver_worker_skipped_count(worker.get());
@@ -248,13 +326,19 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 		quiver_skipped_function skipped;
 		Check(quiver_worker_skipped(worker.get(), i, &skipped, error.data(), error.size()), error, Phase::BIND);
 		functions.push_back(CreateRefusedFunction(skipped));
+		// A catalog view of what cannot be called: WHERE tags['quiver.unsupported_kind'] <> [].
+		functions.back()->tags["quiver.unsupported_kind"] = skipped.kind;
 		FunctionDescription description;
 		description.description = skipped.refusal;
 		Place(*functions.back(), skipped.schema, skipped.name, std::move(description));
 	}
+	quiver_docs catalog_docs;
+	Check(quiver_worker_catalog_docs(worker.get(), &catalog_docs, error.data(), error.size()), error, Phase::BIND);
+	ApplyDocs(catalog_docs, db.comment, db.tags);
+	auto schemas = DeclaredSchemas(worker.get());
 	// The catalog keeps nothing on disk: its storage is an empty in-memory database.
 	info.path = IN_MEMORY_PATH;
-	return make_uniq<QuiverCatalog>(db, std::move(worker), std::move(functions));
+	return make_uniq<QuiverCatalog>(db, std::move(worker), std::move(functions), std::move(schemas));
 }
 
 unique_ptr<TransactionManager> QuiverTransactionManager(optional_ptr<StorageExtensionInfo>, AttachedDatabase &db,

@@ -90,7 +90,7 @@ struct WorkerFunction {
 	string name;
 	quiver_function_info info {};
 	vector<WorkerParameter> parameters;
-	//! Scalar functions: the result type.
+	//! Scalar and aggregate functions: the result type.
 	LogicalType result_type;
 };
 

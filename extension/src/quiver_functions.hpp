@@ -38,6 +38,9 @@ unique_ptr<CreateFunctionInfo> CreateWorkerTableFunction(shared_ptr<WorkerFuncti
 //! A worker's table-in-out function (table_in_out_function.cpp): `w.f((SELECT ...))`.
 unique_ptr<CreateFunctionInfo> CreateWorkerInOutFunction(shared_ptr<WorkerFunction> function);
 
+//! A worker's aggregate function (aggregate_function.cpp): `w.f(x) ... GROUP BY`, windows.
+unique_ptr<CreateFunctionInfo> CreateWorkerAggregateFunction(shared_ptr<WorkerFunction> function);
+
 //! A worker's scalar function (scalar_function.cpp): `w.f(x)`.
 unique_ptr<CreateFunctionInfo> CreateWorkerScalarFunction(shared_ptr<WorkerFunction> function);
 

@@ -3,7 +3,8 @@
 The most used names are re-exported here; the layers live in :mod:`quiver.wire`
 (IPC streams with per-batch metadata), :mod:`quiver.shm` (shared-memory segments),
 :mod:`quiver.transport` (pipes, subprocesses, sockets) and :mod:`quiver.rpc` (client,
-server, typed protocols). :mod:`quiver.sql` opens DuckDB with quiver's extension loaded.
+server, typed protocols). :mod:`quiver.sql` opens DuckDB with quiver's extension loaded;
+``quiver.load(connection)`` loads it into a DuckDB connection of your own (:mod:`quiver.extension`).
 
 ``quiver.connect()`` answers all three: with a ``tcp://`` or ``unix://`` address, it is
 :func:`quiver.client.connect` (a DB-API connection to a quiver server); with no arguments, a
@@ -17,6 +18,7 @@ installed, else ``None``; ``quiver.implementation()`` says which is in use (:mod
 
 from typing import TYPE_CHECKING, Any
 
+from .extension import extension_path, load
 from .native_module import implementation, native
 from .rpc import (
     AnnotatedBatch,
@@ -92,7 +94,9 @@ __all__ = [
     "connect",
     "connect_tcp",
     "connect_unix",
+    "extension_path",
     "implementation",
+    "load",
     "native",
     "pipe_pair",
     "serve_stdio",

@@ -127,7 +127,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="serve Prometheus /metrics on tcp://HOST:PORT (announced as METRICS:<url>); use a loopback host",
     )
-    parser.add_argument("--extension", help="the extension file (default: this tree's build)")
+    parser.add_argument(
+        "--extension", help="the extension file (default: the installed one, else this checkout's build)"
+    )
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     return parser
 

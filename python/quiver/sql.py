@@ -12,47 +12,36 @@ From a shell, ``python -m quiver.sql "<query>"`` (what ``./quiver sql`` runs) ex
 statements and prints the last result; the example worker is attached as ``w`` unless ``--attach``
 names others.
 
-The extension is ``target/extension/quiver.duckdb_extension`` next to this source tree (built by
-``./quiver setup``), or the file ``QUIVER_EXTENSION`` names. It is unsigned, so connections allow
-unsigned extensions. Shared memory is switched on with ``VGI_RPC_SHM_SIZE_BYTES`` (read at ATTACH).
+The extension is found by :func:`quiver.extension.extension_path` (the installed package's, the
+source tree's build, or ``$QUIVER_EXTENSION``). It is unsigned, so connections allow unsigned
+extensions. Shared memory is switched on with ``VGI_RPC_SHM_SIZE_BYTES`` (read at ATTACH).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .extension import EXTENSION_ENV, extension_path, load, source_tree_target
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["connect", "example_worker", "extension_path", "main"]
-
-EXTENSION_ENV = "QUIVER_EXTENSION"
-_ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["EXTENSION_ENV", "connect", "example_worker", "extension_path", "main"]
 
 
-def _target_dir() -> Path:
-    return Path(os.environ.get("CARGO_TARGET_DIR", _ROOT / "target"))
+def example_worker() -> str:
+    """The command of the example worker (numbers, echo, upper_case).
 
-
-def extension_path() -> Path:
-    """The extension file: ``$QUIVER_EXTENSION``, else the one this source tree builds."""
-    named = os.environ.get(EXTENSION_ENV)
-    path = Path(named) if named else _target_dir() / "extension" / "quiver.duckdb_extension"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"quiver's DuckDB extension is not at {path}: run ./quiver setup (or set {EXTENSION_ENV})"
-        )
-    return path
-
-
-def example_worker() -> Path:
-    """The ``quiver-allinone`` example worker (numbers, echo, upper_case) of this source tree."""
-    return _target_dir() / "release" / "quiver-allinone"
+    The source tree's Rust ``quiver-allinone`` when it is built, else the Python one of this package.
+    """
+    built = source_tree_target() / "release" / "quiver-allinone"
+    if built.is_file():
+        return str(built)
+    return shlex.join([sys.executable, "-m", "quiver.vgi.allinone"])
 
 
 def _literal(text: str) -> str:
@@ -80,7 +69,7 @@ def connect(
     settings = {"allow_unsigned_extensions": "true", **(config or {})}
     con = duckdb.connect(database, read_only=read_only, config=settings)
     try:
-        con.execute(f"LOAD {_literal(str(extension_path()))}")
+        load(con)
         for alias, location in (workers or {}).items():
             con.execute(f"ATTACH {_literal(location)} AS {_identifier(alias)} (TYPE quiver)")
     except BaseException:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from quiver.vgi import ArgumentValidationError, FilterDeserializationError, InvalidArgumentError, NotFoundError, wire
@@ -324,7 +323,7 @@ def oracle() -> dict[str, Any]:
     return results
 
 
-def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None:
+def test_oracle_catalog_lists_the_functions(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
     assert catalog["attach"] == {
@@ -333,7 +332,7 @@ def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None
         "supports_transactions": False,
     }
     assert catalog["schemas"][0]["counts"] == {
-        "aggregate_function": 0,
+        "aggregate_function": 3,
         "index": 0,
         "macro": 0,
         "scalar_function": 1,
@@ -342,9 +341,20 @@ def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None
         "view": 0,
     }
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case", "split_numbers", "row_count"}
+    assert set(functions) == {
+        "numbers",
+        "echo",
+        "upper_case",
+        "split_numbers",
+        "row_count",
+        "sum_int",
+        "avg_double",
+        "concat_agg",
+    }
     assert functions["row_count"]["function_type"] == "TABLE_BUFFERING"
     assert functions["split_numbers"]["function_type"] == "TABLE"
+    concat = functions["concat_agg"]
+    assert (concat["listed_as"], concat["function_type"]) == ("AGGREGATE_FUNCTION", "AGGREGATE")
     upper = functions["upper_case"]
     assert (upper["listed_as"], upper["function_type"]) == ("SCALAR_FUNCTION", "SCALAR")
     assert [(a["name"], a["type"]) for a in upper["arguments"]] == [("s", "string")]
@@ -366,7 +376,16 @@ def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["echo", "numbers", "row_count", "split_numbers", "upper_case"],
+        "functions": [
+            "avg_double",
+            "concat_agg",
+            "echo",
+            "numbers",
+            "row_count",
+            "split_numbers",
+            "sum_int",
+            "upper_case",
+        ],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []
@@ -374,12 +393,25 @@ def test_oracle_catalog_lists_the_five_functions(oracle: dict[str, Any]) -> None
     assert "OpaqueDataNotRecognizedError" in catalog["forged_token"]["message"]
 
 
+def test_oracle_reads_the_declared_catalog(oracle: dict[str, Any]) -> None:
+    declared = oracle["catalog"]["declared"]
+    assert (declared["default_schema"], declared["tags"]["vgi.title"]) == ("main", "quiver all-in-one example")
+    assert declared["schemas"]["main"]["comment"] == "The example functions"
+    assert declared["functions"]["numbers"] == {
+        "schema": "main",
+        "comment": "The integers 0..n-1, generated in parallel",
+        "tags": {"vgi.category": "generators"},
+        "examples": [["SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500"]],
+        "categories": ["generators"],
+    }
+
+
 def test_oracle_upper_case_keeps_nulls_and_handles_unicode(oracle: dict[str, Any]) -> None:
-    # pyarrow's utf8_upper maps code point by code point: ß -> ẞ, and ﬁ stays (unlike str.upper).
-    expected = [{"result": pc.utf8_upper(pa.array(batch, pa.string())).to_pylist()} for batch in UPPER_INPUT]
+    # Full case mapping, as str.upper and the Rust and Java example workers: ß -> SS, ﬁ -> FI.
+    expected = [{"result": [None if s is None else s.upper() for s in batch]} for batch in UPPER_INPUT]
     assert oracle["functions"]["upper_case"] == expected
     assert expected[0]["result"] == ["HELLO", None, "WORLD", ""]
-    assert expected[1]["result"][3] == "ÜNÏCÖDÉ ☃"
+    assert expected[1]["result"][1:5] == ["STRASSE", "ǄEMAL", "ÜNÏCÖDÉ ☃", "FI"]
 
 
 def test_oracle_numbers_projection_and_filters(oracle: dict[str, Any]) -> None:

@@ -87,11 +87,14 @@ def catalog(worker: list[str]) -> dict[str, Any]:
                 "has_finalize": info.has_finalize,
             }
     out["functions"] = functions
+    out["declared"] = declared(client, attach, token)
     snapshot = client.load_catalog(attach=attach)
     out["load_catalog"] = {
         "source": str(snapshot.source),
         "fallback_reason": snapshot.fallback_reason,
-        "functions": sorted(f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions]),
+        "functions": sorted(
+            f.name for s in snapshot.schemas for f in [*s.scalar_functions, *s.table_functions, *s.aggregate_functions]
+        ),
     }
     contents = client.contents(attach_opaque_data=token, if_none_match=None)
     again = client.contents(attach_opaque_data=token, if_none_match=contents.etag)
@@ -100,6 +103,31 @@ def catalog(worker: list[str]) -> dict[str, Any]:
     out["detach"] = error_of(lambda: client.catalog_detach(attach_opaque_data=token))
     out["forged_token"] = error_of(lambda: client.schemas(attach_opaque_data=b"forged"))
     return out
+
+
+def declared(client: Client, attach: Any, token: bytes) -> dict[str, Any]:
+    """The catalog's, each schema's and each function's comment, tags, examples and categories."""
+    schemas = {}
+    functions = {}
+    for schema in client.schemas(attach_opaque_data=token):
+        path = ".".join(schema.path)
+        schemas[path] = {"comment": schema.comment, "tags": dict(schema.tags)}
+        for kind in (SchemaObjectType.SCALAR_FUNCTION, SchemaObjectType.TABLE_FUNCTION):
+            for info in client.schema_contents(attach_opaque_data=token, path=schema.path, type=kind):
+                functions[info.name] = {
+                    "schema": path,
+                    "comment": info.comment,
+                    "tags": dict(info.tags),
+                    "examples": [[e.sql, e.description] for e in info.examples],
+                    "categories": list(info.categories),
+                }
+    return {
+        "default_schema": attach.default_schema,
+        "comment": attach.comment,
+        "tags": dict(attach.tags),
+        "schemas": schemas,
+        "functions": functions,
+    }
 
 
 def numbers_args(n: int, batch_rows: int | None = None) -> Arguments:

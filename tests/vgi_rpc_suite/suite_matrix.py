@@ -17,8 +17,9 @@ import os
 
 WORKERS = ("rust", "python", "java", "reference")
 TRANSPORTS = ("pipe", "shm", "unix", "http")
-#: quiver's Rust worker has no HTTP server; vgi-rpc's HTTP side is served by the Python package.
-HTTP_WORKERS = ("python", "reference")
+#: The workers with an HTTP server (quiver-rpc's `serve_http`, the Python package's WSGI app, the
+#: reference's); the Java worker serves byte streams only.
+HTTP_WORKERS = ("rust", "python", "reference")
 #: The reference passes 205 / 203 / 203 / 244 on these fixtures (RESULTS.md); fewer than this
 #: floor means the fixtures, not the workers, broke.
 MIN_REFERENCE_PASSES = {"pipe": 200, "shm": 200, "unix": 200, "http": 240}
@@ -31,13 +32,13 @@ MIN_CLIENT_PASSES = {"pipe": 180, "shm": 180, "unix": 180, "http": 180}
 #: starts a driver process, and over pipe and shm the harness also starts a reference worker for
 #: it (about 0.35 s of Python start-up each, ~70 s per target on a quiet 2-core machine), as does
 #: the Python driver itself (~45-75 s per target, over unix and over HTTP alike): the default runs
-#: unix for both clients and HTTP for the Python client (the only HTTP client, and the reference's
-#: HTTP server is already running), about 130 s added in all. QUIVER_SUITE_CLIENTS=all runs
+#: unix and HTTP for both clients (the reference's HTTP server is already running; the Rust driver
+#: starts in milliseconds, ~4 s per target), about 130 s added in all. QUIVER_SUITE_CLIENTS=all runs
 #: CLIENT_TRANSPORTS_ALL (RESULTS.md says which ran); QUIVER_SUITE_TARGETS names any single target.
-CLIENT_TRANSPORTS = {"rust": ("unix",), "python": ("unix", "http")}
-#: What each driver can serve (the Rust client has no HTTP transport; the Python driver reaches
-#: HTTP through quiver's HTTP client).
-CLIENT_TRANSPORTS_ALL = {"rust": ("pipe", "shm", "unix"), "python": ("pipe", "shm", "unix", "http")}
+CLIENT_TRANSPORTS = {"rust": ("unix", "http"), "python": ("unix", "http")}
+#: What each driver can serve (both reach HTTP through their own HTTP client: quiver-rpc's
+#: `Client::http`, quiver's Python `HttpClient`).
+CLIENT_TRANSPORTS_ALL = {"rust": ("pipe", "shm", "unix", "http"), "python": ("pipe", "shm", "unix", "http")}
 #: The skip message, for a client target, of a test that does not exercise a client: the raw
 #: request-contract tests write bytes to the proxy's own stream, which a driven client has not.
 #: Such a skip is listed in the report and is not a gap.

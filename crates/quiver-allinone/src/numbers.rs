@@ -55,6 +55,13 @@ pub fn numbers(batch_rows: i64, max_workers: u32) -> Function {
                 recycled: None,
             })
         })
+        .comment("The integers 0..n-1, generated in parallel")
+        .tag("vgi.category", "generators")
+        .category("generators")
+        .example(
+            "SELECT sum(n) FROM allinone.main.numbers(1000)",
+            "The sum of 0..999: 499500",
+        )
 }
 
 /// One connection's share of a scan.

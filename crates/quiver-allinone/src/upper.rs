@@ -18,9 +18,16 @@ use quiver_wire::{ErrorCode, ErrorReport};
 /// The `upper_case` function.
 pub fn upper_case() -> Function {
     ScalarFunction::new("upper_case", DataType::Utf8)
-        .doc("Converts a string to upper case (Unicode full case mapping); NULL stays NULL")
+        .doc("Converts a string to upper case (Unicode full case mapping); NULL stays NULL.")
         .arg(Arg::new("s", DataType::Utf8).doc("The string to convert"))
         .body(|input| upper(input.columns[0].as_string::<i32>()))
+        .comment("Upper-cases text with Unicode full case mapping")
+        .tag("vgi.category", "text")
+        .category("text")
+        .example(
+            "SELECT allinone.main.upper_case('straße')",
+            "STRASSE: full case mapping turns ß into SS",
+        )
 }
 
 /// Upper-cases every string of `input`.

@@ -93,6 +93,7 @@ pub fn raw_peer(
     use std::os::fd::FromRawFd;
     // SAFETY: fds 0 and 1 are open for the life of the process; ManuallyDrop keeps them open.
     let input = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    // SAFETY: as for fd 0 above.
     let output = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
     run_raw(mode, ack_every, &*input, &*output)
 }

@@ -42,18 +42,7 @@ impl Connection {
     pub fn connect_with(address: impl IntoAddress, options: &ConnectOptions) -> Result<Connection> {
         options.check()?;
         let address = address.into_address()?;
-        let transport = match &address {
-            Address::Unix(path) => socket::connect_unix(path),
-            Address::Tcp { host, port } => socket::connect_tcp((host.as_str(), *port)),
-        }
-        .map_err(|source| Error::Connect {
-            address: address.to_string(),
-            source,
-        })?;
-        let mut client = Client::new(transport)
-            .with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION)
-            .with_limits(options.wire_limits())
-            .with_shm_from_config(&options.shm_config()?)?;
+        let mut client = open_client(&address, options, true)?;
         let session = open_session(&mut client, options)?;
         Ok(Connection {
             client,
@@ -248,7 +237,8 @@ pub(crate) fn note<T>(broken: &mut bool, result: Result<T>) -> Result<T> {
 }
 
 /// Cancels a session's running statement from any thread: it opens a connection of its own and
-/// presents the session's id.
+/// presents the session's id as its one call, without opening a session, so it needs no
+/// `max_connections` place on the server.
 #[derive(Clone, Debug)]
 pub struct CancelHandle {
     address: Address,
@@ -259,14 +249,14 @@ pub struct CancelHandle {
 impl CancelHandle {
     /// Interrupts the statement the session is running; `false` when it was running none.
     pub fn cancel(&self) -> Result<bool> {
-        let mut options = self.options.clone();
-        options.shm = crate::options::Shm::Off;
-        let mut connection = Connection::connect_with(&self.address, &options)?;
+        let mut client = open_client(&self.address, &self.options, false)?;
         let params = request(
             methods::cancel_params(),
             &[Value::Text(Some(&self.session_id))],
         );
-        let reply = connection.unary(methods::CANCEL, &params)?;
+        let reply = client
+            .call(methods::CANCEL, &params)?
+            .ok_or_else(|| Error::Protocol("cancel answered nothing".into()))?;
         let flag = reply
             .column(0)
             .as_any()
@@ -275,6 +265,26 @@ impl CancelHandle {
             .ok_or_else(|| Error::Protocol("cancel answered no boolean".into()))?;
         Ok(flag.value(0))
     }
+}
+
+/// A client of `quiver.server` on a new connection to `address` (with shared memory as `options`
+/// say, when `shm`), before any call.
+fn open_client(address: &Address, options: &ConnectOptions, shm: bool) -> Result<Client> {
+    let transport = match address {
+        Address::Unix(path) => socket::connect_unix(path),
+        Address::Tcp { host, port } => socket::connect_tcp((host.as_str(), *port)),
+    }
+    .map_err(|source| Error::Connect {
+        address: address.to_string(),
+        source,
+    })?;
+    let client = Client::new(transport)
+        .with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION)
+        .with_limits(options.wire_limits());
+    if !shm {
+        return Ok(client);
+    }
+    Ok(client.with_shm_from_config(&options.shm_config()?)?)
 }
 
 /// `connect`, the first call of every connection.

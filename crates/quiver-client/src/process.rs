@@ -40,8 +40,9 @@ const ANNOUNCEMENT_LINES_MAX: usize = 64;
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
     /// The program and arguments before the server's flags; `None`: [`ENV_COMMAND`] if set, else
-    /// `<python> -m quiver.serve` with the Python from [`ENV_PYTHON`], else the nearest
-    /// `.venv/bin/python` above the current directory, else `python3`.
+    /// `<python> -m quiver.serve` with the Python from [`ENV_PYTHON`], else [`SERVER_PROGRAM`] on
+    /// PATH, else `-m quiver.serve` with the nearest `.venv/bin/python` above the current
+    /// directory, else with `python3`.
     pub command: Option<Vec<String>>,
     /// The database file; `None` for an in-memory database.
     pub database: Option<PathBuf>,
@@ -278,7 +279,7 @@ fn server_argv(options: &ServerOptions) -> Result<Vec<String>> {
         None => match std::env::var(ENV_COMMAND) {
             Ok(text) if !text.trim().is_empty() => quiver_process::split_command(&text)
                 .map_err(|error| Error::Spawn(format!("{ENV_COMMAND}: {error}")))?,
-            _ => vec![default_python(), "-m".into(), "quiver.serve".into()],
+            _ => default_command(),
         },
     };
     if let Some(database) = &options.database {
@@ -314,15 +315,24 @@ fn server_argv(options: &ServerOptions) -> Result<Vec<String>> {
     Ok(argv)
 }
 
-/// [`ENV_PYTHON`], else the nearest `.venv/bin/python` at or above the current directory, else
-/// `python3`.
-fn default_python() -> String {
+/// The program `pip install quiver-arrow` puts on PATH to start a server.
+pub const SERVER_PROGRAM: &str = "quiver-server";
+
+/// `<python> -m quiver.serve` with the Python from [`ENV_PYTHON`]; else [`SERVER_PROGRAM`] when it
+/// is on PATH (an installed quiver); else `-m quiver.serve` with the nearest `.venv/bin/python`
+/// at or above the current directory (a checkout), else with `python3`.
+fn default_command() -> Vec<String> {
+    let module = |python: String| vec![python, "-m".into(), "quiver.serve".into()];
     if let Some(python) = std::env::var_os(ENV_PYTHON) {
-        return python.to_string_lossy().into_owned();
+        return module(python.to_string_lossy().into_owned());
     }
-    nearest(".venv/bin/python")
+    if let Ok(program) = which::which(SERVER_PROGRAM) {
+        return vec![program.display().to_string()];
+    }
+    let python = nearest(".venv/bin/python")
         .map(|python| python.display().to_string())
-        .unwrap_or_else(|| "python3".into())
+        .unwrap_or_else(|| "python3".into());
+    module(python)
 }
 
 /// `relative` under the current directory or the nearest of its ancestors that has it.

@@ -7,7 +7,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use quiver_client::{AsyncConnection, ConnectOptions, Connection, Error, Pool, ServerProcess, Shm};
+use quiver_client::{
+    AsyncConnection, ConnectOptions, Connection, Error, Pool, ServerOptions, ServerProcess, Shm,
+};
 use support::real_server::{self, shared};
 
 const WAIT_MAX: Duration = Duration::from_secs(30);
@@ -43,6 +45,35 @@ fn cancel_interrupts_a_running_query() {
     );
     assert!(error.connection_usable(), "{error}");
     assert_eq!(connection.query_scalar_i64("SELECT 1").unwrap(), Some(1));
+}
+
+#[test]
+fn a_cancel_takes_no_place_among_max_connections() {
+    let server = ServerProcess::spawn(ServerOptions {
+        max_connections: Some(1),
+        ..real_server::options()
+    })
+    .unwrap();
+    let mut connection = unix(&server, Shm::Off);
+    assert!(
+        server.connect().is_err(),
+        "the one place is taken: a second session is refused"
+    );
+    let handle = connection.cancel_handle();
+    let canceller = std::thread::spawn(move || {
+        let deadline = Instant::now() + WAIT_MAX;
+        while Instant::now() < deadline {
+            if handle.cancel().unwrap() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    });
+    let slow = "SELECT count(*) FROM range(100000000000) a";
+    let error = connection.query_arrow(slow).unwrap_err();
+    assert!(canceller.join().unwrap(), "the cancel never landed");
+    assert!(error.connection_usable(), "{error}");
 }
 
 #[test]

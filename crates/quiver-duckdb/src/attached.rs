@@ -9,11 +9,12 @@ use std::sync::Arc;
 use arrow_array::ffi::FFI_ArrowSchema;
 use quiver_vgi_contract::arg_metadata;
 
+use crate::attached_docs::AttachedDocs;
 use crate::catalog::{self, Discovered, FunctionDesc};
 use crate::ffi::{
     guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
 };
-use crate::worker::Worker;
+use crate::worker::{Remote, Worker};
 
 /// An attached worker and what it offers.
 pub struct Attached {
@@ -26,6 +27,8 @@ pub struct Attached {
     default_schema: CString,
     /// Per skipped function: name, schema, kind and the refusal a call of it gets.
     skipped: Vec<[CString; 4]>,
+    /// Comments, tags, examples of the catalog, its schemas and functions (`attached_docs.rs`).
+    pub(crate) docs: AttachedDocs,
 }
 
 /// One parameter of a function, with the strings the C view points into.
@@ -80,7 +83,7 @@ pub struct FunctionInfoC {
     pub schema: *const c_char,
     /// Documentation.
     pub description: *const c_char,
-    /// `QUIVER_KIND_SCALAR`, `_TABLE` or `_TABLE_IN_OUT`.
+    /// `QUIVER_KIND_SCALAR`, `_TABLE`, `_TABLE_IN_OUT`, `_AGGREGATE` or `_TABLE_BUFFERING`.
     pub kind: i32,
     /// Honours projections.
     pub projection_pushdown: i32,
@@ -96,6 +99,10 @@ pub struct FunctionInfoC {
     pub stability: i32,
     /// Non-zero: the function handles NULL inputs itself.
     pub special_null_handling: i32,
+    /// Aggregates: non-zero when the result depends on the rows' order.
+    pub order_dependent: i32,
+    /// Aggregates: non-zero when the result changes under `DISTINCT`.
+    pub distinct_dependent: i32,
 }
 
 /// How far DuckDB may reuse a function's results; the numbers are `quiver_function_info.stability`
@@ -169,6 +176,7 @@ impl Attached {
             })
             .collect();
         Attached {
+            docs: AttachedDocs::new(&found),
             worker,
             found,
             strings,
@@ -192,9 +200,40 @@ impl Attached {
 /// Opens the worker at `location` (named `alias` in errors) and discovers its catalog
 /// `catalog_name` (`None`: see [`catalog::discover`]).
 pub fn open(location: &str, alias: &str, catalog_name: Option<&str>) -> Outcome<Arc<Attached>> {
-    let worker = Worker::open(alias, location)?;
+    open_remote(location, alias, catalog_name, Remote::default())
+}
+
+/// [`open`] with a remote (HTTP) worker's bearer token and certificate authorities.
+pub fn open_remote(
+    location: &str,
+    alias: &str,
+    catalog_name: Option<&str>,
+    remote: Remote,
+) -> Outcome<Arc<Attached>> {
+    let worker = Worker::open_with(alias, location, remote)?;
     let found = catalog::discover(&worker, catalog_name)?;
+    if let Some(notice) = unsupported_notice(&worker.alias, &found.skipped) {
+        quiver_process::log_line!("{notice}");
+    }
     Ok(Arc::new(Attached::new(worker, found)))
+}
+
+/// What ATTACH says on the engine's stderr when the worker declares functions of kinds the engine
+/// cannot call: each by name and kind (they are also listed in `duckdb_functions()`, tagged
+/// `quiver.unsupported_kind`, and a call of one names it).
+pub fn unsupported_notice(alias: &str, skipped: &[catalog::Skipped]) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = skipped
+        .iter()
+        .map(|f| format!("{alias}.{} ({})", f.name, f.kind))
+        .collect();
+    Some(format!(
+        "[{alias}] quiver: {} function(s) of kinds this engine cannot call yet: {}",
+        skipped.len(),
+        listed.join(", ")
+    ))
 }
 
 /// Starts (or connects to) the worker at `location` and discovers its catalog `catalog_name`;
@@ -212,20 +251,57 @@ pub unsafe extern "C" fn quiver_worker_open(
     err: *mut c_char,
     err_cap: usize,
 ) -> i32 {
+    // SAFETY: by this function's contract (null token and CA file).
+    unsafe {
+        quiver_worker_open_remote(
+            location,
+            alias,
+            catalog_name,
+            std::ptr::null(),
+            std::ptr::null(),
+            interrupt,
+            out,
+            err,
+            err_cap,
+        )
+    }
+}
+
+/// [`quiver_worker_open`] with a remote worker's bearer `token` and `ca_file` (each nullable).
+///
+/// # Safety
+/// Strings NUL-terminated or null where nullable; `out` valid for one write; `err` as in every
+/// call.
+#[allow(clippy::too_many_arguments)]
+#[no_mangle]
+pub unsafe extern "C" fn quiver_worker_open_remote(
+    location: *const c_char,
+    alias: *const c_char,
+    catalog_name: *const c_char,
+    token: *const c_char,
+    ca_file: *const c_char,
+    interrupt: Interrupt,
+    out: *mut *const Attached,
+    err: *mut c_char,
+    err_cap: usize,
+) -> i32 {
     guard_interruptible(interrupt, err, err_cap, || {
-        // SAFETY: by this function's contract.
-        let (location, alias, name) = unsafe {
-            (
-                str_arg(location, "location")?,
-                str_arg(alias, "alias")?,
-                if catalog_name.is_null() {
-                    None
-                } else {
-                    Some(str_arg(catalog_name, "catalog_name")?)
-                },
-            )
+        let optional = |text: *const c_char, what: &str| -> Outcome<Option<String>> {
+            if text.is_null() {
+                return Ok(None);
+            }
+            // SAFETY: by this function's contract.
+            Ok(Some(unsafe { str_arg(text, what) }?.to_string()))
         };
-        let attached = open(location, alias, name)?;
+        // SAFETY: by this function's contract.
+        let (location, alias) =
+            unsafe { (str_arg(location, "location")?, str_arg(alias, "alias")?) };
+        let name = optional(catalog_name, "catalog_name")?;
+        let remote = Remote {
+            token: optional(token, "token")?,
+            ca_file: optional(ca_file, "ca_file")?.map(std::path::PathBuf::from),
+        };
+        let attached = open_remote(location, alias, name.as_deref(), remote)?;
         // SAFETY: by this function's contract.
         unsafe { write_out(out, Arc::into_raw(attached), "out") }
     })
@@ -317,6 +393,8 @@ pub unsafe extern "C" fn quiver_worker_function(
             max_workers: f.max_workers.unwrap_or(0).max(0),
             stability: Stability::of(f.stability.as_deref()).to_c(),
             special_null_handling: (f.null_handling.as_deref() == Some("SPECIAL")).into(),
+            order_dependent: f.order_dependent.into(),
+            distinct_dependent: f.distinct_dependent.into(),
         };
         // SAFETY: by this function's contract.
         unsafe { write_out(out, info, "out") }

@@ -60,6 +60,7 @@ impl Bound {
                 Kind::Scalar => function_type::SCALAR.into(),
                 Kind::Table | Kind::TableInOut => function_type::TABLE.into(),
                 Kind::TableBuffering => function_type::TABLE_BUFFERING.into(),
+                Kind::Aggregate => quiver_vgi_contract::aggregate::FUNCTION_TYPE.into(),
             },
             input_schema: self.input_schema.clone(),
             attach_opaque_data: Some(self.attached.found.attach_opaque_data.clone()),
@@ -86,7 +87,7 @@ impl Bound {
 }
 
 /// Splits a one-row batch with columns `positional_<i>` / `named_<name>` into `RawArguments`.
-fn arguments_of(batch: &RecordBatch) -> Outcome<RawArguments> {
+pub(crate) fn arguments_of(batch: &RecordBatch) -> Outcome<RawArguments> {
     let mut positional: Vec<(usize, arrow_array::ArrayRef)> = Vec::new();
     let mut named = Vec::new();
     if batch.num_rows() != 1 {

@@ -13,9 +13,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{Client, ClientError};
 use quiver_vgi_contract::enums::{function_type, object_type};
 use quiver_vgi_contract::schemas::{self, enum_type, list_of};
-use quiver_vgi_contract::{arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
+use quiver_vgi_contract::{aggregate, arg_metadata, ipc, methods, Dialect, RowBuilder, RowReader};
 use quiver_wire::ErrorReport;
 
+use crate::catalog_docs::{self, Docs, SchemaDesc};
 use crate::ffi::{Failure, Outcome};
 use crate::negotiate::{negotiated, Step};
 use crate::worker::Worker;
@@ -33,8 +34,10 @@ pub enum Kind {
     Table = 2,
     /// A table in, a table out (`FROM w.f((SELECT ...))`).
     TableInOut = 3,
+    /// Rows in, one value per group out (`SELECT w.f(x) ... GROUP BY ...`), see `aggregate.rs`.
+    Aggregate = 4,
     /// A table in, a table out once the whole input was seen (`table_buffering`).
-    TableBuffering = 4,
+    TableBuffering = 5,
 }
 
 /// One function as the worker describes it.
@@ -69,6 +72,12 @@ pub struct FunctionDesc {
     pub stability: Option<String>,
     /// `DEFAULT` or `SPECIAL` (scalars).
     pub null_handling: Option<String>,
+    /// Aggregates: the result depends on the order of the rows (`ORDER BY` inside the call).
+    pub order_dependent: bool,
+    /// Aggregates: the result changes under `DISTINCT`.
+    pub distinct_dependent: bool,
+    /// Its comment, tags, example queries and categories.
+    pub docs: Docs,
 }
 
 /// What `catalog_attach` answered, plus the functions found.
@@ -78,9 +87,13 @@ pub struct Discovered {
     pub attach_opaque_data: Vec<u8>,
     /// The schema unqualified names resolve in.
     pub default_schema: String,
+    /// Every schema the worker declares, with or without functions (and those its functions name).
+    pub schemas: Vec<SchemaDesc>,
+    /// The catalog's own comment and tags.
+    pub docs: Docs,
     /// The functions DuckDB can call.
     pub functions: Vec<FunctionDesc>,
-    /// Functions of kinds the engine cannot call yet (aggregates, table-buffering): registered
+    /// Functions of kinds the engine cannot call (one newer than it knows): registered
     /// as placeholders that say so, never left to read as "does not exist".
     pub skipped: Vec<Skipped>,
 }
@@ -92,27 +105,18 @@ pub struct Skipped {
     pub name: String,
     /// Its schema, as [`FunctionDesc::schema_path`].
     pub schema_path: Vec<String>,
-    /// Its `function_type` as the worker declared it, lower-cased (`aggregate`, `table_buffering`).
+    /// Its `function_type` as the worker declared it, lower-cased.
     pub kind: String,
 }
 
 impl Skipped {
-    /// Why a call of it is refused, e.g. "w.total is an aggregate function; quiver's engine does
-    /// not call aggregates yet".
+    /// Why a call of it is refused, e.g. "w.later is a function of kind 'future_kind', which
+    /// quiver's engine does not call".
     pub fn refusal(&self, alias: &str) -> String {
-        let name = format!("{alias}.{}", self.name);
-        match self.kind.as_str() {
-            "aggregate" => format!(
-                "{name} is an aggregate function; quiver's engine does not call aggregates yet"
-            ),
-            "table_buffering" => format!(
-                "{name} is a buffered table function (table_buffering); quiver's engine does not \
-                 call buffered table functions yet"
-            ),
-            other => format!(
-                "{name} is a function of kind '{other}', which quiver's engine does not call"
-            ),
-        }
+        format!(
+            "{alias}.{} is a function of kind '{}', which quiver's engine does not call",
+            self.name, self.kind
+        )
     }
 }
 
@@ -210,10 +214,12 @@ fn discover_on(client: &mut Client, dialect: Dialect, name: &str) -> Result<Disc
         .ok_or_else(|| row.missing("attach_opaque_data"))?
         .to_vec();
     let default_schema = row.str("default_schema")?.unwrap_or_else(|| "main".into());
+    let docs = Docs::of(&row);
+    let mut schemas = Vec::new();
     let rows = if row.bool("supports_catalog_contents")?.unwrap_or(false) {
-        contents(client, dialect, &attach_opaque_data)?
+        contents(client, dialect, &attach_opaque_data, &mut schemas)?
     } else {
-        per_schema(client, dialect, &attach_opaque_data)?
+        per_schema(client, dialect, &attach_opaque_data, &mut schemas)?
     };
     let mut functions = Vec::new();
     let mut skipped = Vec::new();
@@ -228,9 +234,12 @@ fn discover_on(client: &mut Client, dialect: Dialect, name: &str) -> Result<Disc
             );
         }
     }
+    let schemas = every_schema(schemas, &default_schema, &functions, &skipped)?;
     Ok(Discovered {
         attach_opaque_data,
         default_schema,
+        schemas,
+        docs,
         functions,
         skipped,
     })
@@ -241,6 +250,7 @@ fn contents(
     client: &mut Client,
     dialect: Dialect,
     attach: &[u8],
+    schemas: &mut Vec<SchemaDesc>,
 ) -> Result<Vec<RecordBatch>, Step> {
     let params = RowBuilder::new(Arc::new(Schema::new(vec![
         Field::new("attach_opaque_data", DataType::Binary, false),
@@ -256,6 +266,13 @@ fn contents(
     let row = RowReader::new(&answer, "CatalogContentsResponse");
     if !dialect.contents_by_category() {
         return Ok(contents_by_schema(&row)?);
+    }
+    if let Some(bytes) = row.bytes("schemas")?.filter(|b| !b.is_empty()) {
+        schemas.extend(
+            rows_of(bytes, "schemas")?
+                .iter()
+                .filter_map(catalog_docs::schema_desc),
+        );
     }
     match row.bytes("functions")? {
         Some(bytes) if !bytes.is_empty() => Ok(rows_of(bytes, "functions")?),
@@ -274,11 +291,17 @@ fn contents_by_schema(row: &RowReader<'_>) -> Result<Vec<RecordBatch>, ErrorRepo
         .as_struct_opt()
         .ok_or_else(|| malformed(what, "not a list of structs"))?;
     let mut rows = Vec::new();
-    for category in ["scalar_functions", "table_functions"] {
-        let lists = schemas
-            .column_by_name(category)
-            .and_then(|c| c.as_list_opt::<i32>())
-            .ok_or_else(|| malformed(what, &format!("no list '{category}'")))?;
+    for category in ["scalar_functions", "table_functions", "aggregate_functions"] {
+        let Some(column) = schemas.column_by_name(category) else {
+            // Aggregates came later than the other two: a worker may not list them.
+            if category == "aggregate_functions" {
+                continue;
+            }
+            return Err(malformed(what, &format!("no list '{category}'")));
+        };
+        let lists = column
+            .as_list_opt::<i32>()
+            .ok_or_else(|| malformed(what, &format!("'{category}' is not a list")))?;
         for schema in 0..lists.len() {
             let items = lists.value(schema);
             let items = items
@@ -303,6 +326,7 @@ fn per_schema(
     client: &mut Client,
     dialect: Dialect,
     attach: &[u8],
+    schemas: &mut Vec<SchemaDesc>,
 ) -> Result<Vec<RecordBatch>, Step> {
     let params = RowBuilder::new(Arc::new(Schema::new(vec![
         Field::new("attach_opaque_data", DataType::Binary, false),
@@ -315,13 +339,18 @@ fn per_schema(
     let mut by_path = dialect.schemas_have_paths();
     for item in items(&result_bytes(reply, methods::CATALOG_SCHEMAS)?)? {
         let schema = ipc::decode_row(&item, "SchemaInfo")?;
+        schemas.extend(catalog_docs::schema_desc(&schema));
         let schema = RowReader::new(&schema, "SchemaInfo");
         // 2.x names a schema by its path, 1.4 by one name.
         let path = match schema.strs("path")? {
             Some(path) => path,
             None => vec![schema.str("name")?.ok_or_else(|| schema.missing("path"))?],
         };
-        for object_type in [object_type::SCALAR_FUNCTION, object_type::TABLE_FUNCTION] {
+        for object_type in [
+            object_type::SCALAR_FUNCTION,
+            object_type::TABLE_FUNCTION,
+            object_type::AGGREGATE_FUNCTION,
+        ] {
             let method = methods::CATALOG_SCHEMA_CONTENTS_FUNCTIONS;
             let call = |client: &mut Client, by_path: bool| {
                 client.call(
@@ -330,6 +359,11 @@ fn per_schema(
                 )
             };
             let reply = match call(client, by_path) {
+                // Aggregates are listed where a worker knows them; one that refuses the type
+                // has none (so they are never lost silently where it does list them).
+                Err(ClientError::Remote(_)) if object_type == object_type::AGGREGATE_FUNCTION => {
+                    continue
+                }
                 // A worker whose declared version says one shape but whose method takes the
                 // other (the call took a schema `name` before protocol 2.0, a `path` since; a
                 // worker may declare a version its methods do not follow, or none). Try the
@@ -423,21 +457,25 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         function_type::TABLE if has_table_arg => Kind::TableInOut,
         function_type::TABLE => Kind::Table,
         function_type::TABLE_BUFFERING => Kind::TableBuffering,
+        aggregate::FUNCTION_TYPE => Kind::Aggregate,
         _ => return Ok(None),
     };
     let result = match (kind, info.bytes("output_schema")?) {
-        (Kind::Scalar, Some(bytes)) if !bytes.is_empty() => {
+        (Kind::Scalar | Kind::Aggregate, Some(bytes)) if !bytes.is_empty() => {
             let schema = ipc::decode_schema(bytes, "FunctionInfo.output_schema")?;
             if schema.fields().len() != 1 {
                 return Err(malformed(
                     &name,
-                    "a scalar function's output schema must have one field",
+                    "a scalar or aggregate function's output schema must have one field",
                 ));
             }
             Some(schema)
         }
-        (Kind::Scalar, _) => {
-            return Err(malformed(&name, "a scalar function needs an output schema"))
+        (Kind::Scalar | Kind::Aggregate, _) => {
+            return Err(malformed(
+                &name,
+                "a scalar or aggregate function needs an output schema",
+            ))
         }
         _ => None,
     };
@@ -455,8 +493,48 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         max_workers: info.int("max_workers")?,
         stability: info.str("stability")?,
         null_handling: info.str("null_handling")?,
+        order_dependent: info.str("order_dependent")?.as_deref()
+            == Some(aggregate::ORDER_DEPENDENT),
+        distinct_dependent: info.str("distinct_dependent")?.as_deref()
+            == Some(aggregate::DISTINCT_DEPENDENT),
+        docs: Docs::of(&info),
         name,
     }))
+}
+
+/// The schemas declared, then any a function names that was not declared, once each (paths
+/// compared case-insensitively, as DuckDB does); the default schema among them.
+fn every_schema(
+    declared: Vec<SchemaDesc>,
+    default_schema: &str,
+    functions: &[FunctionDesc],
+    skipped: &[Skipped],
+) -> Result<Vec<SchemaDesc>, ErrorReport> {
+    let named = functions
+        .iter()
+        .map(|f| &f.schema_path)
+        .chain(skipped.iter().map(|f| &f.schema_path))
+        .cloned()
+        .chain(std::iter::once(vec![default_schema.to_string()]));
+    let undeclared = named.map(|path| SchemaDesc {
+        path,
+        docs: Docs::default(),
+    });
+    let mut schemas: Vec<SchemaDesc> = Vec::new();
+    for schema in declared.into_iter().chain(undeclared) {
+        let key = schema.path.join(".").to_lowercase();
+        if !schemas
+            .iter()
+            .any(|s| s.path.join(".").to_lowercase() == key)
+        {
+            schemas.push(schema);
+        }
+        if schemas.len() > catalog_docs::SCHEMAS_MAX {
+            let most = catalog_docs::SCHEMAS_MAX;
+            return Err(malformed("catalog", &format!("more than {most} schemas")));
+        }
+    }
+    Ok(schemas)
 }
 
 /// A `FunctionInfo` row of a kind the engine cannot call, for its placeholder.

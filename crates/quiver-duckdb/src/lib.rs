@@ -7,7 +7,8 @@
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
 //! threads (`scan.rs`, split-planned ones in `splits.rs`), scalar calls (`scalar.rs`), table-in-out
 //! calls (`table_in_out.rs`), buffered table calls (`table_buffering.rs`), all as
-//! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`). The bench
+//! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`) — and
+//! aggregate calls, all-unary on one pinned connection (`aggregate.rs`). The bench
 //! flavour alone (feature `bench-functions`) adds `numbers.rs`, the benchmark's in-process ceiling.
 //! Data crosses the boundary only as Arrow C Data Interface structs (`arrow_c.rs`): DuckDB's own
 //! converters write and read them, and worker output read from shared memory is handed over in
@@ -23,11 +24,14 @@
 
 use std::ffi::{c_char, CStr};
 
+pub mod aggregate;
 mod arrow_c;
 pub mod attached;
+pub mod attached_docs;
 pub mod bind;
 pub mod calls;
 pub mod catalog;
+pub mod catalog_docs;
 pub mod ffi;
 pub mod filters;
 pub mod negotiate;
@@ -45,7 +49,7 @@ pub mod worker;
 pub use ffi::{Failure, FailureCode, QUIVER_OK};
 
 /// Version of the C ABI in `quiver_core.h`; bump on any change to a signature or convention.
-pub const QUIVER_CORE_ABI_VERSION: u32 = 3;
+pub const QUIVER_CORE_ABI_VERSION: u32 = 4;
 
 static VERSION: &CStr =
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {

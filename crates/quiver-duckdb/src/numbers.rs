@@ -179,10 +179,8 @@ mod tests {
     fn schema_exports() {
         let mut schema = MaybeUninit::<FFI_ArrowSchema>::uninit();
         // SAFETY: valid out pointer; no error buffer.
-        assert_eq!(
-            unsafe { quiver_numbers_schema(schema.as_mut_ptr(), std::ptr::null_mut(), 0) },
-            QUIVER_OK
-        );
+        let code = unsafe { quiver_numbers_schema(schema.as_mut_ptr(), std::ptr::null_mut(), 0) };
+        assert_eq!(code, QUIVER_OK);
         // SAFETY: initialised by the successful call above.
         let schema = unsafe { schema.assume_init() };
         assert_eq!(Schema::try_from(&schema).unwrap(), *numbers_schema());

@@ -146,9 +146,9 @@ pub unsafe extern "C" fn quiver_table_start(
         } else {
             // SAFETY: by this function's contract.
             let spec = unsafe { str_arg(filter_spec, "filter_spec")? };
-            let values = match (filter_values.is_null(), unsafe {
-                filter_values_schema.as_ref()
-            }) {
+            // SAFETY: a non-null schema pointer is readable by this function's contract.
+            let schema = unsafe { filter_values_schema.as_ref() };
+            let values = match (filter_values.is_null(), schema) {
                 (false, Some(schema)) => {
                     // SAFETY: by this function's contract.
                     Some(unsafe { arrow_c::import_batch(filter_values, schema, "filter values")? })

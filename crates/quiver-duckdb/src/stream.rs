@@ -229,7 +229,7 @@ impl Stream {
 
 /// Whether two types are laid out alike: equal once nested fields' names, nullability and
 /// metadata are set aside (a worker may name a list's item differently, or mark it nullable).
-fn same_layout(got: &DataType, want: &DataType) -> bool {
+pub(crate) fn same_layout(got: &DataType, want: &DataType) -> bool {
     got == want || plain(got) == plain(want)
 }
 

@@ -9,6 +9,9 @@
 //!   appended; it prints `UNIX:<path>` and every connection is a socket to it. Restarted on the
 //!   next call if it died.
 //! * `unix://<path>` — a worker someone else runs, listening on that socket.
+//! * `http://host:port[/prefix]`, `https://...` — a worker (or replicas behind a load balancer)
+//!   serving vgi-rpc's HTTP transport; every connection is its own kept-alive HTTP connection,
+//!   with the bearer token and certificate authorities of [`Remote`].
 //!
 //! Every failure on a connection becomes one message naming the worker, what it was doing, how
 //! the process ended and the tail of its stderr (see [`Worker::failure`]).
@@ -22,6 +25,7 @@ use std::time::Duration;
 
 use quiver_process::announce::AnnounceError;
 use quiver_process::{read_announcement, split_command, Announcement, Child, EXIT_GRACE};
+use quiver_rpc::http::HttpOptions;
 use quiver_rpc::{Client, ClientError};
 use quiver_shm::ShmConfig;
 use quiver_transport::fd_io::{self, FdReader, Stopped};
@@ -53,12 +57,27 @@ pub enum Location {
     Launch(Vec<String>),
     /// A socket someone else listens on.
     Unix(PathBuf),
+    /// An HTTP(S) base URL.
+    Http(String),
+}
+
+/// How to reach a remote (HTTP) worker: `ATTACH ... (TYPE quiver, TOKEN '...', CA_FILE '...')`.
+#[derive(Debug, Clone, Default)]
+pub struct Remote {
+    /// Sent as `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// PEM certificate authorities an `https://` worker must chain to (default: the system's).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Location {
     /// Parses an ATTACH location.
     pub fn parse(text: &str) -> Outcome<Location> {
         let text = text.trim();
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            return Ok(Location::Http(text.to_string()));
+        }
         if let Some(path) = text.strip_prefix("unix://") {
             if path.is_empty() {
                 return Err(Failure::invalid("unix:// needs a socket path"));
@@ -91,6 +110,7 @@ impl Location {
                     .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned())
             }
             Location::Unix(path) => format!("unix://{}", path.display()),
+            Location::Http(url) => url.clone(),
         }
     }
 }
@@ -134,6 +154,7 @@ pub struct Worker {
     location: Location,
     shm: ShmConfig,
     launched: Mutex<Option<Launched>>,
+    remote: Remote,
     idle: Mutex<Vec<Conn>>,
     closed: AtomicBool,
     connections_opened: AtomicU64,
@@ -148,13 +169,27 @@ pub const WORKER_STDERR_VARIABLE: &str = "QUIVER_WORKER_STDERR";
 impl Worker {
     /// Prepares the worker at `location` (starting it, for `launch:`); `alias` names it in errors.
     pub fn open(alias: &str, location: &str) -> Outcome<Arc<Worker>> {
+        Worker::open_with(alias, location, Remote::default())
+    }
+
+    /// [`Worker::open`] with the credentials and trust of a remote (HTTP) worker; refused for a
+    /// local location, where they would mean nothing.
+    pub fn open_with(alias: &str, location: &str, remote: Remote) -> Outcome<Arc<Worker>> {
         let location = Location::parse(location)?;
+        if !matches!(location, Location::Http(_))
+            && (remote.token.is_some() || remote.ca_file.is_some())
+        {
+            return Err(Failure::invalid(
+                "TOKEN and CA_FILE apply to http:// and https:// workers only",
+            ));
+        }
         let shm = ShmConfig::from_env().map_err(|e| Failure::invalid(e.to_string()))?;
         let worker = Arc::new(Worker {
             alias: alias.to_string(),
             location,
             shm,
             launched: Mutex::new(None),
+            remote,
             idle: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             connections_opened: AtomicU64::new(0),
@@ -332,16 +367,39 @@ impl Worker {
                 (self.connect_unix(&socket)?, None)
             }
             Location::Unix(path) => (self.connect_unix(path)?, None),
+            Location::Http(url) => return self.connect_http(url),
         };
         let dialect = self.dialect();
-        let client = Client::new(connection)
+        let mut client = Client::new(connection)
             .with_protocol(dialect.protocol_name(), dialect.protocol_version())
             .with_shm_from_config(&self.shm)
             .map_err(|e| Failure::new(FailureCode::Worker, format!("{}: {e}", self.label())))?;
+        if let Some(prefix) = self.stderr_prefix() {
+            client = client.with_log_sink(log_forwarder(prefix));
+        }
         self.connections_opened.fetch_add(1, Ordering::Relaxed);
         Ok(Conn {
             client,
             process,
+            dialect,
+        })
+    }
+
+    /// A client of the HTTP worker at `url`: nothing is dialled until its first call.
+    fn connect_http(&self, url: &str) -> Outcome<Conn> {
+        let options = HttpOptions {
+            bearer: self.remote.token.clone(),
+            ca_file: self.remote.ca_file.clone(),
+            ..HttpOptions::default()
+        };
+        let dialect = self.dialect();
+        let client = Client::http(url, options)
+            .map_err(|e| Failure::invalid(format!("{}: {e}", self.label())))?
+            .with_protocol(dialect.protocol_name(), dialect.protocol_version());
+        self.connections_opened.fetch_add(1, Ordering::Relaxed);
+        Ok(Conn {
+            client,
+            process: None,
             dialect,
         })
     }
@@ -433,7 +491,8 @@ impl Worker {
         }
     }
 
-    /// What each line a worker writes to stderr is forwarded to the engine's stderr after:
+    /// What each line a worker writes to stderr, and each log record it sends on the wire, is
+    /// forwarded to the engine's stderr after:
     /// `[w] ` for the worker attached as `w`, unless `QUIVER_WORKER_STDERR` is `0` (or `false`,
     /// `no`, `off`). The bounded tail quoted in errors is kept either way.
     fn stderr_prefix(&self) -> Option<String> {
@@ -460,6 +519,23 @@ impl Worker {
     fn io_failure(&self, error: std::io::Error) -> Failure {
         Failure::new(FailureCode::Worker, format!("{}: {error}", self.label()))
     }
+}
+
+/// Forwards a worker's log records (vgi_rpc log batches) to the engine's stderr, one line each:
+/// `[w] INFO: message {"extra": "..."}`, beside what the worker writes to its stderr.
+fn log_forwarder(prefix: String) -> quiver_rpc::LogSink {
+    Box::new(move |record: quiver_wire::LogRecord| {
+        let extra = if record.extra.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", serde_json::Value::Object(record.extra))
+        };
+        quiver_process::log_line!(
+            "{prefix}{}: {}{extra}",
+            record.level.as_str(),
+            record.message
+        );
+    })
 }
 
 impl Drop for Worker {
@@ -547,6 +623,10 @@ mod tests {
             Location::Unix("/tmp/w.sock".into())
         );
         assert!(Location::parse("  ").is_err());
+        assert_eq!(
+            Location::parse(" https://w.example:8443/vgi ").unwrap(),
+            Location::Http("https://w.example:8443/vgi".into())
+        );
         assert!(Location::parse("launch:").is_err());
         assert!(Location::parse("unix://").is_err());
     }

@@ -13,6 +13,8 @@ use quiver_client::{Address, ConnectOptions, Connection, Pool, ServerOptions, Se
 /// The shared-memory segment of each pooled connection: a response is at most `max_limit` rows,
 /// far below this, and a pool of a few connections stays cheap.
 pub const SHM_BYTES_PER_CONNECTION: u64 = 64 << 20;
+/// The server's console script, looked for beside the gateway's own binary.
+const INSTALLED_SERVER: &str = "quiver-server";
 /// The file name of the spawned server's database inside the state directory.
 pub const DATABASE_FILE: &str = "gateway.duckdb";
 /// `sun_path` holds 108 bytes with its terminating NUL; a socket path longer than this goes to
@@ -99,12 +101,12 @@ impl Backend {
             pool: Arc::new(pool),
         };
         // One round trip now, so a wrong address or token fails the start, not the first request.
-        let mut probe = backend
-            .connection()
-            .map_err(|error| backend.explain(format!("the server does not answer: {error}")))?;
-        probe
-            .query_scalar_i64("SELECT 1")
-            .map_err(|error| backend.explain(format!("the server does not answer: {error}")))?;
+        let mut probe = backend.connection().map_err(|error| {
+            backend.explain(format!("the quiver server does not answer: {error}"))
+        })?;
+        probe.query_scalar_i64("SELECT 1").map_err(|error| {
+            backend.explain(format!("the quiver server does not answer: {error}"))
+        })?;
         Ok(backend)
     }
 
@@ -179,6 +181,7 @@ fn spawn(options: &BackendOptions) -> Result<ServerProcess> {
     let socket = socket_path(&state_dir);
     remove_stale_socket(&socket)?;
     let server_options = ServerOptions {
+        command: installed_server(),
         database: Some(state_dir.join(DATABASE_FILE)),
         listen: vec![Address::Unix(socket)],
         threads: options.threads,
@@ -187,6 +190,22 @@ fn spawn(options: &BackendOptions) -> Result<ServerProcess> {
     };
     ServerProcess::spawn(server_options)
         .map_err(|error| BackendError::Start(format!("the quiver server did not start: {error}")))
+}
+
+/// The `quiver-server` command installed beside this binary (a Python package's scripts directory
+/// holds both: the platform wheel's `quiver-gateway` and the `quiver-server` console script, whose
+/// interpreter has the `quiver` package), unless the environment names the server's command or
+/// Python. `None`: `ServerOptions`' default (a source checkout's `.venv`, else `python3`).
+fn installed_server() -> Option<Vec<String>> {
+    let named = |variable: &str| std::env::var_os(variable).is_some_and(|value| !value.is_empty());
+    if named(quiver_client::process::ENV_COMMAND) || named(quiver_client::process::ENV_PYTHON) {
+        return None;
+    }
+    let beside = std::env::current_exe()
+        .ok()?
+        .parent()?
+        .join(INSTALLED_SERVER);
+    beside.is_file().then(|| vec![beside.display().to_string()])
 }
 
 /// `<state>/server.sock`, or a unique name in the temporary directory when that path would not

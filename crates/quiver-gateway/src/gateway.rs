@@ -75,7 +75,8 @@ impl Gateway {
             threads: options.server_threads,
             memory_limit: options.server_memory_limit.clone(),
         })
-        .map_err(|error| format!("the quiver server did not start: {error}"))?;
+        // The backend's errors name what failed ("the quiver server did not start: ...").
+        .map_err(|error| error.to_string())?;
         let backend = Arc::new(backend);
         let keys = Arc::new(KeyRing::new(
             project.keys.clone(),

@@ -16,6 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(
     name = "quiver-gateway",
+    version,
     about = "read-only HTTP APIs over DuckDB snapshots"
 )]
 struct Cli {

@@ -67,6 +67,7 @@ unsafe extern "C" fn release(env: sys::napi_env, _data: *mut c_void, hint: *mut 
     // SAFETY: `hint` is the box `external` leaked for this ArrayBuffer, released once.
     let buffer = unsafe { Box::from_raw(hint as *mut ArrowBuffer) };
     let mut adjusted = 0;
+    // SAFETY: `env` is the one V8 passes to this finalizer; the call only adjusts V8's accounting.
     unsafe { sys::napi_adjust_external_memory(env, -(buffer.len() as i64), &mut adjusted) };
 }
 
@@ -75,12 +76,15 @@ unsafe extern "C" fn release(env: sys::napi_env, _data: *mut c_void, hint: *mut 
 fn external(js: Js, buffer: &ArrowBuffer) -> napi::Result<Value> {
     let mut value = ptr::null_mut();
     if buffer.is_empty() {
+        // SAFETY: an empty ArrayBuffer needs no data pointer; `js.0` is the call's env.
         check_status!(unsafe {
             sys::napi_create_arraybuffer(js.0, 0, ptr::null_mut(), &mut value)
         })?;
         return Ok(value);
     }
     let owner = Box::into_raw(Box::new(buffer.clone()));
+    // SAFETY: V8 keeps `buffer`'s bytes only while the ArrayBuffer lives, and `owner` (which holds
+    // them) is released exactly once, by `release`, when it is collected.
     let status = unsafe {
         sys::napi_create_external_arraybuffer(
             js.0,
@@ -97,6 +101,7 @@ fn external(js: Js, buffer: &ArrowBuffer) -> napi::Result<Value> {
         check_status!(status)?;
     }
     let mut adjusted = 0;
+    // SAFETY: `js.0` is the call's env; this only adjusts V8's accounting.
     check_status!(unsafe {
         sys::napi_adjust_external_memory(js.0, buffer.len() as i64, &mut adjusted)
     })?;
@@ -140,6 +145,7 @@ fn batch(js: Js, batch: &RecordBatch) -> napi::Result<Value> {
     let data: Vec<ArrayData> = batch.columns().iter().map(|c| c.to_data()).collect();
     if !data.iter().all(shareable) {
         let bytes = ipc::encode(batch.schema_ref(), std::slice::from_ref(batch))?;
+        // SAFETY: `js.0` is the env of the call in progress; the Buffer takes ownership of `bytes`.
         let bytes = unsafe { Buffer::to_napi_value(js.0, bytes.into())? };
         js.set(object, js.string("ipc")?, bytes)?;
         return Ok(object);
@@ -162,6 +168,7 @@ impl ToNapiValue for Batches {
         let js = Js(env);
         let out = js.object()?;
         let schema = ipc::encode(&result.schema, &[])?;
+        // SAFETY: `env` is the env napi passes to this conversion; the Buffer owns `schema`.
         js.set(out, js.string("schema")?, unsafe {
             Buffer::to_napi_value(env, schema.into())?
         })?;

@@ -55,6 +55,8 @@ fn typed(
     batches: &[RecordBatch],
     column: usize,
 ) -> napi::Result<Option<Value>> {
+    // SAFETY: `env` is the env of the conversion in progress; each typed array takes ownership of
+    // the values gathered for it.
     let value = unsafe {
         match schema.field(column).data_type() {
             DataType::Int8 => {

@@ -354,41 +354,48 @@ struct Raw(sys::napi_env);
 impl Raw {
     fn array_length(self, array: sys::napi_value) -> napi::Result<usize> {
         let mut is_array = false;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_is_array(self.0, array, &mut is_array) })?;
         if !is_array {
             return Err(invalid("a row is an array of values"));
         }
         let mut length = 0;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_get_array_length(self.0, array, &mut length) })?;
         Ok(length as usize)
     }
 
     fn element(self, array: sys::napi_value, index: usize) -> napi::Result<sys::napi_value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_get_element(self.0, array, index as u32, &mut value) })?;
         Ok(value)
     }
 
     fn type_of(self, value: sys::napi_value) -> napi::Result<sys::napi_valuetype> {
         let mut kind = 0;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_typeof(self.0, value, &mut kind) })?;
         Ok(kind)
     }
 
     fn number(self, value: sys::napi_value) -> napi::Result<f64> {
         let mut number = 0.0;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_get_value_double(self.0, value, &mut number) })?;
         Ok(number)
     }
 
     fn boolean(self, value: sys::napi_value) -> napi::Result<bool> {
         let mut flag = false;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe { sys::napi_get_value_bool(self.0, value, &mut flag) })?;
         Ok(flag)
     }
 
     fn bigint(self, value: sys::napi_value) -> napi::Result<(i64, bool)> {
         let (mut number, mut lossless) = (0, false);
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe {
             sys::napi_get_value_bigint_int64(self.0, value, &mut number, &mut lossless)
         })?;
@@ -397,11 +404,13 @@ impl Raw {
 
     fn string(self, value: sys::napi_value) -> napi::Result<String> {
         let mut length = 0;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe {
             sys::napi_get_value_string_utf8(self.0, value, ptr::null_mut(), 0, &mut length)
         })?;
         let mut bytes = vec![0u8; length + 1];
         let mut written = 0;
+        // SAFETY: `self.0` is the env of the call in progress and `value`/`array` belong to its scope; out-parameters are live locals.
         check_status!(unsafe {
             sys::napi_get_value_string_utf8(
                 self.0,

@@ -13,7 +13,8 @@ use crate::error::{invalid, to_js};
 #[napi(object)]
 pub struct ServerOptions {
     /// The program and arguments before the server's flags (default: `$QUIVER_SERVER_COMMAND`,
-    /// else `<python> -m quiver.serve` with the nearest `.venv`).
+    /// else `$QUIVER_SERVER_PYTHON -m quiver.serve`, else `quiver-server` on PATH, else
+    /// `<python> -m quiver.serve` with the nearest `.venv`).
     pub command: Option<Vec<String>>,
     /// The database file (default: in memory).
     pub database: Option<String>,

@@ -28,6 +28,7 @@ impl Js {
     /// `{}`.
     pub fn object(self) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_create_object(self.0, &mut value) })?;
         Ok(value)
     }
@@ -35,12 +36,14 @@ impl Js {
     /// An array of `length` holes.
     pub fn array(self, length: usize) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_create_array_with_length(self.0, length, &mut value) })?;
         Ok(value)
     }
 
     /// `object[key] = value`.
     pub fn set(self, object: Value, key: Value, value: Value) -> napi::Result<()> {
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_set_property(self.0, object, key, value) })
     }
 
@@ -48,12 +51,14 @@ impl Js {
     pub fn set_element(self, array: Value, index: usize, value: Value) -> napi::Result<()> {
         let index = u32::try_from(index)
             .map_err(|_| napi::Error::from_reason("an array index above 2^32"))?;
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_set_element(self.0, array, index, value) })
     }
 
     /// A string.
     pub fn string(self, text: &str) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe {
             sys::napi_create_string_utf8(
                 self.0,
@@ -68,6 +73,7 @@ impl Js {
     /// A number.
     pub fn number(self, number: f64) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_create_double(self.0, number, &mut value) })?;
         Ok(value)
     }
@@ -75,6 +81,7 @@ impl Js {
     /// A BigInt.
     pub fn bigint_i64(self, number: i64) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_create_bigint_int64(self.0, number, &mut value) })?;
         Ok(value)
     }
@@ -82,6 +89,7 @@ impl Js {
     /// A BigInt.
     pub fn bigint_u64(self, number: u64) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_create_bigint_uint64(self.0, number, &mut value) })?;
         Ok(value)
     }
@@ -89,6 +97,7 @@ impl Js {
     /// `true` or `false`.
     pub fn boolean(self, flag: bool) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_get_boolean(self.0, flag, &mut value) })?;
         Ok(value)
     }
@@ -96,6 +105,7 @@ impl Js {
     /// `null`.
     pub fn null(self) -> napi::Result<Value> {
         let mut value = ptr::null_mut();
+        // SAFETY: `self.0` is the env of the call in progress (valid while its handle scope lives); the out-parameter is a live local.
         check_status!(unsafe { sys::napi_get_null(self.0, &mut value) })?;
         Ok(value)
     }

@@ -15,6 +15,7 @@
 //!     db.execute("CREATE TABLE t AS SELECT range AS i FROM range(1000)")
 //!     table = db.query("SELECT i FROM t WHERE i % 2 = 0").read_all()
 //! ```
+#![warn(missing_docs)]
 
 mod connection;
 mod errors;

@@ -1,7 +1,9 @@
 //! `quiver_native.ServerProcess`: a quiver server this process starts and stops, the Rust
 //! client's `ServerProcess` (`crates/quiver-client/src/process.rs`): it runs
 //! `python -m quiver.serve --watch-stdin`, waits for its announcement and stops it on `stop`, on
-//! garbage collection, or when this process dies.
+//! garbage collection, or when this process dies. The Python is the interpreter this module runs
+//! in (where the `quiver` package is installed beside it), unless `$QUIVER_SERVER_COMMAND` or
+//! `$QUIVER_SERVER_PYTHON` says otherwise.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -27,7 +29,7 @@ pub(crate) struct ServerProcess {
 impl ServerProcess {
     /// Starts a server and waits until it is ready. `listen`: addresses such as
     /// `tcp://127.0.0.1:0` (a free port) or `unix:///path`; `command`: the program and
-    /// arguments to run instead of `<python> -m quiver.serve`.
+    /// arguments to run instead of `<this interpreter> -m quiver.serve`.
     #[new]
     #[pyo3(signature = (*, database=None, listen=None, token=None, no_auth=false, extension=None,
                         threads=None, memory_limit=None, command=None, extra_args=None,
@@ -46,6 +48,10 @@ impl ServerProcess {
         extra_args: Option<Vec<String>>,
         ready_wait_s: f64,
     ) -> PyResult<ServerProcess> {
+        let command = match command {
+            Some(command) => Some(command),
+            None => this_interpreter_server(py)?,
+        };
         let mut options = ServerOptions {
             command,
             database,
@@ -144,4 +150,20 @@ impl ServerProcess {
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) {
         self.stop(py);
     }
+}
+
+/// `[sys.executable, "-m", "quiver.serve"]`, unless the environment names the server's command or
+/// Python (`quiver_client::ServerOptions`' defaults read those): the server then runs in the
+/// interpreter that has this module, and so the `quiver` package installed with it, whatever
+/// `python3` is on `PATH`.
+fn this_interpreter_server(py: Python<'_>) -> PyResult<Option<Vec<String>>> {
+    let named = |variable: &str| std::env::var_os(variable).is_some_and(|value| !value.is_empty());
+    if named(quiver_client::process::ENV_COMMAND) || named(quiver_client::process::ENV_PYTHON) {
+        return Ok(None);
+    }
+    let executable: String = py.import("sys")?.getattr("executable")?.extract()?;
+    if executable.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(vec![executable, "-m".into(), "quiver.serve".into()]))
 }

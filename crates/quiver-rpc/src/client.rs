@@ -15,6 +15,8 @@ use quiver_wire::{
     LogRecord, Nullability, StreamReader, StreamWriter, WireError,
 };
 
+use crate::http::feed::ReplyFeed;
+use crate::http::{HttpOptions, HttpPeer};
 use crate::link::{ConnectionError, Link};
 use crate::shm_route::ShmRoute;
 use crate::stream_call::{ClientStream, StreamCall};
@@ -69,9 +71,87 @@ pub struct Client {
     limits: Limits,
     out: GatherBuffer,
     logs: Vec<LogRecord>,
+    log_sink: Option<LogSink>,
+    /// Over HTTP: the peer requests go to, and the feed its replies are read from.
+    http: Option<(HttpPeer, ReplyFeed)>,
 }
 
+/// Where a client hands each log record a server sends, instead of keeping it for
+/// [`Client::take_logs`].
+pub type LogSink = Box<dyn FnMut(LogRecord) + Send>;
+
+/// Most log records a client keeps between two [`Client::take_logs`] (the oldest go first).
+pub const LOGS_KEPT_MAX: usize = 1024;
+
 impl Client {
+    /// A client of the HTTP worker at `url` (`http://host:port[/prefix]` or `https://...`);
+    /// nothing is dialled until the first call. Name the protocol with
+    /// [`Client::with_protocol`]: it is part of every URL.
+    pub fn http(url: &str, options: HttpOptions) -> std::io::Result<Client> {
+        let peer = HttpPeer::new(url, options)?;
+        let (feed, connection) = ReplyFeed::connection(url);
+        let mut client = Client::new(connection);
+        client.http = Some((peer, feed));
+        Ok(client)
+    }
+
+    /// Whether this client speaks HTTP.
+    pub fn is_http(&self) -> bool {
+        self.http.is_some()
+    }
+
+    /// Over HTTP: one request outside any call (`OPTIONS /health` reads the capability
+    /// headers); `None` on a byte-stream client.
+    pub fn http_request(
+        &mut self,
+        verb: &str,
+        path: &str,
+    ) -> Option<Result<crate::http::HttpReply, ClientError>> {
+        let (peer, _) = self.http.as_mut()?;
+        Some(
+            peer.request(verb, path, Vec::new())
+                .map_err(ClientError::from),
+        )
+    }
+
+    /// Over HTTP: posts what is gathered in the output buffer to `{protocol}/{method}{suffix}`
+    /// and queues the reply's Arrow body for the reader; a reply without one is an error.
+    pub(crate) fn post_gathered(
+        &mut self,
+        protocol: Option<&str>,
+        method: &str,
+        suffix: &str,
+    ) -> Result<(), ClientError> {
+        let mut body = Vec::with_capacity(self.out.len());
+        self.out.write_to(&mut body)?;
+        let (peer, feed) = self.http.as_mut().expect("an HTTP client");
+        let path = match protocol {
+            Some(protocol) => format!("/{protocol}/{method}{suffix}"),
+            None => format!("/{method}{suffix}"),
+        };
+        let reply = peer.post(&path, body)?;
+        if !reply.is_arrow() {
+            let text =
+                String::from_utf8_lossy(&reply.body[..reply.body.len().min(512)]).into_owned();
+            return Err(ClientError::Protocol(format!(
+                "HTTP {} from {}{path}: {}",
+                reply.status,
+                peer.describe(),
+                text.trim()
+            )));
+        }
+        feed.push(reply.body);
+        Ok(())
+    }
+
+    /// The protocol a request with `metadata` is addressed to (the client's own wins).
+    pub(crate) fn protocol_for(&self, metadata: &BatchMetadata) -> Option<String> {
+        self.protocol
+            .as_ref()
+            .map(|(name, _)| name.clone())
+            .or_else(|| metadata.get(keys::PROTOCOL).map(str::to_string))
+    }
+
     /// A client on `connection`, with no protocol named (set one with
     /// [`Client::with_protocol`]; servers require it for non-dunder methods).
     pub fn new(connection: Connection) -> Self {
@@ -82,7 +162,16 @@ impl Client {
             limits: Limits::DEFAULT,
             out: GatherBuffer::new(),
             logs: Vec::new(),
+            log_sink: None,
+            http: None,
         }
+    }
+
+    /// Hands every log record the server sends to `sink` as it arrives (an engine shows its
+    /// workers' logs this way) instead of keeping it for [`Client::take_logs`].
+    pub fn with_log_sink(mut self, sink: LogSink) -> Self {
+        self.log_sink = Some(sink);
+        self
     }
 
     /// Names the protocol and version every request is addressed to.
@@ -156,8 +245,13 @@ impl Client {
         params: &RecordBatch,
         metadata: BatchMetadata,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        let protocol = self.protocol_for(&metadata);
         self.write_request(method, params, metadata)?;
-        self.flush()?;
+        if self.is_http() {
+            self.post_gathered(protocol.as_deref(), method, "")?;
+        } else {
+            self.flush()?;
+        }
         let mut reader = self.begin_reply()?;
         let mut result = None;
         let mut error = None;
@@ -250,7 +344,15 @@ impl Client {
                 BatchRole::Log(record) if record.level == LogLevel::Exception => {
                     *error = Some(ErrorReport::from_record(&record));
                 }
-                BatchRole::Log(record) => self.logs.push(record),
+                BatchRole::Log(record) => match self.log_sink.as_mut() {
+                    Some(sink) => sink(record),
+                    None => {
+                        if self.logs.len() == LOGS_KEPT_MAX {
+                            self.logs.remove(0);
+                        }
+                        self.logs.push(record);
+                    }
+                },
                 _ => {
                     if let Some(route) = self.shm.as_mut() {
                         route.peer_has_attached();

@@ -29,6 +29,7 @@ pub mod client;
 pub mod conform;
 mod context;
 pub mod errors;
+pub mod http;
 mod link;
 mod method;
 mod params;
@@ -42,7 +43,7 @@ mod shm_route;
 mod stats;
 pub mod stream_call;
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, LogSink, LOGS_KEPT_MAX};
 pub use context::CallContext;
 pub use link::ConnectionError;
 pub use method::{

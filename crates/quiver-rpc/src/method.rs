@@ -22,6 +22,10 @@ pub type UnaryBody =
 pub type StreamBody =
     dyn Fn(&Params, &mut CallContext<'_>) -> Result<StreamSetup, ErrorReport> + Send + Sync;
 
+/// Rebuilds a stream's state from the bytes its [`StreamState::snapshot`] gave, so an HTTP
+/// stream's next turn can run on any replica (see [`Method::with_resume`]).
+pub type ResumeBody = dyn Fn(&[u8]) -> Result<Box<dyn StreamState>, ErrorReport> + Send + Sync;
+
 /// The two method kinds of the wire; producers and exchanges are both streams,
 /// told apart by their input schema (empty for a producer).
 #[derive(Clone)]
@@ -60,6 +64,8 @@ pub struct Method {
     pub doc: String,
     /// What the method does.
     pub body: Body,
+    /// For a stream whose state can be serialised: how to rebuild it (HTTP only).
+    pub resume: Option<Arc<ResumeBody>>,
 }
 
 impl Method {
@@ -83,6 +89,7 @@ impl Method {
             stream_kind: StreamKind::Unknown,
             doc: String::new(),
             body: Body::Unary(Arc::new(body)),
+            resume: None,
         }
     }
 
@@ -107,6 +114,7 @@ impl Method {
             stream_kind: StreamKind::Unknown,
             doc: String::new(),
             body: Body::Stream(Arc::new(body)),
+            resume: None,
         }
     }
 
@@ -116,6 +124,18 @@ impl Method {
     pub fn with_stream_kind(mut self, kind: StreamKind) -> Method {
         assert!(!self.is_unary(), "only a stream has a stream kind");
         self.stream_kind = kind;
+        self
+    }
+
+    /// Lets this stream's state travel in its HTTP cursor token: `resume` rebuilds a state from
+    /// the bytes [`StreamState::snapshot`] returned. Without it (or when a state returns `None`)
+    /// an HTTP stream's state stays in the process that opened it.
+    pub fn with_resume<F>(mut self, resume: F) -> Method
+    where
+        F: Fn(&[u8]) -> Result<Box<dyn StreamState>, ErrorReport> + Send + Sync + 'static,
+    {
+        assert!(!self.is_unary(), "only a stream has state to resume");
+        self.resume = Some(Arc::new(resume));
         self
     }
 
@@ -195,6 +215,12 @@ pub trait StreamState: Send {
 
     /// Called when the client cancels the stream.
     fn on_cancel(&mut self) {}
+
+    /// The state as bytes the method's resume hook ([`Method::with_resume`]) rebuilds it from,
+    /// so an HTTP stream's next turn can land on any replica; `None` keeps it in this process.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// What one `process` step emitted.

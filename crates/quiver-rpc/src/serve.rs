@@ -8,7 +8,7 @@
 //! for the caller to exit 0. Busy sessions do not hold the process past the bound.
 
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +17,41 @@ use quiver_process::{announce, log_line, Announcement, StopSignal, EXIT_GRACE};
 use quiver_transport::socket::{TcpListener, UnixListener};
 use quiver_transport::{stdio_connection, Connection};
 
+use crate::http::HttpConfig;
 use crate::server::{Server, SessionEnd};
+
+pub use crate::http::serve_http;
+
+/// An HTTP server's settings from a worker's flags and the environment: the shared token key
+/// (`QUIVER_HTTP_TOKEN_KEY`) and the bearer token (`QUIVER_HTTP_TOKEN`) come from the
+/// environment, so they never show in a process listing.
+pub fn http_config(
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    max_response_bytes: Option<u64>,
+) -> std::io::Result<HttpConfig> {
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+    let mut config = HttpConfig::from_env().map_err(invalid)?;
+    config.tls = match (tls_cert, tls_key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => {
+            return Err(invalid(
+                "--http-tls-cert and --http-tls-key go together".into(),
+            ))
+        }
+    };
+    if let Some(max) = max_response_bytes {
+        if max < crate::http::RESPONSE_BYTES_MIN {
+            return Err(invalid(format!(
+                "--http-max-response-bytes must be at least {}",
+                crate::http::RESPONSE_BYTES_MIN
+            )));
+        }
+        config.max_response_bytes = Some(max);
+    }
+    Ok(config)
+}
 
 /// Most connections served at once; further clients wait in the accept backlog.
 pub const CONNECTIONS_MAX: usize = 256;

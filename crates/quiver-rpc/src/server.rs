@@ -165,6 +165,26 @@ impl Server {
         Arc::clone(named.unwrap_or(&self.service))
     }
 
+    /// The hosted protocol called `name` (primary, secondary or reflection), exactly.
+    pub(crate) fn hosted(&self, name: &str) -> Option<&Arc<Service>> {
+        std::iter::once(&self.service)
+            .chain(&self.others)
+            .find(|service| service.protocol_name == name)
+    }
+
+    /// Every hosted protocol's name, the primary first.
+    pub(crate) fn protocol_names(&self) -> Vec<&str> {
+        std::iter::once(&self.service)
+            .chain(&self.others)
+            .map(|service| service.protocol_name.as_str())
+            .collect()
+    }
+
+    /// The admission check, if one is set.
+    pub(crate) fn admission(&self) -> Option<&Arc<Admission>> {
+        self.admission.as_ref()
+    }
+
     /// The service served.
     pub fn service(&self) -> &Service {
         &self.service
@@ -463,23 +483,7 @@ impl<'s> Session<'s> {
                 &service.protocol_name,
             ));
         }
-        // An unversioned protocol is not gated; reflection is one, since a
-        // client whose version mismatches calls it to learn what mismatched.
-        let gated = !service.protocol_version.is_empty();
-        if let Some(version) = request
-            .metadata
-            .get(keys::PROTOCOL_VERSION)
-            .filter(|_| gated)
-        {
-            if major_minor(version) != major_minor(&service.protocol_version) {
-                return Some(errors::protocol_version_mismatch(
-                    &service.protocol_name,
-                    version,
-                    &service.protocol_version,
-                ));
-            }
-        }
-        None
+        version_gate(service, &request.metadata)
     }
 
     fn serve_unary(
@@ -611,16 +615,32 @@ impl<'s> Session<'s> {
     }
 }
 
+/// The error for a request whose protocol version differs from `service`'s in major.minor.
+pub(crate) fn version_gate(service: &Service, metadata: &BatchMetadata) -> Option<ErrorReport> {
+    // An unversioned protocol is not gated; reflection is one, since a
+    // client whose version mismatches calls it to learn what mismatched.
+    let gated = !service.protocol_version.is_empty();
+    let version = metadata.get(keys::PROTOCOL_VERSION).filter(|_| gated)?;
+    if major_minor(version) != major_minor(&service.protocol_version) {
+        return Some(errors::protocol_version_mismatch(
+            &service.protocol_name,
+            version,
+            &service.protocol_version,
+        ));
+    }
+    None
+}
+
 /// The capability handshake method, answered before routing.
 const TRANSPORT_OPTIONS: &str = "__transport_options__";
 
 /// `<protocol>/<method>`: where a method's error was raised, for its traceback.
-pub(super) fn origin(method: &Method, request_metadata: &BatchMetadata) -> String {
+pub(crate) fn origin(method: &Method, request_metadata: &BatchMetadata) -> String {
     let protocol = request_metadata.get(keys::PROTOCOL).unwrap_or("");
     format!("{protocol}/{}", method.name)
 }
 
 /// `__name__` methods belong to the framework, not to the service.
-fn is_reserved(method: &str) -> bool {
+pub(crate) fn is_reserved(method: &str) -> bool {
     method.len() > 4 && method.starts_with("__") && method.ends_with("__")
 }

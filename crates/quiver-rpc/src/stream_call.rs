@@ -12,6 +12,7 @@ use arrow_schema::SchemaRef;
 use quiver_wire::{empty_schema, keys, BatchMetadata, LogRecord, StreamReader, StreamWriter};
 
 use crate::client::{Client, ClientError};
+use crate::http::turns::HttpTurns;
 
 /// A stream call on a client held as `C`: `&mut Client`, `Client`, or an owner
 /// of a client.
@@ -23,6 +24,8 @@ pub struct ClientStream<C: AsMut<Client>> {
     output: Option<StreamReader>,
     input_ended: bool,
     done: bool,
+    /// Over HTTP: the call's tokens and the answers not yet taken.
+    http: Option<HttpTurns>,
 }
 
 /// A stream call borrowing its client, from [`Client::stream`].
@@ -58,11 +61,20 @@ impl<C: AsMut<Client>> ClientStream<C> {
             output: None,
             input_ended: false,
             done: false,
+            http: None,
         };
         match call.start(method, params, metadata, with_header) {
             Ok(()) => Ok(call),
             Err(error) => Err((error, call.release())),
         }
+    }
+
+    /// What holds the client, e.g. to move an HTTP call's next turn to another connection (its
+    /// tokens live in the call, not in the connection).
+    pub fn holder_mut(&mut self) -> &mut C {
+        self.holder
+            .as_mut()
+            .expect("a stream call holds its client until released")
     }
 
     /// The header batch, for methods that send one.
@@ -166,6 +178,9 @@ impl<C: AsMut<Client>> ClientStream<C> {
         with_header: bool,
     ) -> Result<(), ClientError> {
         let client = self.client();
+        if client.is_http() {
+            return self.start_http(method, params, metadata, with_header);
+        }
         client.write_request(method, params, metadata)?;
         client.flush()?;
         if with_header {
@@ -182,8 +197,68 @@ impl<C: AsMut<Client>> ClientStream<C> {
         Ok(())
     }
 
+    /// `/init`: the header, then the first output stream (a producer's first turn).
+    fn start_http(
+        &mut self,
+        method: &str,
+        params: &RecordBatch,
+        metadata: BatchMetadata,
+        with_header: bool,
+    ) -> Result<(), ClientError> {
+        let client = self.client();
+        let protocol = client.protocol_for(&metadata);
+        client.write_request(method, params, metadata)?;
+        client.post_gathered(protocol.as_deref(), method, "/init")?;
+        if with_header {
+            self.header = self.read_header()?;
+        }
+        self.http = Some(HttpTurns::new(protocol, method));
+        self.read_http_output(false)
+    }
+
+    /// Reads one response's output stream into the call's answers and tokens.
+    fn read_http_output(&mut self, ticked: bool) -> Result<(), ClientError> {
+        let client = held(&mut self.holder);
+        let turns = self.http.as_mut().expect("an HTTP stream call");
+        let mut reader = client.begin_reply()?;
+        turns.begin_response();
+        let mut error = None;
+        while let Some((batch, metadata)) = client.next_data(&mut reader, &mut error)? {
+            turns.absorb(batch, metadata, ticked);
+        }
+        if let Some(report) = error {
+            turns.fail(report);
+        }
+        Ok(())
+    }
+
+    /// `/exchange`: one turn (or a cancel) carrying the call's tokens.
+    fn post_http_turn(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: BatchMetadata,
+    ) -> Result<(), ClientError> {
+        let client = held(&mut self.holder);
+        let turns = self.http.as_ref().expect("an HTTP stream call");
+        let metadata = turns.tokens(metadata);
+        let mut writer = StreamWriter::begin(batch.schema_ref(), client.out())?;
+        writer.write(batch, &metadata, client.out())?;
+        writer.finish(client.out());
+        let (protocol, method) = (turns.protocol.clone(), turns.method.clone());
+        client.post_gathered(protocol.as_deref(), &method, "/exchange")?;
+        self.read_http_output(batch.num_columns() == 0)
+    }
+
     fn send_cancel(&mut self) -> Result<(), ClientError> {
         if self.done {
+            return Ok(());
+        }
+        if let Some(turns) = &self.http {
+            self.done = true;
+            if turns.open_on_server() {
+                let cancel = BatchMetadata::from_pairs([(keys::CANCEL, "1")]);
+                self.post_http_turn(&RecordBatch::new_empty(empty_schema()), cancel)?;
+            }
             return Ok(());
         }
         let schema = self
@@ -202,6 +277,12 @@ impl<C: AsMut<Client>> ClientStream<C> {
     fn send(&mut self, batch: &RecordBatch, metadata: BatchMetadata) -> Result<(), ClientError> {
         if self.done {
             return Err(ClientError::Protocol("the stream has ended".into()));
+        }
+        if let Some(turns) = self.http.as_mut() {
+            if turns.needs_request() {
+                self.post_http_turn(batch, metadata)?;
+            }
+            return Ok(());
         }
         let (batch, metadata) = self.client().route_output(batch, metadata)?;
         self.send_raw(&batch, &metadata)
@@ -224,6 +305,25 @@ impl<C: AsMut<Client>> ClientStream<C> {
     /// Reads one output batch; at the server's end marker closes the input and
     /// reports `None`; an error ends the stream and is returned.
     fn receive(&mut self) -> Result<Option<(RecordBatch, BatchMetadata)>, ClientError> {
+        if let Some(turns) = self.http.as_mut() {
+            return match turns.next_answer() {
+                Ok(Some(answer)) => Ok(Some(answer)),
+                Ok(None) => {
+                    self.done = true;
+                    Ok(None)
+                }
+                Err(Some(report)) => {
+                    self.done = true;
+                    Err(ClientError::Remote(report))
+                }
+                Err(None) => {
+                    self.done = true;
+                    Err(ClientError::Protocol(
+                        "the server answered a stream turn with no batch".into(),
+                    ))
+                }
+            };
+        }
         let client = held(&mut self.holder);
         if self.output.is_none() {
             self.output = Some(client.begin_reply()?);
@@ -285,6 +385,10 @@ impl<C: AsMut<Client>> ClientStream<C> {
         }
         self.input_ended = true;
         self.done = true;
+        if self.http.is_some() {
+            // Over HTTP a stream is closed by not continuing it: nothing goes on the wire.
+            return Ok(());
+        }
         let client = held(&mut self.holder);
         let input = match self.input.take() {
             Some(input) => input,
@@ -297,6 +401,10 @@ impl<C: AsMut<Client>> ClientStream<C> {
     /// Closes the input, then reads the output to its end.
     fn finish(&mut self) -> Result<(), ClientError> {
         if self.done {
+            return Ok(());
+        }
+        if self.http.is_some() {
+            self.done = true;
             return Ok(());
         }
         self.end_input()?;

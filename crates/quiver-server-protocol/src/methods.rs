@@ -19,6 +19,12 @@
 //! `parameters` is a nested Arrow IPC stream (see [`crate::parameters`]): one row per execution,
 //! one column per statement parameter, in order. `batch_rows` bounds the rows per output batch
 //! (default [`crate::limits::BATCH_ROWS_DEFAULT`]). A `?` marks a nullable parameter.
+//!
+//! `connect` opens the session and must come first, with one exception: `cancel` may be the one
+//! call of a connection that never connects. There the session id is the credential (it is 128
+//! random bits only the session's client knows), so a client stops its statement without a
+//! `max_connections` place; a wrong id is a failed authentication, and the connection closes after
+//! the answer either way.
 
 use std::sync::Arc;
 

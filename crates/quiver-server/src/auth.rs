@@ -1,7 +1,8 @@
 //! The access token, a `quiver_secret::Secret` (SHA-256 digests compared in constant time; generated
-//! tokens are 128 random bits from `quiver_secret::random`). [`verify`] is every door's one check of presented credentials: the per-peer
-//! throttle, the comparison, the count and the log line (which names the peer, never what it
-//! presented).
+//! tokens are 128 random bits from `quiver_secret::random`). [`verify`] is every door's one check of
+//! presented credentials: the per-peer throttle, the comparison, the count and the log line (which
+//! names the peer, never what it presented); [`cancel_by_id`] is the same check for a `cancel`
+//! whose credential is the session's id.
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -42,21 +43,61 @@ pub fn verify(
         }
         return true;
     }
+    failed(shared, door, peer, key, admitted, now);
+    false
+}
+
+/// Counts a refused credential against its peer, and logs it unless the peer was locked out
+/// already (one line per lockout, not per try).
+fn failed(
+    shared: &Shared,
+    door: Door,
+    peer: &str,
+    key: Option<Peer>,
+    admitted: bool,
+    now: Instant,
+) {
     metrics().auth_failure(door.as_str());
     let failure = key.map(|key| shared.throttle.failed(key, now));
-    // A locked-out peer's attempts are counted, not logged: one line per lockout, not per try.
-    if admitted {
-        let mut fields = vec![
-            ("door", Field::Text(door.as_str())),
-            ("peer", Field::Text(peer)),
-        ];
-        if let Some(failure) = failure {
-            fields.push(("failures", Field::Count(failure.count.into())));
-            if let Some(window) = failure.locked_for {
-                fields.push(("locked_out", Field::Millis(window)));
-            }
-        }
-        shared.events.emit("auth_failed", &fields);
+    if !admitted {
+        return;
     }
-    false
+    let mut fields = vec![
+        ("door", Field::Text(door.as_str())),
+        ("peer", Field::Text(peer)),
+    ];
+    if let Some(failure) = failure {
+        fields.push(("failures", Field::Count(failure.count.into())));
+        if let Some(window) = failure.locked_for {
+            fields.push(("locked_out", Field::Millis(window)));
+        }
+    }
+    shared.events.emit("auth_failed", &fields);
+}
+
+/// A `cancel` presented by a connection that never authenticated: the session id is its
+/// credential. `None` (refused, counted and logged as a failed authentication, under the same
+/// per-peer lockout as a wrong token) when the peer is locked out or no open session has that id;
+/// else whether a statement was running.
+pub fn cancel_by_id(
+    shared: &Shared,
+    door: Door,
+    peer: &str,
+    ip: Option<IpAddr>,
+    presented: Option<&str>,
+) -> Option<bool> {
+    let key = ip.map(Peer::of);
+    let now = Instant::now();
+    let admitted = key.is_none_or(|key| shared.throttle.admits(key, now));
+    let found = presented
+        .filter(|id| admitted && quiver_server_protocol::session::is_session_id(id))
+        .and_then(|id| shared.registry.cancel(id));
+    if found.is_some() {
+        if let Some(key) = key {
+            shared.throttle.succeeded(key);
+        }
+        return found;
+    }
+    failed(shared, door, peer, key, admitted, now);
+    None
 }

@@ -285,15 +285,31 @@ fn table_schema(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayR
     Ok(reply::bytes(&encode_schema(&schema)))
 }
 
+/// `cancel`, from an open session or as the one call of a connection that never authenticated:
+/// there the session id (128 random bits, known only to the client that opened the session) is
+/// the credential, as a cancel key is in PostgreSQL, so a client can stop its statement while
+/// every `max_connections` place is taken. That connection closes after the answer.
 fn cancel(session: &Arc<Session>, params: &Params) -> Result<Option<ArrayRef>, ErrorReport> {
-    if !session.is_open() {
+    if session.is_open() {
+        let id = params.str(param::SESSION_ID)?;
+        if !quiver_server_protocol::session::is_session_id(id) {
+            return Err(errors::protocol("session_id is not a session id"));
+        }
+        return Ok(reply::bool(
+            session.shared.registry.cancel(id).unwrap_or(false),
+        ));
+    }
+    let refused = session.is_hung_up() || session.shared.is_stopping();
+    session.hang_up();
+    if refused {
         return Err(errors::unauthenticated());
     }
-    let id = params.str(param::SESSION_ID)?;
-    if !quiver_server_protocol::session::is_session_id(id) {
-        return Err(errors::protocol("session_id is not a session id"));
+    let origin = &session.origin;
+    let id = params.opt_str(param::SESSION_ID).ok().flatten();
+    match crate::auth::cancel_by_id(&session.shared, origin.door, &origin.peer, origin.ip, id) {
+        Some(running) => Ok(reply::bool(running)),
+        None => Err(errors::unauthenticated()),
     }
-    Ok(reply::bool(session.shared.registry.cancel(id)))
 }
 
 fn query(session: &Arc<Session>, params: &Params) -> Result<StreamSetup, ErrorReport> {

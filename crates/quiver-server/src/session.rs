@@ -90,6 +90,9 @@ pub struct Session {
     pub shared: Arc<Shared>,
     /// 32 hex digits; what `cancel` names.
     pub id: String,
+    /// `id` as a secret: a `cancel` from a connection that never authenticated presents it as its
+    /// one credential, so it is compared as a token is.
+    id_secret: quiver_secret::Secret,
     /// Whether the listener it came through requires a token.
     pub token_required: bool,
     /// Where its client came from.
@@ -123,9 +126,11 @@ impl Session {
         token_required: bool,
         origin: Origin,
     ) -> Session {
+        let id = quiver_secret::random::hex(16);
         Session {
             shared,
-            id: quiver_secret::random::hex(16),
+            id_secret: quiver_secret::Secret::new(&id),
+            id,
             token_required,
             origin,
             socket,
@@ -449,13 +454,15 @@ impl Registry {
         self.len() == 0
     }
 
-    /// Interrupts the connected session `id`; whether a statement was running.
-    pub fn cancel(&self, id: &str) -> bool {
+    /// Interrupts the connected session `id`: `None` when no open session has that id, else
+    /// whether a statement was running. Ids are compared as secrets (digests, in constant time).
+    pub fn cancel(&self, id: &str) -> Option<bool> {
+        let presented = quiver_secret::Secret::digest_of(id);
         let sessions = self.lock();
         let found = sessions
             .values()
-            .find(|session| session.is_open() && session.id == id);
-        found.is_some_and(|session| session.interrupt())
+            .find(|session| session.is_open() && session.id_secret.matches_digest(&presented));
+        found.map(|session| session.interrupt())
     }
 
     /// Interrupts every statement and ends every session after its current call.

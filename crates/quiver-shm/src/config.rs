@@ -33,8 +33,11 @@ pub const MIN_BATCH_BYTES_DEFAULT: u64 = 128 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{variable}={value:?} is invalid: {reason}")]
 pub struct ConfigError {
+    /// The variable's name.
     pub variable: &'static str,
+    /// Its value as set.
     pub value: String,
+    /// Why it cannot be used.
     pub reason: String,
 }
 

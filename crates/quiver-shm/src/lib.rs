@@ -41,6 +41,7 @@
 //! the peer is busy writing its next batch) would break that rule, so the transport brackets the
 //! peer's turn with [`Segment::begin_peer_turn`] / [`Segment::end_peer_turn`], and frees released
 //! meanwhile are deferred to the end of the turn.
+#![warn(missing_docs)]
 
 pub mod config;
 pub mod error;

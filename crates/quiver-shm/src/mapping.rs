@@ -85,6 +85,7 @@ pub(crate) fn stat_and_map_existing(
 ) -> Result<(NonNull<u8>, u64)> {
     // SAFETY: zeroed `stat` is a valid out-parameter; fd is valid.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open and `stat` is a valid, writable out-parameter.
     if unsafe { libc::fstat(fd, &mut stat) } != 0 {
         return Err(os_error("fstat", name, io::Error::last_os_error()));
     }

@@ -19,7 +19,9 @@ use crate::layout::{
 /// One occupied region: absolute offset and allocated length, as stored in the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allocation {
+    /// The region's first byte, from byte 0 of the segment.
     pub offset: u64,
+    /// The bytes allocated to it.
     pub len_bytes: u64,
 }
 

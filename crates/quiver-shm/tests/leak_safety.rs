@@ -24,6 +24,7 @@ fn child_entry() {
     };
     if mode == "sigint_ignored" {
         // The host ignores SIGINT before we install our guards: we must respect that.
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
         unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
     }
     let segment = Segment::create(1 << 20).unwrap();
@@ -64,6 +65,7 @@ fn spawn_child(mode: &str) -> (Child, String) {
 }
 
 fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: kill takes plain integers; the child is ours and not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
 }
 
@@ -159,11 +161,14 @@ fn a_sweep_leaves_live_owners_and_foreign_names_alone() {
     let live = Segment::create(1 << 20).unwrap();
     // A Python/vgi-rpc style name: no owner pid, so never ours to remove.
     let foreign = std::ffi::CString::new("/psm_5eed0001").unwrap();
+    // SAFETY: `foreign` is a valid C string; the descriptor is closed or owned below.
     let fd = unsafe { libc::shm_open(foreign.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
     assert!(fd >= 0);
+    // SAFETY: fd was opened above and is closed once.
     unsafe { libc::close(fd) };
     quiver_shm::sweep_dead_owners();
     assert!(shm_name_exists(live.name()));
     assert!(shm_name_exists("psm_5eed0001"));
+    // SAFETY: a valid C string naming a segment this test created.
     unsafe { libc::shm_unlink(foreign.as_ptr()) };
 }

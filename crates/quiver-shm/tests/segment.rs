@@ -26,6 +26,7 @@ fn create_initialises_header_and_names_like_python() {
     assert_eq!(segment.allocation_count(), 0);
     assert!(quiver_shm::owned_segment_names().contains(&segment.name().to_owned()));
     // The header as a vgi-rpc peer reads it.
+    // SAFETY: the mapping is at least 24 bytes (the header) and lives as long as `segment`.
     let header = unsafe {
         std::slice::from_raw_parts(segment.mapping_address_range().start as *const u8, 24)
     };
@@ -154,8 +155,10 @@ fn invalid_sizes_and_names_are_refused() {
 fn attach_validates_header() {
     let name = format!("quiver_test_{}", std::process::id());
     let path = CString::new(format!("/{name}")).unwrap();
+    // SAFETY: `path` is a valid C string; the descriptor is closed or owned below.
     let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
     assert!(fd >= 0);
+    // SAFETY: fd was just opened here and the File becomes its only owner.
     let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let write_header =
         |file: &mut std::fs::File, magic: &[u8; 4], version: u32, data_size: u64, count: u32| {
@@ -192,6 +195,7 @@ fn attach_validates_header() {
     ));
     write_header(&mut file, b"VGIS", 1, data_size, 0);
     assert!(Segment::attach(&name, SIZE_BYTES).is_ok());
+    // SAFETY: a valid C string naming a segment this test created.
     unsafe { libc::shm_unlink(path.as_ptr()) };
 }
 
@@ -269,10 +273,14 @@ fn segments_are_sparse_until_a_region_is_allocated() {
 /// Bytes the file system has allocated to a named object (`st_blocks` is in 512-byte units).
 fn allocated_bytes(name: &str) -> u64 {
     let path = CString::new(format!("/{name}")).unwrap();
+    // SAFETY: `path` is a valid C string; the descriptor is closed or owned below.
     let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDONLY, 0) };
     assert!(fd >= 0);
+    // SAFETY: an all-zero C struct is a valid out-parameter.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open and `stat` is a writable out-parameter.
     assert_eq!(unsafe { libc::fstat(fd, &mut stat) }, 0);
+    // SAFETY: fd was opened above and is closed once.
     unsafe { libc::close(fd) };
     stat.st_blocks as u64 * 512
 }
@@ -282,8 +290,10 @@ fn a_region_dev_shm_cannot_back_is_refused_not_a_sigbus() {
     // A sparse segment larger than the whole /dev/shm: creating it costs nothing, and allocating
     // more than the file system can hold fails cleanly (the kernel refuses it before allocating
     // anything, so the test cannot eat the machine's memory).
+    // SAFETY: an all-zero C struct is a valid out-parameter.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     let path = CString::new("/dev/shm").unwrap();
+    // SAFETY: a valid C string path and a writable out-parameter.
     assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stat) }, 0);
     let shm_total_bytes = stat.f_blocks as u64 * stat.f_frsize as u64;
     let size_bytes = shm_total_bytes + (1 << 30);

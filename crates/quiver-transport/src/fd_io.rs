@@ -70,6 +70,18 @@ pub fn with_interrupt_check<T>(check: fn() -> bool, body: impl FnOnce() -> T) ->
     result
 }
 
+/// Why this thread's wait on a peer should stop now (its interrupt check fired or its deadline
+/// passed), for waits that do not go through these descriptors (an HTTP request).
+pub fn stop_reason() -> Option<Stopped> {
+    if interrupted() {
+        return Some(Stopped::Interrupted);
+    }
+    DEADLINE
+        .with(Cell::get)
+        .is_some_and(|d| Instant::now() >= d)
+        .then_some(Stopped::TimedOut)
+}
+
 /// Whether this thread's interrupt check (if any) fires now.
 pub fn interrupted() -> bool {
     INTERRUPT_CHECK.with(Cell::get).is_some_and(|check| check())

@@ -16,9 +16,11 @@ pub fn stdio_connection() -> io::Result<Connection> {
     if protocol_out < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: dup2 on the process's own standard descriptors; fd 1's original is kept above.
     if unsafe { libc::dup2(2, 1) } < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: duplicating the process's own stdin; the new fd is owned below.
     let protocol_in = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
     if protocol_in < 0 {
         return Err(io::Error::last_os_error());

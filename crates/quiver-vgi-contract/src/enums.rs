@@ -18,6 +18,8 @@ pub mod object_type {
     pub const SCALAR_FUNCTION: &str = "SCALAR_FUNCTION";
     /// Table and table-in-out functions.
     pub const TABLE_FUNCTION: &str = "TABLE_FUNCTION";
+    /// Aggregate functions.
+    pub const AGGREGATE_FUNCTION: &str = "AGGREGATE_FUNCTION";
 }
 
 /// `InitRequest.phase` of a table-in-out or buffered call.

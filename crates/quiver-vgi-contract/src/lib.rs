@@ -5,6 +5,8 @@
 //! - [`row`]: one-row batches, the way every dataclass travels.
 //! - [`ipc`]: Arrow nested inside a `binary` value (a whole stream, or a bare schema message).
 //! - [`requests`]: `BindRequest` and `InitRequest`; [`arguments`]: the raw `Arguments` value.
+//! - [`aggregate`]: aggregate functions' all-unary exchange (bind, update, combine, finalize,
+//!   destructor) and its nested batches.
 //! - [`global_init`]: `GlobalInitResponse`, the header of every `init` stream.
 //! - [`filter_container`]: the `vgi.filters.v2` container (engine encodes, worker parses).
 //! - [`splits`]: split scans (`table_function_plan`: plan pages, splits, the token envelope).
@@ -19,6 +21,7 @@
 //! Nothing here knows about processes, transports or function bodies.
 #![warn(missing_docs)]
 
+pub mod aggregate;
 pub mod arg_metadata;
 pub mod arguments;
 pub mod buffering;

@@ -19,7 +19,9 @@ use crate::function::Function;
 pub fn bind_args(function: &Function, raw: &RawArguments) -> Result<Args, ErrorReport> {
     let name = &function.name;
     let declared: Vec<&Arg> = match function.kind {
-        FunctionKind::Scalar => function.args.iter().filter(|a| a.constant).collect(),
+        FunctionKind::Scalar | FunctionKind::Aggregate => {
+            function.args.iter().filter(|a| a.constant).collect()
+        }
         _ => function.positional_args().collect(),
     };
     if raw.positional.len() > declared.len() {

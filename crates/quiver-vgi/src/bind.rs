@@ -65,6 +65,15 @@ pub fn bind_call(catalog: &Catalog, request: &BindRequest) -> Result<Bound, Erro
     }
     let args = bind_args(&function, &request.arguments)?;
     let output_schema = match &function.body {
+        Body::Aggregate { result_type, .. } => {
+            let none = Arc::new(Schema::empty());
+            check_scalar_input(&function, input_schema.as_ref().unwrap_or(&none))?;
+            Arc::new(Schema::new(vec![Field::new(
+                "result",
+                result_type.clone(),
+                true,
+            )]))
+        }
         Body::Scalar { result_type, .. } => {
             check_scalar_input(&function, input_schema.as_ref().expect("checked above"))?;
             Arc::new(Schema::new(vec![Field::new(
@@ -103,6 +112,7 @@ fn check_function_type(function: &Function, requested: &str) -> Result<(), Error
         FunctionKind::Scalar => requested == function_type::SCALAR,
         FunctionKind::Table | FunctionKind::TableInOut => requested == function_type::TABLE,
         FunctionKind::TableBuffering => requested == function_type::TABLE_BUFFERING,
+        FunctionKind::Aggregate => requested == quiver_vgi_contract::aggregate::FUNCTION_TYPE,
     };
     if fits {
         return Ok(());

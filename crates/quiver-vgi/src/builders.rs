@@ -10,6 +10,7 @@ use quiver_wire::ErrorReport;
 
 use crate::args::Args;
 use crate::declarations::{Arg, Capabilities, FunctionKind};
+use crate::docs::FunctionDocs;
 use crate::function::{
     BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
     SplitsBody, WorkBody,
@@ -91,6 +92,7 @@ impl ScalarFunction {
                 result_type: self.result_type,
                 body: Arc::new(body),
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function
@@ -232,6 +234,7 @@ impl TableFunction {
                 cardinality: self.cardinality,
                 splits: self.splits,
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function
@@ -350,6 +353,7 @@ impl TableInOutFunction {
                 bind: self.bind,
                 body: Arc::new(body),
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function
@@ -394,6 +398,7 @@ impl TableInOutFunction {
                 bind: self.bind,
                 state: factory,
             },
+            docs: FunctionDocs::default(),
         };
         function.check();
         function

@@ -1,5 +1,6 @@
-//! The catalog an engine discovers on ATTACH: one catalog, one schema (`main`),
-//! and the worker's functions, described as vgi-python describes them.
+//! The catalog an engine discovers on ATTACH: one catalog, its schemas (the default one,
+//! those the worker declares and those its functions name), and the worker's functions,
+//! described as vgi-python describes them, with their comments, tags and examples (`docs.rs`).
 //!
 //! Every answer is computed from the function definitions alone, and the attach
 //! token is self-contained, so any worker process can answer any catalog call:
@@ -13,6 +14,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use quiver_rpc::{field, Method, Params, Service};
+use quiver_vgi_contract::aggregate;
 use quiver_vgi_contract::arg_metadata;
 use quiver_vgi_contract::enums::object_type;
 use quiver_vgi_contract::filter_container;
@@ -23,11 +25,10 @@ use quiver_vgi_contract::{errors, methods};
 use quiver_wire::ErrorReport;
 
 use crate::declarations::{Arg, FunctionKind};
+use crate::docs::{with_comment_and_tags, with_function_docs, CatalogDocs, SchemaDecl};
 use crate::function::Function;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
 
-/// The one schema functions live in.
-pub const SCHEMA_NAME: &str = "main";
 /// The catalog never changes while a worker runs.
 const CATALOG_VERSION: i64 = 1;
 /// Attach tokens start with this, then the catalog name.
@@ -37,6 +38,7 @@ const ATTACH_PREFIX: &[u8] = b"quiver-vgi:v1:";
 pub struct Catalog {
     name: String,
     functions: Vec<Arc<Function>>,
+    docs: CatalogDocs,
 }
 
 impl Catalog {
@@ -55,7 +57,31 @@ impl Catalog {
         Catalog {
             name: name.to_string(),
             functions,
+            docs: CatalogDocs::default(),
         }
+    }
+
+    /// The same catalog with its comment, tags, default schema and declared schemas; every
+    /// schema a function names is declared too.
+    pub fn with_docs(mut self, mut docs: CatalogDocs) -> Catalog {
+        for function in &self.functions {
+            if let Some(schema) = &function.docs.schema {
+                if !docs.schemas.iter().any(|s| &s.name == schema) {
+                    docs.declare(SchemaDecl::new(schema));
+                }
+            }
+        }
+        self.docs = docs;
+        self
+    }
+
+    /// The schema `function` lives in.
+    fn schema_of<'a>(&'a self, function: &'a Function) -> &'a str {
+        function
+            .docs
+            .schema
+            .as_deref()
+            .unwrap_or(&self.docs.default_schema)
     }
 
     /// The function `name` in `schema_path` (`None`: any schema).
@@ -64,13 +90,14 @@ impl Catalog {
         name: &str,
         schema_path: Option<&[String]>,
     ) -> Result<&Arc<Function>, ErrorReport> {
-        let in_schema = schema_path.is_none_or(is_main);
         let found = self
             .functions
             .iter()
             .find(|f| f.name.eq_ignore_ascii_case(name));
         match found {
-            Some(function) if in_schema => Ok(function),
+            Some(function) if schema_path.is_none_or(|p| is(p, self.schema_of(function))) => {
+                Ok(function)
+            }
             _ => {
                 let available: Vec<String> = self
                     .functions
@@ -100,19 +127,36 @@ impl Catalog {
         }
     }
 
-    fn count(&self, kind: FunctionKind) -> i64 {
-        self.functions.iter().filter(|f| f.kind == kind).count() as i64
+    fn count(&self, schema: &str, kind: FunctionKind) -> i64 {
+        self.functions
+            .iter()
+            .filter(|f| f.kind == kind && self.schema_of(f) == schema)
+            .count() as i64
     }
 
-    fn schema_info(&self) -> RecordBatch {
-        let tables = self.count(FunctionKind::Table)
-            + self.count(FunctionKind::TableInOut)
-            + self.count(FunctionKind::TableBuffering);
+    /// The `SchemaInfo` rows of every schema, or of the one at `path`.
+    fn schema_infos(&self, path: Option<&[String]>) -> Vec<RecordBatch> {
+        self.docs
+            .schemas
+            .iter()
+            .filter(|s| path.is_none_or(|p| is(p, &s.name)))
+            .map(|s| self.schema_info(s))
+            .collect()
+    }
+
+    fn schema_info(&self, schema: &SchemaDecl) -> RecordBatch {
+        let name = schema.name.as_str();
+        let tables = self.count(name, FunctionKind::Table)
+            + self.count(name, FunctionKind::TableInOut)
+            + self.count(name, FunctionKind::TableBuffering);
         let counts = [
-            ("aggregate_function", 0),
+            (
+                "aggregate_function",
+                self.count(name, FunctionKind::Aggregate),
+            ),
             ("index", 0),
             ("macro", 0),
-            ("scalar_function", self.count(FunctionKind::Scalar)),
+            ("scalar_function", self.count(name, FunctionKind::Scalar)),
             ("table", 0),
             ("table_function", tables),
             ("view", 0),
@@ -120,26 +164,35 @@ impl Catalog {
         let keys: Vec<&str> = counts.iter().map(|(k, _)| *k).collect();
         let values: ArrayRef =
             Arc::new(Int64Array::from_iter_values(counts.iter().map(|(_, v)| *v)));
-        RowBuilder::new(schemas::SCHEMA_INFO.clone())
-            .strs("path", &[SCHEMA_NAME])
-            .map("estimated_object_count", &keys, values)
-            .finish()
+        let row = RowBuilder::new(schemas::SCHEMA_INFO.clone())
+            .strs("path", &[name])
+            .map("estimated_object_count", &keys, values);
+        with_comment_and_tags(row, schema.comment.as_deref(), &schema.tags).finish()
     }
 
-    fn functions_of(&self, wanted: &str) -> Vec<&Arc<Function>> {
+    fn functions_of(&self, path: &[String], wanted: &str) -> Vec<&Arc<Function>> {
         self.functions
             .iter()
+            .filter(|f| is(path, self.schema_of(f)))
             .filter(|f| match wanted {
                 object_type::SCALAR_FUNCTION => f.kind == FunctionKind::Scalar,
-                object_type::TABLE_FUNCTION => f.kind != FunctionKind::Scalar,
+                object_type::TABLE_FUNCTION => {
+                    matches!(
+                        f.kind,
+                        FunctionKind::Table
+                            | FunctionKind::TableInOut
+                            | FunctionKind::TableBuffering
+                    )
+                }
+                object_type::AGGREGATE_FUNCTION => f.kind == FunctionKind::Aggregate,
                 _ => false,
             })
             .collect()
     }
 }
 
-fn is_main(path: &[String]) -> bool {
-    matches!(path, [schema] if schema.eq_ignore_ascii_case(SCHEMA_NAME))
+fn is(path: &[String], schema: &str) -> bool {
+    matches!(path, [one] if one.eq_ignore_ascii_case(schema))
 }
 
 /// The `arguments` schema of `FunctionInfo`: positional parameters in order,
@@ -217,12 +270,17 @@ fn default_values(function: &Function) -> Option<Vec<u8>> {
     Some(ipc::encode_batch(&batch))
 }
 
-/// One `FunctionInfo` row.
-pub fn function_info(function: &Function) -> RecordBatch {
-    let scalar = function.kind == FunctionKind::Scalar;
+/// One `FunctionInfo` row; `schema` is the one it lives in.
+pub fn function_info(function: &Function, schema: &str) -> RecordBatch {
+    // Scalars and aggregates are not table functions: no scan capabilities.
+    let scalar = matches!(
+        function.kind,
+        FunctionKind::Scalar | FunctionKind::Aggregate
+    );
     let caps = function.caps;
     let output = match &function.body {
-        crate::function::Body::Scalar { result_type, .. } => {
+        crate::function::Body::Scalar { result_type, .. }
+        | crate::function::Body::Aggregate { result_type, .. } => {
             Schema::new(vec![Field::new("result", result_type.clone(), true)])
         }
         _ => Schema::empty(),
@@ -242,9 +300,10 @@ pub fn function_info(function: &Function) -> RecordBatch {
     } else {
         &[]
     };
-    RowBuilder::new(schemas::FUNCTION_INFO.clone())
+    let row = RowBuilder::new(schemas::FUNCTION_INFO.clone());
+    with_function_docs(row, &function.docs)
         .str("name", Some(&function.name))
-        .strs("schema_path", &[SCHEMA_NAME])
+        .strs("schema_path", &[schema])
         .str("function_type", Some(function.kind.wire_name()))
         .bytes(
             "arguments",
@@ -266,8 +325,22 @@ pub fn function_info(function: &Function) -> RecordBatch {
         .str("order_preservation", (!scalar).then_some(order))
         .int("max_workers", (!scalar).then_some(max_workers))
         .str("partition_kind", Some("NOT_PARTITIONED"))
-        .str("order_dependent", Some("NOT_ORDER_DEPENDENT"))
-        .str("distinct_dependent", Some("NOT_DISTINCT_DEPENDENT"))
+        .str(
+            "order_dependent",
+            Some(if caps.order_dependent {
+                aggregate::ORDER_DEPENDENT
+            } else {
+                "NOT_ORDER_DEPENDENT"
+            }),
+        )
+        .str(
+            "distinct_dependent",
+            Some(if caps.distinct_dependent {
+                aggregate::DISTINCT_DEPENDENT
+            } else {
+                "NOT_DISTINCT_DEPENDENT"
+            }),
+        )
         .bool("has_finalize", Some(caps.has_finalize))
         .bool("supports_splits", Some(function.supports_splits()))
         .finish()
@@ -348,9 +421,10 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
                 .bytes("attach_opaque_data", Some(&c.attach_token()))
                 .bool("catalog_version_frozen", Some(true))
                 .int("catalog_version", Some(CATALOG_VERSION))
-                .str("default_schema", Some(SCHEMA_NAME))
-                .bool("supports_catalog_contents", Some(true))
-                .finish();
+                .str("default_schema", Some(&c.docs.default_schema))
+                .bool("supports_catalog_contents", Some(true));
+            let answer =
+                with_comment_and_tags(answer, c.docs.comment.as_deref(), &c.docs.tags).finish();
             Ok(result(ipc::encode_batch(&answer)))
         },
     ));
@@ -362,7 +436,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
         result_field(),
         move |params, _| {
             c.check_attach(params.bytes("attach_opaque_data")?)?;
-            Ok(result(items(&[c.schema_info()])))
+            Ok(result(items(&c.schema_infos(None))))
         },
     ));
 
@@ -374,12 +448,7 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
         result_field(),
         move |params, _| {
             c.check_attach(params.bytes("attach_opaque_data")?)?;
-            let found = if is_main(&path(params)?) {
-                vec![c.schema_info()]
-            } else {
-                vec![]
-            };
-            Ok(result(items(&found)))
+            Ok(result(items(&c.schema_infos(Some(&path(params)?)))))
         },
     ));
 
@@ -396,14 +465,11 @@ pub fn register(service: &mut Service, catalog: Arc<Catalog>) {
         result_field(),
         move |params, _| {
             c.check_attach(params.bytes("attach_opaque_data")?)?;
-            let rows: Vec<RecordBatch> = if is_main(&path(params)?) {
-                c.functions_of(&object_type(params)?)
-                    .into_iter()
-                    .map(|f| function_info(f))
-                    .collect()
-            } else {
-                vec![]
-            };
+            let rows: Vec<RecordBatch> = c
+                .functions_of(&path(params)?, &object_type(params)?)
+                .into_iter()
+                .map(|f| function_info(f, c.schema_of(f)))
+                .collect();
             Ok(result(items(&rows)))
         },
     ));
@@ -501,8 +567,12 @@ fn contents(catalog: &Catalog, if_none_match: Option<&str>) -> Vec<u8> {
         answer = answer.bool("not_modified", Some(true));
         return ipc::encode_batch(&answer.finish());
     }
-    let schema_stream = ipc::encode_batches(&schemas::SCHEMA_INFO, &[catalog.schema_info()]);
-    let rows: Vec<RecordBatch> = catalog.functions.iter().map(|f| function_info(f)).collect();
+    let schema_stream = ipc::encode_batches(&schemas::SCHEMA_INFO, &catalog.schema_infos(None));
+    let rows: Vec<RecordBatch> = catalog
+        .functions
+        .iter()
+        .map(|f| function_info(f, catalog.schema_of(f)))
+        .collect();
     let function_schema: SchemaRef = schemas::FUNCTION_INFO.clone();
     let functions = if rows.is_empty() {
         None
@@ -515,4 +585,79 @@ fn contents(catalog: &Catalog, if_none_match: Option<&str>) -> Vec<u8> {
         .bytes("schemas", Some(&schema_stream))
         .bytes("functions", functions.as_deref());
     ipc::encode_batch(&answer.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builders::ScalarFunction;
+    use quiver_vgi_contract::RowReader;
+
+    fn identity(name: &str) -> Function {
+        ScalarFunction::new(name, DataType::Int64)
+            .arg(Arg::new("x", DataType::Int64))
+            .body(|input| Ok(input.columns[0].clone()))
+    }
+
+    fn catalog() -> Catalog {
+        let mut docs = CatalogDocs::default();
+        docs.set_default("text");
+        docs.declare(SchemaDecl::new("archive").comment("kept for later"));
+        Catalog::new(
+            "shelf",
+            vec![identity("shout"), identity("tally").in_schema("numbers")],
+        )
+        .with_docs(docs)
+    }
+
+    #[test]
+    fn every_schema_is_declared_once_and_main_only_when_asked() {
+        let catalog = catalog();
+        let names: Vec<&str> = catalog
+            .docs
+            .schemas
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["text", "archive", "numbers"]);
+        let archive = catalog.schema_infos(Some(&["archive".to_string()]));
+        let row = RowReader::new(&archive[0], "SchemaInfo");
+        assert_eq!(
+            row.str("comment").unwrap().as_deref(),
+            Some("kept for later")
+        );
+    }
+
+    #[test]
+    fn a_function_resolves_in_its_own_schema_only() {
+        let catalog = catalog();
+        let path = |p: &str| vec![p.to_string()];
+        assert!(catalog.resolve("tally", Some(&path("numbers"))).is_ok());
+        assert!(catalog.resolve("tally", Some(&path("text"))).is_err());
+        assert!(catalog.resolve("shout", Some(&path("TEXT"))).is_ok());
+        assert!(catalog.resolve("shout", None).is_ok());
+        let listed = catalog.functions_of(&path("numbers"), object_type::SCALAR_FUNCTION);
+        assert_eq!(listed.len(), 1);
+        let info = function_info(listed[0], "numbers");
+        let row = RowReader::new(&info, "FunctionInfo");
+        assert_eq!(row.strs("schema_path").unwrap(), Some(path("numbers")));
+    }
+
+    #[test]
+    fn function_docs_reach_its_function_info() {
+        let function = identity("shout")
+            .comment("loud")
+            .tag("vgi.category", "text")
+            .example("SELECT w.shout(1)", "one")
+            .category("text");
+        let info = function_info(&function, "main");
+        let row = RowReader::new(&info, "FunctionInfo");
+        assert_eq!(row.str("comment").unwrap().as_deref(), Some("loud"));
+        assert_eq!(
+            row.strs("categories").unwrap(),
+            Some(vec!["text".to_string()])
+        );
+        let examples = row.list("examples").unwrap().expect("examples");
+        assert_eq!(examples.len(), 1);
+    }
 }

@@ -16,6 +16,8 @@ pub enum FunctionKind {
     Table,
     /// A table in (the `TABLE` argument), a table out, with an optional finalize.
     TableInOut,
+    /// Rows in, one value per group out (`aggregate.rs`).
+    Aggregate,
     /// A table in, a table out once the whole input arrived (`table_buffering`).
     TableBuffering,
 }
@@ -26,6 +28,7 @@ impl FunctionKind {
         match self {
             FunctionKind::Scalar => function_type::SCALAR,
             FunctionKind::Table | FunctionKind::TableInOut => function_type::TABLE,
+            FunctionKind::Aggregate => quiver_vgi_contract::aggregate::FUNCTION_TYPE,
             FunctionKind::TableBuffering => function_type::TABLE_BUFFERING,
         }
     }
@@ -36,6 +39,7 @@ impl FunctionKind {
             FunctionKind::Scalar => "a scalar function",
             FunctionKind::Table => "a table function",
             FunctionKind::TableInOut => "a table-in-out function",
+            FunctionKind::Aggregate => "an aggregate function",
             FunctionKind::TableBuffering => "a buffered table function",
         }
     }
@@ -105,7 +109,7 @@ impl Arg {
         self
     }
 
-    /// For scalar functions: the argument must be a constant and arrives at bind,
+    /// For scalar and aggregate functions: the argument must be a constant and arrives at bind,
     /// not as an input column.
     pub fn constant(mut self) -> Arg {
         self.constant = true;
@@ -180,6 +184,10 @@ pub struct Capabilities {
     pub max_workers: Option<u32>,
     /// Table-in-out: has a FINALIZE phase.
     pub has_finalize: bool,
+    /// Aggregates: the result depends on the order of the rows (`ORDER BY` inside the call).
+    pub order_dependent: bool,
+    /// Aggregates: the result changes under `DISTINCT`.
+    pub distinct_dependent: bool,
 }
 
 /// Lowercase ASCII identifier: what SQL users type unquoted.

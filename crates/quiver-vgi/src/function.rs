@@ -9,8 +9,10 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use quiver_wire::ErrorReport;
 
+use crate::aggregate::ErasedAggregator;
 use crate::args::Args;
 use crate::declarations::{is_identifier, Arg, Capabilities, FunctionKind};
+use crate::docs::{Example, FunctionDocs};
 use crate::in_out_state::{InOutInit, InOutState};
 use crate::limits::{ARGUMENTS_MAX, MAX_WORKERS_MAX};
 use crate::scan::{ScanInit, TableScan};
@@ -83,6 +85,10 @@ pub(crate) enum Body {
         bind: Arc<BindBody>,
         body: Arc<BufferedBody>,
     },
+    Aggregate {
+        result_type: DataType,
+        aggregator: Arc<dyn ErasedAggregator>,
+    },
 }
 
 /// A complete function definition, ready to register with a worker.
@@ -93,6 +99,7 @@ pub struct Function {
     pub(crate) args: Vec<Arg>,
     pub(crate) caps: Capabilities,
     pub(crate) body: Body,
+    pub(crate) docs: FunctionDocs,
 }
 
 impl Function {
@@ -120,6 +127,49 @@ impl Function {
                 ..
             }
         )
+    }
+
+    /// Puts the function in schema `name` (declared with the worker's `schema` or not); without
+    /// this it lives in the worker's default schema.
+    pub fn in_schema(mut self, name: &str) -> Function {
+        assert!(
+            is_identifier(name),
+            "schema name '{name}' must be a lowercase identifier"
+        );
+        self.docs.schema = Some(name.to_string());
+        self
+    }
+
+    /// Its comment (`duckdb_functions().comment`).
+    pub fn comment(mut self, comment: &str) -> Function {
+        self.docs.comment = Some(comment.to_string());
+        self
+    }
+
+    /// Adds a tag (`duckdb_functions().tags`).
+    pub fn tag(mut self, key: &str, value: &str) -> Function {
+        self.docs.tags.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Adds an example query, runnable as written (`duckdb_functions().examples`).
+    pub fn example(mut self, sql: &str, description: &str) -> Function {
+        self.docs.examples.push(Example {
+            sql: sql.to_string(),
+            description: description.to_string(),
+        });
+        self
+    }
+
+    /// Adds a category (`duckdb_functions().categories`).
+    pub fn category(mut self, category: &str) -> Function {
+        self.docs.categories.push(category.to_string());
+        self
+    }
+
+    /// Its comment, tags, examples, categories and schema.
+    pub fn docs(&self) -> &FunctionDocs {
+        &self.docs
     }
 
     /// Positional arguments (the TABLE one excluded), in declaration order.
@@ -177,10 +227,10 @@ impl Function {
                 self.name
             ),
         }
-        if self.kind != FunctionKind::Scalar {
+        if !matches!(self.kind, FunctionKind::Scalar | FunctionKind::Aggregate) {
             assert!(
                 self.args.iter().all(|a| !a.constant),
-                "{}: constant args are for scalars",
+                "{}: constant args are for scalars and aggregates",
                 self.name
             );
         }

@@ -85,6 +85,9 @@ fn init(
             "{name}() is a buffered table function: init takes phase TABLE_BUFFERING or \
              TABLE_BUFFERING_FINALIZE"
         ))),
+        (FunctionKind::Aggregate, _) => Err(errors::invalid_argument(format!(
+            "{name}() is an aggregate function: it is called with aggregate_update, not init"
+        ))),
         (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
             "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
         ))),

@@ -2,7 +2,7 @@
 //! 2.2.0, as spoken by vgi-python 0.47.0), on quiver's RPC spine.
 //!
 //! A worker exposes functions to SQL: scalar functions (columns in, one column
-//! out), table functions (`FROM f(...)`, parallel across connections through a
+//! out), aggregate functions (rows in, one value per group out; `aggregate.rs`), table functions (`FROM f(...)`, parallel across connections through a
 //! shared work counter) and table-in-out functions (a table in, a table out,
 //! with an optional finalize). The SDK answers the engine's catalog discovery,
 //! binds and checks calls, runs the `init` streams, applies projection and the
@@ -49,6 +49,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod aggregate;
 mod arg_binding;
 mod args;
 mod bind;
@@ -56,6 +57,7 @@ mod buffered;
 mod builders;
 mod catalog;
 mod declarations;
+mod docs;
 mod execution;
 mod filter_eval;
 mod filter_expr;
@@ -75,9 +77,11 @@ mod table_in_out;
 mod work_file;
 mod worker;
 
+pub use aggregate::{AggregateFunction, AggregateInput, Aggregator};
 pub use args::Args;
 pub use builders::{ScalarFunction, TableFunction, TableInOutFunction};
 pub use declarations::{Arg, Capabilities, FunctionKind};
+pub use docs::{CatalogDocs, Example, FunctionDocs, SchemaDecl};
 pub use execution::{ExecutionId, Sharing};
 pub use filters::Filters;
 pub use function::{BindInput, Function, ScalarInput};

@@ -24,3 +24,11 @@ pub const MAX_WORKERS_MAX: u32 = 1024;
 /// Stale cross-process work files removed per primary init (stdio mode), so a
 /// sweep never turns into a long pause.
 pub const WORK_FILES_SWEEP_MAX: usize = 64;
+
+/// Aggregate executions whose states one process keeps at once. The oldest is dropped (with a
+/// warning) when a new bind would exceed this, so an engine that dies before its destructor
+/// cannot grow a long-lived worker without bound.
+pub const AGGREGATE_EXECUTIONS_MAX: usize = 1024;
+
+/// Groups one aggregate execution may hold; past it an update fails with a clear error.
+pub const AGGREGATE_GROUPS_MAX: usize = 1 << 24;

@@ -6,6 +6,11 @@
 //! * `--unix PATH`: prints exactly `UNIX:<absolute path>`, serves every
 //!   connection on its own thread with shared in-memory state, and exits after
 //!   `--idle-timeout` seconds without a connection (default 300; 0 = never).
+//! * `--http [ADDR]`: serves vgi-rpc's HTTP transport on `ADDR` (default `127.0.0.1:0`), prints
+//!   `PORT:<n>`, and serves until `SIGTERM` (TLS with `--http-tls-cert`/`--http-tls-key`; the
+//!   bearer token and the token key replicas share come from `QUIVER_HTTP_TOKEN` and
+//!   `QUIVER_HTTP_TOKEN_KEY`). State shared between the connections of one scan lives in the
+//!   process, so a parallel scan reaches one replica (or replicas that share nothing per scan).
 //!
 //! Only protocol bytes go to stdout: the stdio transport moves the protocol to a
 //! private descriptor and points fd 1 at stderr, so a stray print cannot corrupt
@@ -16,11 +21,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use quiver_rpc::serve::{serve_stdio, serve_unix};
+use quiver_rpc::serve::{http_config, serve_http, serve_stdio, serve_unix};
 use quiver_rpc::{Server, ServerConfig, Service};
 use quiver_shm::ShmConfig;
 
 use crate::catalog::Catalog;
+use crate::docs::{CatalogDocs, SchemaDecl};
 use crate::execution::{Executions, Sharing};
 use crate::function::Function;
 use crate::init::InitContext;
@@ -35,6 +41,16 @@ pub struct LaunchArgs {
     /// Serve many connections on this Unix socket instead of stdio.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
+    /// Serve vgi-rpc's HTTP transport on this address instead (default 127.0.0.1:0).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0",
+          conflicts_with = "unix")]
+    pub http: Option<String>,
+    /// With --http: serve HTTPS with this PEM certificate chain.
+    #[arg(long, value_name = "PEM", requires = "http")]
+    pub http_tls_cert: Option<PathBuf>,
+    /// With --http: the PEM private key of --http-tls-cert.
+    #[arg(long, value_name = "PEM", requires = "http")]
+    pub http_tls_key: Option<PathBuf>,
     /// With --unix: exit after this many seconds with no connection (fractions
     /// allowed; 0 or less: never).
     #[arg(
@@ -83,6 +99,7 @@ impl LaunchArgs {
 pub struct Worker {
     catalog_name: String,
     functions: Vec<Function>,
+    docs: CatalogDocs,
 }
 
 impl Worker {
@@ -92,7 +109,37 @@ impl Worker {
         Worker {
             catalog_name: catalog_name.to_string(),
             functions: Vec::new(),
+            docs: CatalogDocs::default(),
         }
+    }
+
+    /// The schema unqualified names resolve in (`USE w`) and functions live in unless they say
+    /// otherwise ([`Function::in_schema`]); `main` when not set.
+    pub fn default_schema(mut self, name: &str) -> Worker {
+        assert!(
+            crate::declarations::is_identifier(name),
+            "schema name '{name}' must be a lowercase identifier"
+        );
+        self.docs.set_default(name);
+        self
+    }
+
+    /// Declares a schema, with or without functions, and its comment and tags.
+    pub fn schema(mut self, schema: SchemaDecl) -> Worker {
+        self.docs.declare(schema);
+        self
+    }
+
+    /// The catalog's comment (`duckdb_databases().comment`).
+    pub fn comment(mut self, comment: &str) -> Worker {
+        self.docs.comment = Some(comment.to_string());
+        self
+    }
+
+    /// Adds a tag to the catalog (`duckdb_databases().tags`).
+    pub fn tag(mut self, key: &str, value: &str) -> Worker {
+        self.docs.tags.push((key.to_string(), value.to_string()));
+        self
     }
 
     /// Adds a function.
@@ -110,7 +157,8 @@ impl Worker {
     /// says (in-process for one server with many connections, cross-process
     /// when every connection is its own process).
     pub fn service(self, sharing: Sharing) -> Service {
-        let catalog = Arc::new(Catalog::new(&self.catalog_name, self.functions));
+        let catalog =
+            Arc::new(Catalog::new(&self.catalog_name, self.functions).with_docs(self.docs));
         let executions = Executions::new(sharing);
         let mut service = Service::new(PROTOCOL_NAME, PROTOCOL_VERSION);
         crate::catalog::register(&mut service, catalog.clone());
@@ -119,6 +167,7 @@ impl Worker {
         crate::plan::register(&mut service, catalog.clone());
         let buffered = Arc::new(crate::buffered::BufferedCalls::default());
         crate::buffered::register(&mut service, buffered.clone());
+        crate::aggregate::register(&mut service, catalog.clone());
         crate::init::register(
             &mut service,
             Arc::new(InitContext {
@@ -143,7 +192,7 @@ impl Worker {
         match self.serve(args) {
             Ok(()) => {
                 // stdio: the engine closed our input; a socket: SIGTERM asked us to stop.
-                let why = if args.unix.is_some() {
+                let why = if args.unix.is_some() || args.http.is_some() {
                     "asked to stop"
                 } else {
                     "engine gone"
@@ -168,6 +217,12 @@ impl Worker {
             ..ServerConfig::default()
         };
         let name = self.catalog_name.clone();
+        if let Some(address) = &args.http {
+            let http = http_config(args.http_tls_cert.clone(), args.http_tls_key.clone(), None)?;
+            let server = Server::new(self.service(Sharing::InProcess), config);
+            logging::log(Level::Info, format!("{name}: serving HTTP on {address}"));
+            return serve_http(Arc::new(server), address, http);
+        }
         match &args.unix {
             Some(path) => {
                 let server = Server::new(self.service(Sharing::InProcess), config);

@@ -33,6 +33,10 @@ pub const ERROR_DETAILS: &str = "vgi_rpc.error_details";
 
 /// A zero-row input batch with this key set to `1` cancels a stream.
 pub const CANCEL: &str = "vgi_rpc.cancel";
+/// HTTP streams: the sealed cursor naming a stream call's next turn (base64).
+pub const STREAM_STATE: &str = "vgi_rpc.stream_state#b64";
+/// HTTP streams: the sealed token naming the stream call, from `/init` on (base64).
+pub const CALL_STATE: &str = "vgi_rpc.call_state#b64";
 
 /// Shared-memory segment advertised on a request.
 pub const SHM_SEGMENT_NAME: &str = "vgi_rpc.shm_segment_name";

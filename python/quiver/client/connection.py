@@ -197,13 +197,14 @@ class Connection:
     def cancel(self) -> bool:
         """Interrupts this connection's running statement; safe from any thread.
 
-        A second, short-lived connection asks the server to cancel by this session's id (the wire of
-        this one is busy with the statement). Returns whether a running statement was interrupted;
-        that statement's caller gets an :class:`OperationalError`.
+        A second, short-lived connection presents this session's id as its one call (the wire of
+        this one is busy with the statement); it opens no session, so it needs no place among the
+        server's ``max_connections``. Returns whether a running statement was interrupted; that
+        statement's caller gets an :class:`OperationalError`.
         """
-        other = Connection(str(self.address), token=self._token, autocommit=True, shm=False)
+        other = _open_client(self.address, shm_bytes=None)
         try:
-            return bool(other._guard(lambda: other._rpc().call(sp.CANCEL, self.session.session_id)))
+            return bool(self._guard(lambda: other.call(sp.CANCEL, self.session.session_id)))
         finally:
             other.close()
 
@@ -242,17 +243,7 @@ class Connection:
     # -- internals ------------------------------------------------------------------------
 
     def _open(self) -> Client[Any]:
-        try:
-            if self.address.path is not None:
-                transport = connect_unix(self.address.path)
-            else:
-                assert self.address.host is not None
-                transport = connect_tcp(self.address.host, self.address.port)
-        except OSError as exc:
-            raise OperationalError(f"cannot connect to {self.address}: {exc}", error_type="ConnectionRefused") from exc
-        config = ShmConfig.from_env()
-        config = replace(config, segment_size_bytes=self._shm_bytes) if self._shm else replace(config, disabled=True)
-        return Client(sp.QuiverServer, transport, shm=config)
+        return _open_client(self.address, shm_bytes=self._shm_bytes if self._shm else None)
 
     def _rpc(self) -> Client[Any]:
         self._check_open()
@@ -291,3 +282,21 @@ class Connection:
         self._release_wire()
         self._in_transaction = False  # DuckDB ends the transaction even when COMMIT fails
         self._guard(lambda: self._rpc().call(sp.EXECUTE, sql, None))
+
+
+def _open_client(address: sp.Address, *, shm_bytes: int | None) -> Client[Any]:
+    """A client of ``quiver.server`` on a new connection, before any call.
+
+    Large batches go through shared memory in segments of ``shm_bytes``, or never when it is None.
+    """
+    try:
+        if address.path is not None:
+            transport = connect_unix(address.path)
+        else:
+            assert address.host is not None
+            transport = connect_tcp(address.host, address.port)
+    except OSError as exc:
+        raise OperationalError(f"cannot connect to {address}: {exc}", error_type="ConnectionRefused") from exc
+    config = ShmConfig.from_env()
+    config = replace(config, disabled=True) if shm_bytes is None else replace(config, segment_size_bytes=shm_bytes)
+    return Client(sp.QuiverServer, transport, shm=config)

@@ -16,6 +16,7 @@ parallel scans over a shared counter) and table-in-out functions (with finalize)
 ``python -m quiver.vgi.allinone`` is the example worker.
 """
 
+from .docs import Docs, Example, Schema
 from .errors import (
     ArgumentValidationError,
     FilterDeserializationError,
@@ -30,11 +31,14 @@ from .worker import Worker
 __all__ = [
     "Arg",
     "ArgumentValidationError",
+    "Docs",
+    "Example",
     "FilterDeserializationError",
     "Function",
     "InvalidArgumentError",
     "NotFoundError",
     "OpaqueDataNotRecognizedError",
+    "Schema",
     "VgiError",
     "Worker",
 ]

@@ -1,4 +1,8 @@
-"""The catalog an engine discovers on ATTACH: one catalog, one schema (``main``), the functions.
+"""The catalog an engine discovers on ATTACH: one catalog, its schemas, its functions.
+
+The schemas are the default one, those declared with :meth:`~quiver.vgi.Worker.schema` and those
+functions name; with each comes what the worker says about it (comments, tags, example queries:
+:mod:`.docs`).
 
 Every answer is computed from the function definitions alone, and the attach token is
 self-contained, so any worker process can answer any catalog call: the engine's catalog
@@ -13,14 +17,14 @@ import pyarrow as pa
 
 from . import filters as vgi_filters
 from . import wire
+from .docs import Schema, tag_items
 from .errors import NotFoundError, OpaqueDataNotRecognizedError
-from .function import SCALAR, TABLE_BUFFERING, Function
+from .function import AGGREGATE, SCALAR, TABLE_BUFFERING, Function
 from .protocol import SchemaObjectType
 
 if TYPE_CHECKING:
     from .worker import Worker
 
-SCHEMA_NAME = "main"
 CATALOG_VERSION = 1
 _ATTACH_PREFIX = b"quiver-vgi-py:v1:"
 
@@ -28,7 +32,7 @@ _ATTACH_PREFIX = b"quiver-vgi-py:v1:"
 def resolve(functions: dict[str, Function], name: str, schema_path: list[str] | None) -> Function:
     """The function a call names, or the ``NotFoundError`` that lists what there is."""
     function = functions.get(name)
-    if function is None or (schema_path and [p.lower() for p in schema_path] != [SCHEMA_NAME]):
+    if function is None or (schema_path and not _is(schema_path, function.schema or "")):
         available = ", ".join(f"'{n}'" for n in sorted(functions))
         raise NotFoundError(f"Unknown function: '{name}'\n  Available functions: [{available}]")
     return function
@@ -36,14 +40,14 @@ def resolve(functions: dict[str, Function], name: str, schema_path: list[str] | 
 
 def function_info(function: Function) -> dict[str, Any]:
     """The ``FunctionInfo`` row of one function."""
-    table_like = function.kind != SCALAR
+    table_like = function.kind not in (SCALAR, AGGREGATE)
     defaults = function.default_values()
-    output = pa.schema([pa.field("result", function.returns)]) if function.kind == SCALAR else wire.EMPTY_SCHEMA
+    output = wire.EMPTY_SCHEMA if table_like else pa.schema([pa.field("result", function.returns)])
     return {
-        "comment": None,
-        "tags": [],
+        "comment": function.docs.comment,
+        "tags": tag_items(function.docs.tags),
         "name": function.name,
-        "schema_path": [SCHEMA_NAME],
+        "schema_path": [function.schema],
         "function_type": _FUNCTION_TYPES.get(function.kind, "TABLE"),
         "arguments": wire.schema_bytes(function.arguments_schema()),
         "output_schema": wire.schema_bytes(output),
@@ -52,8 +56,8 @@ def function_info(function: Function) -> dict[str, Any]:
         "null_handling": None if table_like else "DEFAULT",
         "argument_monotonicity": None,
         "description": function.description,
-        "examples": [],
-        "categories": [],
+        "examples": function.docs.example_rows(),
+        "categories": list(function.docs.categories),
         "projection_pushdown": function.projection_pushdown if table_like else None,
         "filter_pushdown": function.filter_pushdown if table_like else None,
         "sampling_pushdown": False if table_like else None,
@@ -70,8 +74,8 @@ def function_info(function: Function) -> dict[str, Any]:
         "supports_positions": False,
         "split_token_ttl_seconds": None,
         "partition_kind": "NOT_PARTITIONED",
-        "order_dependent": "NOT_ORDER_DEPENDENT",
-        "distinct_dependent": "NOT_DISTINCT_DEPENDENT",
+        "order_dependent": "ORDER_DEPENDENT" if function.order_dependent else "NOT_ORDER_DEPENDENT",
+        "distinct_dependent": "DISTINCT_DEPENDENT" if function.distinct_dependent else "NOT_DISTINCT_DEPENDENT",
         "supports_window": False,
         "streaming_partitioned": False,
         "has_finalize": function.finalize is not None,
@@ -85,26 +89,32 @@ def function_info(function: Function) -> dict[str, Any]:
     }
 
 
-_FUNCTION_TYPES = {SCALAR: "SCALAR", TABLE_BUFFERING: "TABLE_BUFFERING"}
+_FUNCTION_TYPES = {SCALAR: "SCALAR", AGGREGATE: "AGGREGATE", TABLE_BUFFERING: "TABLE_BUFFERING"}
 
 
-def schema_info(functions: dict[str, Function]) -> dict[str, Any]:
-    """The ``SchemaInfo`` row of the one schema, ``main``."""
-    scalars = sum(1 for f in functions.values() if f.kind == SCALAR)
+def schema_info(schema: Schema, functions: list[Function]) -> dict[str, Any]:
+    """The ``SchemaInfo`` row of ``schema``, whose functions are ``functions``."""
+    scalars = sum(1 for f in functions if f.kind == SCALAR)
+    aggregates = sum(1 for f in functions if f.kind == AGGREGATE)
     counts = {
-        "aggregate_function": 0,
+        "aggregate_function": aggregates,
         "index": 0,
         "macro": 0,
         "scalar_function": scalars,
         "table": 0,
-        "table_function": len(functions) - scalars,
+        "table_function": len(functions) - scalars - aggregates,
         "view": 0,
     }
-    return {"comment": None, "tags": [], "path": [SCHEMA_NAME], "estimated_object_count": list(counts.items())}
+    return {
+        "comment": schema.comment,
+        "tags": tag_items(schema.tags),
+        "path": [schema.name],
+        "estimated_object_count": list(counts.items()),
+    }
 
 
-def _is_main(path: list[str] | None) -> bool:
-    return [p.lower() for p in (path or [])] == [SCHEMA_NAME]
+def _is(path: list[str] | None, schema: str) -> bool:
+    return [p.lower() for p in (path or [])] == [schema.lower()]
 
 
 def _items(schema: pa.Schema, rows: list[dict[str, Any]]) -> bytes:
@@ -120,12 +130,22 @@ class CatalogMethods:
         if token != _ATTACH_PREFIX + self.worker.name.encode():
             raise OpaqueDataNotRecognizedError("attach_opaque_data was not issued by this worker")
 
-    def _functions(self, wanted: str | None) -> list[Function]:
+    def _schema_rows(self, path: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every schema's ``SchemaInfo`` row (with ``path``: that schema's alone, if it exists)."""
+        schemas = [s for s in self.worker.schemas.values() if path is None or _is(path, s.name)]
+        every = self.worker.functions.values()
+        return [schema_info(s, [f for f in every if _is([s.name], f.schema or "")]) for s in schemas]
+
+    def _functions(self, wanted: str | None, path: list[str] | None = None) -> list[Function]:
         functions = sorted(self.worker.functions.values(), key=lambda f: f.name)
+        if path is not None:
+            functions = [f for f in functions if _is(path, f.schema or "")]
         if wanted == "SCALAR_FUNCTION":
             return [f for f in functions if f.kind == SCALAR]
         if wanted == "TABLE_FUNCTION":
-            return [f for f in functions if f.kind != SCALAR]
+            return [f for f in functions if f.kind not in (SCALAR, AGGREGATE)]
+        if wanted == "AGGREGATE_FUNCTION":
+            return [f for f in functions if f.kind == AGGREGATE]
         return [] if wanted else functions
 
     def catalog_catalogs(self) -> bytes:
@@ -152,12 +172,12 @@ class CatalogMethods:
                 "catalog_version_frozen": True,
                 "catalog_version": CATALOG_VERSION,
                 "attach_opaque_data_required": False,
-                "default_schema": SCHEMA_NAME,
+                "default_schema": self.worker.default_schema,
                 "settings": [],
                 "secret_types": [],
                 "attach_catalogs": [],
-                "comment": None,
-                "tags": [],
+                "comment": self.worker.comment,
+                "tags": tag_items(self.worker.tags),
                 "supports_column_statistics": False,
                 "global_functions": [],
                 "global_function_prefix": "",
@@ -169,20 +189,19 @@ class CatalogMethods:
 
     def catalog_schemas(self, attach_opaque_data: bytes, transaction_opaque_data: bytes | None = None) -> bytes:
         self._check_attach(attach_opaque_data)
-        return _items(wire.SCHEMA_INFO, [schema_info(self.worker.functions)])
+        return _items(wire.SCHEMA_INFO, self._schema_rows())
 
     def catalog_schema_get(
         self, attach_opaque_data: bytes, path: list[str], transaction_opaque_data: Any = None
     ) -> bytes:
         self._check_attach(attach_opaque_data)
-        rows = [schema_info(self.worker.functions)] if _is_main(path) else []
-        return _items(wire.SCHEMA_INFO, rows)
+        return _items(wire.SCHEMA_INFO, self._schema_rows(path))
 
     def catalog_schema_contents_functions(
         self, attach_opaque_data: bytes, path: list[str], type: SchemaObjectType, transaction_opaque_data: Any = None
     ) -> bytes:
         self._check_attach(attach_opaque_data)
-        functions = self._functions(type.name) if _is_main(path) else []
+        functions = self._functions(type.name, path)
         return _items(wire.FUNCTION_INFO, [function_info(f) for f in functions])
 
     def _nothing(self, attach_opaque_data: bytes, *_: Any) -> bytes:
@@ -202,7 +221,7 @@ class CatalogMethods:
         if if_none_match == etag:
             row["not_modified"] = True
         else:
-            schemas = wire.rows_batch(wire.SCHEMA_INFO, [schema_info(self.worker.functions)])
+            schemas = wire.rows_batch(wire.SCHEMA_INFO, self._schema_rows())
             functions = wire.rows_batch(wire.FUNCTION_INFO, [function_info(f) for f in self._functions(None)])
             row["schemas"] = wire.stream_bytes([schemas], wire.SCHEMA_INFO)
             row["functions"] = wire.stream_bytes([functions], wire.FUNCTION_INFO)

@@ -9,10 +9,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from .docs import Docs
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
-SCALAR, TABLE, TABLE_IN_OUT, TABLE_BUFFERING = "scalar", "table", "table-in-out", "table-buffering"
+SCALAR, TABLE, TABLE_IN_OUT, TABLE_BUFFERING, AGGREGATE = (
+    "scalar",
+    "table",
+    "table-in-out",
+    "table-buffering",
+    "aggregate",
+)
 _SQL_NAMES = {
     pa.int8(): "TINYINT",
     pa.int16(): "SMALLINT",
@@ -39,7 +46,11 @@ def sql_name(arrow_type: pa.DataType) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One parameter: positional unless ``named``; ``table`` marks a table-in-out input."""
+    """One parameter: positional unless ``named``.
+
+    ``table`` marks a table-in-out input; ``constant`` an aggregate's argument that arrives once, at
+    bind, instead of as a column.
+    """
 
     name: str
     type: pa.DataType = field(default_factory=pa.null)
@@ -49,6 +60,7 @@ class Arg:
     min: int | float | None = None
     max: int | float | None = None
     table: bool = False
+    constant: bool = False
 
     @classmethod
     def table_input(cls, name: str, doc: str = "") -> Arg:
@@ -63,6 +75,8 @@ class Arg:
             metadata["vgi_arg"] = "named"
         if self.table:
             metadata["vgi_type"] = "table"
+        if self.constant:
+            metadata["vgi_const"] = "true"
         if self.default is not None:
             metadata["vgi_default"] = json.dumps(self.default)
         if self.min is not None or self.max is not None:
@@ -120,10 +134,19 @@ class Function:
     splits: Callable[[dict[str, Any]], list[bytes]] | None = None
     # Splits per plan page (the engine may ask for fewer); None: the SDK's default.
     splits_per_page: int | None = None
+    order_dependent: bool = False
+    distinct_dependent: bool = False
+    schema: str | None = None
+    docs: Docs = field(default_factory=Docs)
 
     @property
     def positional(self) -> list[Arg]:
         return [a for a in self.args if not a.named and not a.table]
+
+    @property
+    def columns(self) -> list[Arg]:
+        """An aggregate's value columns: its arguments that are not constants."""
+        return [a for a in self.args if not a.constant]
 
     @property
     def named(self) -> list[Arg]:
@@ -155,7 +178,7 @@ class Function:
                         positional[int(child.name[len("positional_") :])] = value
                     elif child.name.startswith("named_"):
                         named[child.name[len("named_") :]] = value
-        declared = self.positional if self.kind != SCALAR else []
+        declared = {SCALAR: [], AGGREGATE: [a for a in self.args if a.constant]}.get(self.kind, self.positional)
         if len(positional) > len(declared):
             raise ArgumentValidationError(
                 f"{self.name}() takes {len(declared)} positional argument(s) but {len(positional)} were given"

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -22,11 +22,14 @@ from ..rpc import MethodKind, Server
 from ..rpc.session import Session
 from ..transport.socket import SocketConnection, listen_unix
 from ..transport.stdio import stdio_connection
+from . import aggregate
+from .aggregate import AggregateMethods
 from .bind import BindMethods
 from .buffering import BufferedCalls, BufferingMethods
 from .catalog import CatalogMethods
+from .docs import Docs, Schema
 from .execution import Executions
-from .function import SCALAR, TABLE, TABLE_BUFFERING, TABLE_IN_OUT, Arg, Function
+from .function import AGGREGATE, SCALAR, TABLE, TABLE_BUFFERING, TABLE_IN_OUT, Arg, Function
 from .init import InitMethods
 from .log import LEVELS, log, set_level
 from .protocol import VgiV2
@@ -42,29 +45,78 @@ class Worker:
     >>> worker.main()
     """
 
-    def __init__(self, name: str, description: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        default_schema: str = "main",
+        comment: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """A worker serving the catalog ``name``.
+
+        ``default_schema``: where unqualified names resolve (``USE w``) and functions live unless
+        they name a ``schema``; ``comment`` and ``tags`` describe the catalog (``duckdb_databases()``).
+        """
         self.name = name
         self.description = description
+        self.default_schema = default_schema
+        self.comment = comment
+        self.tags = dict(tags or {})
+        self.schemas: dict[str, Schema] = {default_schema: Schema(default_schema)}
         self.functions: dict[str, Function] = {}
         self.executions = Executions()
         self.buffered = BufferedCalls()
+        self.aggregates = aggregate.Executions()
+
+    def schema(self, name: str, *, comment: str | None = None, tags: Mapping[str, str] | None = None) -> Schema:
+        """Declares schema ``name`` (with or without functions), its comment and tags (``duckdb_schemas()``)."""
+        declared = Schema(name, comment, dict(tags or {}))
+        self.schemas[name] = declared
+        return declared
 
     # decorators ------------------------------------------------------------------------
 
     def add(self, function: Function) -> Function:
+        """Registers ``function``; one without a schema lives in the default schema."""
         if function.name in self.functions:
             raise ValueError(f"function '{function.name}' registered twice")
+        if function.schema is None:
+            function.schema = self.default_schema
+        self.schemas.setdefault(function.schema, Schema(function.schema))
         self.functions[function.name] = function
         return function
 
     def scalar(
-        self, *, returns: pa.DataType, args: list[Arg], name: str | None = None, doc: str | None = None
+        self,
+        *,
+        returns: pa.DataType,
+        args: list[Arg],
+        name: str | None = None,
+        doc: str | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
-        """``fn(*columns) -> pa.Array``: one output value per input row."""
+        """``fn(*columns) -> pa.Array``: one output value per input row.
+
+        Every decorator also takes ``schema=`` (default: the worker's default schema) and the
+        :class:`~quiver.vgi.docs.Docs` fields ``comment=``, ``tags=``, ``examples=``, ``categories=``.
+        """
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
-                Function(name or body.__name__, SCALAR, body, list(args), doc or _doc(body), returns=returns)
+                Function(
+                    name or body.__name__,
+                    SCALAR,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    returns=returns,
+                    schema=schema,
+                    docs=described,
+                )
             )
 
         return wrap
@@ -82,6 +134,8 @@ class Worker:
         shared_work: Callable[[dict[str, Any]], int] | None = None,
         splits: Callable[[dict[str, Any]], list[bytes]] | None = None,
         splits_per_page: int | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, scan) -> Iterator[pa.RecordBatch]``, full output columns; the SDK filters and projects.
 
@@ -93,6 +147,7 @@ class Worker:
         ``scan.split``. ``max_workers`` bounds how many splits run at once; ``splits_per_page`` how
         many one plan page carries.
         """
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
@@ -109,6 +164,8 @@ class Worker:
                     shared_work=shared_work,
                     splits=splits,
                     splits_per_page=splits_per_page,
+                    schema=schema,
+                    docs=described,
                 )
             )
 
@@ -123,6 +180,8 @@ class Worker:
         doc: str | None = None,
         finalize: Callable[[dict[str, Any], Any], Any] | None = None,
         initial_state: Callable[[dict[str, Any]], Any] | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, state, batch) -> RecordBatch | Iterable[RecordBatch]``; ``finalize(args, state)`` likewise.
 
@@ -131,6 +190,7 @@ class Worker:
         """
         if not any(a.table for a in args):
             raise ValueError("a table-in-out function needs an Arg.table_input(...) argument")
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
@@ -144,6 +204,47 @@ class Worker:
                     max_workers=1,
                     finalize=finalize,
                     initial_state=initial_state,
+                    schema=schema,
+                    docs=described,
+                )
+            )
+
+        return wrap
+
+    def aggregate(
+        self,
+        *,
+        name: str,
+        returns: pa.DataType,
+        args: list[Arg],
+        doc: str = "",
+        order_dependent: bool = False,
+        distinct_independent: bool = False,
+        schema: str | None = None,
+        **docs: Any,
+    ) -> Callable[[Any], Function]:
+        """Decorates an :class:`~quiver.vgi.aggregate.Aggregator` (a class, instantiated once, or an object).
+
+        ``order_dependent``: the result depends on the rows' order, so the engine keeps ``ORDER BY``
+        inside the call; ``distinct_independent``: ``DISTINCT`` does not change the result (a min, a
+        max), so the engine may drop it (by default it is honoured).
+        """
+        described = Docs(**docs)
+
+        def wrap(aggregator: Any) -> Function:
+            body = aggregator() if isinstance(aggregator, type) else aggregator
+            return self.add(
+                Function(
+                    name,
+                    AGGREGATE,
+                    body,
+                    list(args),
+                    doc or _doc(aggregator),
+                    returns=returns,
+                    order_dependent=order_dependent,
+                    distinct_dependent=not distinct_independent,
+                    schema=schema,
+                    docs=described,
                 )
             )
 
@@ -156,6 +257,8 @@ class Worker:
         output: Callable[[pa.Schema, dict[str, Any]], pa.Schema] | pa.Schema | None = None,
         name: str | None = None,
         doc: str | None = None,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
         """``fn(args, table: pa.Table) -> pa.Table | RecordBatch | Iterable[RecordBatch]``.
 
@@ -165,6 +268,7 @@ class Worker:
         """
         if not any(a.table for a in args):
             raise ValueError("a buffered table function needs an Arg.table_input(...) argument")
+        described = Docs(**docs)
 
         def wrap(body: Callable[..., Any]) -> Function:
             return self.add(
@@ -176,6 +280,8 @@ class Worker:
                     doc or _doc(body),
                     output=output,
                     max_workers=1,
+                    schema=schema,
+                    docs=described,
                 )
             )
 
@@ -257,7 +363,7 @@ def _doc(body: Callable[..., Any]) -> str:
     return (body.__doc__ or "").strip()
 
 
-class _Service(CatalogMethods, BindMethods, InitMethods, PlanMethods, BufferingMethods):
+class _Service(CatalogMethods, BindMethods, InitMethods, PlanMethods, BufferingMethods, AggregateMethods):
     """The implementation of :class:`~quiver.vgi.protocol.VgiV2` for one :class:`Worker`."""
 
     def __init__(self, worker: Worker) -> None:

@@ -11,16 +11,24 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray};
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::flight_service_server::FlightService;
+use arrow_flight::sql::ProstMessageExt;
 use arrow_flight::sql::{
     CommandGetCatalogs, CommandGetDbSchemas, CommandGetPrimaryKeys, CommandGetTableTypes,
     CommandGetTables,
 };
+use arrow_flight::{FlightDescriptor, FlightInfo};
 use arrow_schema::DataType;
-use tonic::Status;
+use futures::StreamExt;
+use prost::Message;
+use tonic::{Request, Response, Status};
 
 use super::lease::Lease;
 use super::result_types::ResultTypes;
-use super::service::status;
+use super::service::FlightSql;
+use super::statements;
+use super::status::status;
 use crate::duck::batch_stream;
 use crate::insert::{table_schema, TableName};
 
@@ -222,4 +230,25 @@ pub fn table_types(query: CommandGetTableTypes) -> Result<RecordBatch, Status> {
         builder.append(table_type);
     }
     built(builder.build())
+}
+
+/// The `FlightInfo` of a metadata command: its ticket is the command itself.
+pub fn metadata_info<C: ProstMessageExt>(
+    schema: &arrow_schema::Schema,
+    command: &C,
+    request: Request<FlightDescriptor>,
+) -> Result<Response<FlightInfo>, Status> {
+    let ticket = command.as_any().encode_to_vec().into();
+    let info = statements::flight_info(schema, ticket, request.into_inner())?;
+    Ok(Response::new(info))
+}
+
+/// A response of one batch (the metadata answers, built in memory).
+pub fn one_batch(batch: arrow_array::RecordBatch) -> <FlightSql as FlightService>::DoGetStream {
+    let schema = batch.schema();
+    let encoded = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::iter(vec![Ok(batch)]))
+        .map(|item| item.map_err(Status::from));
+    Box::pin(encoded)
 }

@@ -19,7 +19,7 @@ use tokio::runtime::Handle;
 use tonic::Status;
 
 use super::lease::Lease;
-use super::service::status;
+use super::status::status;
 use crate::insert::{table_schema, TableInsert, TableName};
 
 /// What the table definition options ask for: the insert mode, and whether the table must exist

@@ -20,7 +20,7 @@ use quiver_server_protocol::errors;
 use quiver_wire::ErrorReport;
 use tonic::Status;
 
-use super::service::status;
+use super::status::status;
 use crate::admission::Door;
 use crate::duck::{Cursor, DuckError};
 use crate::server::Shared;

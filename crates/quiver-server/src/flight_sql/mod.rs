@@ -13,6 +13,7 @@
 
 mod address;
 mod auth;
+mod call_guards;
 mod cancel;
 mod catalog;
 mod connections;
@@ -25,6 +26,7 @@ mod running;
 mod service;
 mod sql_info;
 mod statements;
+mod status;
 mod transactions;
 mod type_info;
 mod union_parameters;

@@ -28,7 +28,7 @@ use tonic::Status;
 
 use super::lease::Lease;
 use super::result_types::ResultTypes;
-use super::service::status;
+use super::status::status;
 use super::union_parameters;
 use crate::duck::batch_stream;
 use quiver_secret::random;

@@ -1,12 +1,11 @@
 //! The Flight SQL service: arrow-flight's `FlightSqlService`, each command handed to the file that
 //! owns it (`statements.rs`, `transactions.rs`, `sql_info.rs`), DuckDB's work on blocking threads
 //! so no gRPC worker waits on a statement, and every error mapped to a gRPC status in one place
-//! ([`status`]). Credentials are checked before any of this (`auth.rs`).
+//! (`status.rs`). Credentials are checked before any of this (`auth.rs`).
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::flight_service_server::FlightService;
 use arrow_flight::sql::metadata::{SqlInfoData, XdbcTypeInfoData};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
@@ -23,69 +22,26 @@ use arrow_flight::sql::{
 use arrow_flight::{
     Action, ActionType, FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket,
 };
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use prost::bytes::Bytes;
 use prost::Message;
-use quiver_server_protocol::errors::{
-    KIND_BUSY, KIND_LIMIT, KIND_NOT_FOUND, KIND_PROTOCOL, KIND_SQL, KIND_STOPPING,
-    KIND_UNAUTHENTICATED,
-};
-use quiver_wire::ErrorReport;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::auth;
+use super::call_guards::{AbandonOnDrop, InterruptOnDrop};
 use super::cancel;
-use super::catalog;
+use super::catalog::{self, metadata_info, one_batch};
 use super::ingest;
 use super::lease::{Lease, OwnedSession};
 use super::prepared::{self, PreparedStatements};
 use super::result_types::ResultTypes;
-use super::running::{Read, Registered, Running};
+use super::running::{Registered, Running};
 use super::statements::{self, MessageStream, StatementTicket, BATCH_ROWS};
+use super::status::blocking;
 use super::transactions::Transactions;
 use crate::auth::Token;
 use crate::server::Shared;
-use crate::session::Session;
-
-/// The gRPC status of a server error. DuckDB's errors keep DuckDB's own message.
-pub fn status(report: ErrorReport) -> Status {
-    let message = report.message;
-    match report.kind.as_deref() {
-        Some(KIND_UNAUTHENTICATED) => auth::refused(),
-        Some(KIND_STOPPING) => Status::unavailable(message),
-        Some(KIND_LIMIT | KIND_BUSY) => Status::resource_exhausted(message),
-        Some(KIND_NOT_FOUND) => Status::not_found(message),
-        Some(KIND_PROTOCOL) => Status::invalid_argument(message),
-        Some(KIND_SQL) => match report.error_type.as_str() {
-            "ParserException"
-            | "SyntaxException"
-            | "BinderException"
-            | "CatalogException"
-            | "ConversionException"
-            | "InvalidInputException"
-            | "OutOfRangeException"
-            | "InvalidTypeException"
-            | "MismatchTypeException" => Status::invalid_argument(message),
-            "ConstraintException" | "TransactionException" => Status::failed_precondition(message),
-            "InterruptException" => Status::cancelled(message),
-            "OutOfMemoryException" => Status::resource_exhausted(message),
-            "NotImplementedException" => Status::unimplemented(message),
-            "PermissionException" => Status::permission_denied(message),
-            _ => Status::internal(message),
-        },
-        _ => Status::internal(message),
-    }
-}
-
-/// Runs DuckDB's part of a call on a blocking thread.
-pub async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, Status> + Send + 'static,
-) -> Result<T, Status> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| Status::internal(format!("the call's thread failed: {e}")))?
-}
 
 /// The service of one server.
 #[derive(Clone)]
@@ -635,104 +591,4 @@ impl FlightSqlService for FlightSql {
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
-}
-
-/// The session of a call in flight, interrupted if the call is dropped before it finished.
-#[derive(Default)]
-struct InterruptOnDrop {
-    session: Arc<Mutex<Option<Arc<Session>>>>,
-    finished: bool,
-}
-
-impl Drop for InterruptOnDrop {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        let session = self
-            .session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(session) = session {
-            session.interrupt();
-        }
-    }
-}
-
-/// A read whose call may be dropped before its stream starts; then the read is abandoned.
-struct AbandonOnDrop(Option<Arc<Read>>);
-
-impl AbandonOnDrop {
-    fn finish(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for AbandonOnDrop {
-    fn drop(&mut self) {
-        if let Some(read) = self.0.take() {
-            read.abandon();
-        }
-    }
-}
-
-/// The `FlightInfo` of a metadata command: its ticket is the command itself.
-fn metadata_info<C: ProstMessageExt>(
-    schema: &arrow_schema::Schema,
-    command: &C,
-    request: Request<FlightDescriptor>,
-) -> Answer<FlightInfo> {
-    let ticket = command.as_any().encode_to_vec().into();
-    let info = statements::flight_info(schema, ticket, request.into_inner())?;
-    Ok(Response::new(info))
-}
-
-/// A response of one batch (the metadata answers, built in memory).
-pub fn one_batch(batch: arrow_array::RecordBatch) -> DoGetStream {
-    let schema = batch.schema();
-    let encoded = FlightDataEncoderBuilder::new()
-        .with_schema(schema)
-        .build(futures::stream::iter(vec![Ok(batch)]))
-        .map(|item| item.map_err(Status::from));
-    Box::pin(encoded)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use quiver_server_protocol::errors;
-    use tonic::Code;
-
-    #[test]
-    fn errors_map_to_grpc_codes_keeping_duckdb_messages() {
-        let catalog = errors::sql(
-            "Catalog",
-            "Catalog Error: Table with name t does not exist!",
-        );
-        let mapped = status(catalog);
-        assert_eq!(mapped.code(), Code::InvalidArgument);
-        assert_eq!(
-            mapped.message(),
-            "Catalog Error: Table with name t does not exist!"
-        );
-        let cases = [
-            (errors::sql("Parser", "x"), Code::InvalidArgument),
-            (errors::sql("Constraint", "x"), Code::FailedPrecondition),
-            (errors::sql("Interrupt", "x"), Code::Cancelled),
-            (errors::sql("Out of Memory", "x"), Code::ResourceExhausted),
-            (errors::sql("Fatal", "x"), Code::Internal),
-            (errors::stopping(), Code::Unavailable),
-            (errors::limit("sql", 2, 1), Code::ResourceExhausted),
-            (errors::busy(1), Code::ResourceExhausted),
-            (errors::unknown_statement(1), Code::NotFound),
-            (errors::protocol("x"), Code::InvalidArgument),
-        ];
-        for (report, code) in cases {
-            assert_eq!(status(report).code(), code);
-        }
-        let refused = status(errors::unauthenticated());
-        assert_eq!(refused.code(), Code::Unauthenticated);
-        assert_eq!(refused.message(), "authentication failed");
-    }
 }

@@ -35,7 +35,7 @@ use super::lease::{superseded, Lease, Step};
 use super::prepared::Parameters;
 use super::result_types::ResultTypes;
 use super::running::{cancelled, Registered};
-use super::service::status;
+use super::status::status;
 use crate::duck::{Cursor, DuckError};
 use crate::session::Open;
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tonic::Status;
 
 use super::lease::{Lease, OwnedSession};
-use super::service::status;
+use super::status::status;
 use crate::server::Shared;
 use quiver_secret::random;
 

@@ -18,6 +18,7 @@ pub fn shm_name_exists(name: &str) -> bool {
     // SAFETY: valid C string; we close what we open.
     let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDONLY, 0) };
     if fd >= 0 {
+        // SAFETY: fd was opened just above and is closed once.
         unsafe { libc::close(fd) };
         return true;
     }

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use quiver_rpc::http::HttpOptions;
 use quiver_rpc::{Client, ClientStream};
 use quiver_shm::{Segment, ShmConfig};
 use quiver_transport::socket::{connect_tcp, connect_unix};
@@ -64,7 +65,10 @@ impl DriverConnection {
                     connect_tcp(address.as_str()).map_err(|e| format!("connect {address}: {e}"))?;
                 (Client::new(connection), None)
             }
-            "http" => return Err("quiver's Rust client has no HTTP transport".into()),
+            "http" => {
+                let url = target.as_str().ok_or("connect: http target is a URL")?;
+                (http_client(url, &request["headers"])?, None)
+            }
             other => return Err(format!("connect: unknown transport {other:?}")),
         };
         Ok(Self {
@@ -131,6 +135,27 @@ impl DriverConnection {
         drop(self.client.take());
         drop(self.child.take());
     }
+}
+
+/// The most headers a `connect` may ask to send on every request, and their longest value.
+const HEADERS_MAX: usize = 32;
+const HEADER_VALUE_BYTES_MAX: usize = 8192;
+
+fn http_client(url: &str, headers: &Value) -> Result<Client, String> {
+    let mut options = HttpOptions::default();
+    if let Some(headers) = headers.as_object() {
+        if headers.len() > HEADERS_MAX {
+            return Err(format!("connect: at most {HEADERS_MAX} headers"));
+        }
+        for (name, value) in headers {
+            let value = value
+                .as_str()
+                .filter(|v| v.len() <= HEADER_VALUE_BYTES_MAX)
+                .ok_or("connect: every header value is a short string")?;
+            options.headers.push((name.clone(), value.to_string()));
+        }
+    }
+    Client::http(url, options).map_err(|e| format!("connect {url}: {e}"))
 }
 
 fn with_segment(client: Client, size_bytes: Option<u64>) -> Result<Client, String> {

@@ -5,8 +5,9 @@
 //! in `tests/vgi_rpc_suite/` runs vgi-rpc's tests through it against the reference
 //! worker.
 //!
-//! Byte-stream transports only (`stdio`, `shm`, `unix`, `tcp`): the HTTP-only ops
-//! answer `ok: false` with the reason. EOF on stdin is a shutdown.
+//! Transports: `stdio`, `shm`, `unix`, `tcp` and `http`; of the HTTP-only ops only
+//! `capabilities` is served (no upload URLs or sticky sessions: the others answer
+//! `ok: false` with the reason). EOF on stdin is a shutdown.
 
 mod connection;
 mod describe;
@@ -23,8 +24,7 @@ use connection::DriverConnection;
 /// largest payloads are tens of MiB.
 const LINE_BYTES_MAX: usize = 256 << 20;
 
-const HTTP_ONLY: [&str; 7] = [
-    "capabilities",
+const HTTP_ONLY: [&str; 6] = [
     "request_upload_urls",
     "session_begin",
     "session_token",
@@ -103,6 +103,7 @@ fn handle(connection: &mut Option<DriverConnection>, request: &Value) -> Value {
         "tick" | "next_with_token" => ops::tick(open, request),
         "exchange" => ops::exchange(open, request),
         "cancel" => Ok(ops::cancel(open)),
+        "capabilities" => ops::capabilities(open),
         "close" => Ok(ops::close(open)),
         "describe" => open.client().and_then(describe::describe).map(|d| match d {
             Ok(description) => json!({"describe": description}),

@@ -129,3 +129,50 @@ pub fn close(connection: &mut DriverConnection) -> Value {
         None => json!({}),
     }
 }
+
+/// `capabilities`: what the server advertises on `OPTIONS /health` (HTTP only).
+pub fn capabilities(connection: &mut DriverConnection) -> Result<Value, String> {
+    let reply = match connection.client()?.http_request("OPTIONS", "/health") {
+        None => return Err("op requires http transport".into()),
+        Some(Err(error)) => return Ok(json!({"caps": null, "error": error_object(&error)})),
+        Some(Ok(reply)) => reply,
+    };
+    if !(200..300).contains(&reply.status) {
+        let error = ClientError::Protocol(format!(
+            "capability discovery failed with HTTP {}",
+            reply.status
+        ));
+        return Ok(json!({"caps": null, "error": error_object(&error)}));
+    }
+    let int = |name: &str| {
+        reply
+            .header(name)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let flag = |name: &str| reply.header(name) == Some("true");
+    let list = |name: &str| -> Vec<String> {
+        reply
+            .header(name)
+            .unwrap_or("")
+            .split(',')
+            .map(|part| part.trim().to_ascii_lowercase())
+            .filter(|part| !part.is_empty())
+            .collect()
+    };
+    let encodings = match reply.header("vgi-supported-encodings") {
+        None => vec!["zstd".to_string()],
+        Some(_) => list("vgi-supported-encodings"),
+    };
+    Ok(json!({"caps": {
+        "sticky_enabled": flag("vgi-sticky-enabled"),
+        "sticky_default_ttl": int("vgi-sticky-default-ttl"),
+        "sticky_echo_headers": list("vgi-sticky-echo-headers"),
+        "upload_url_support": flag("vgi-upload-url-support"),
+        "max_request_bytes": int("vgi-max-request-bytes"),
+        "max_response_bytes": int("vgi-max-response-bytes"),
+        "max_externalized_response_bytes": int("vgi-max-externalized-response-bytes"),
+        "externalization_enabled": flag("vgi-externalization-enabled"),
+        "max_upload_bytes": int("vgi-max-upload-bytes"),
+        "supported_encodings": encodings,
+    }}))
+}

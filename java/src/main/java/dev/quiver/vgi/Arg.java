@@ -12,7 +12,7 @@ import org.apache.arrow.vector.types.pojo.FieldType;
  * (crates/quiver-vgi/src/declarations.rs). Immutable: each setter returns a copy.
  */
 public record Arg(String name, ArrowType type, String doc, boolean named, boolean table, Object defaultValue,
-    Long min, Long max) {
+    Long min, Long max, boolean constant) {
   public Arg {
     if (!name.matches("[a-z_][a-z0-9_]*")) {
       throw new IllegalArgumentException("argument name '" + name + "' must be a lowercase identifier");
@@ -27,34 +27,39 @@ public record Arg(String name, ArrowType type, String doc, boolean named, boolea
 
   /** A positional argument. */
   public static Arg of(String name, ArrowType type) {
-    return new Arg(name, type, "", false, false, null, null, null);
+    return new Arg(name, type, "", false, false, null, null, null, false);
   }
 
   /** A named argument ({@code name => value} in SQL). */
   public static Arg named(String name, ArrowType type) {
-    return new Arg(name, type, "", true, false, null, null, null);
+    return new Arg(name, type, "", true, false, null, null, null, false);
   }
 
   /** The input table of a table-in-out function. */
   public static Arg table(String name) {
-    return new Arg(name, ArrowType.Null.INSTANCE, "the input table", false, true, null, null, null);
+    return new Arg(name, ArrowType.Null.INSTANCE, "the input table", false, true, null, null, null, false);
   }
 
   public Arg doc(String text) {
-    return new Arg(name, type, text, named, table, defaultValue, min, max);
+    return new Arg(name, type, text, named, table, defaultValue, min, max, constant);
   }
 
   public Arg min(long value) {
-    return new Arg(name, type, doc, named, table, defaultValue, value, max);
+    return new Arg(name, type, doc, named, table, defaultValue, value, max, constant);
   }
 
   public Arg max(long value) {
-    return new Arg(name, type, doc, named, table, defaultValue, min, value);
+    return new Arg(name, type, doc, named, table, defaultValue, min, value, constant);
   }
 
   /** The value a named argument takes when the call leaves it out (a Long or a String). */
   public Arg defaultsTo(Object value) {
-    return new Arg(name, type, doc, named, table, value, min, max);
+    return new Arg(name, type, doc, named, table, value, min, max, constant);
+  }
+
+  /** An aggregate's argument that arrives once, at bind, instead of as a column ({@link #constant()} tells). */
+  public Arg asConstant() {
+    return new Arg(name, type, doc, named, table, defaultValue, min, max, true);
   }
 
   /** The field describing this parameter in {@code FunctionInfo.arguments}. */
@@ -68,6 +73,9 @@ public record Arg(String name, ArrowType type, String doc, boolean named, boolea
     }
     if (table) {
       metadata.put("vgi_type", "table");
+    }
+    if (constant) {
+      metadata.put("vgi_const", "true");
     }
     if (defaultValue != null) {
       metadata.put("vgi_default", defaultValue instanceof String text ? dev.quiver.wire.Json.encodeCompact(text)

@@ -101,7 +101,11 @@ final class Binding {
         throw VgiErrors.invalidArgument("malformed BindRequest.arguments: " + e.getMessage());
       }
     }
-    List<Arg> declared = function.kind == Function.Kind.SCALAR ? List.of() : function.positional();
+    List<Arg> declared = switch (function.kind) {
+      case SCALAR -> List.of();
+      case AGGREGATE -> function.args.stream().filter(Arg::constant).toList();
+      default -> function.positional();
+    };
     if (positional.size() > declared.size()) {
       throw VgiErrors.argumentValidation(function.name + "() takes " + declared.size()
           + " positional argument(s) but " + positional.size() + " were given");

@@ -13,13 +13,12 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * The catalog an engine discovers on ATTACH: one catalog (the worker's name), one schema
- * ({@code main}), the functions (python/quiver/vgi/catalog.py). Every answer is computed from the
- * declarations alone and the attach token is self-contained, so any worker process can answer any
- * catalog call.
+ * The catalog an engine discovers on ATTACH: one catalog (the worker's name), its schemas (the
+ * default one, those declared, those functions name), the functions, and what the worker says about
+ * each ({@link Docs}) (python/quiver/vgi/catalog.py). Every answer is computed from the declarations
+ * alone and the attach token is self-contained, so any worker process can answer any catalog call.
  */
 final class Catalog {
-  static final String SCHEMA_NAME = "main";
   static final long CATALOG_VERSION = 1;
   private static final String ATTACH_PREFIX = "quiver-vgi-java:v1:";
 
@@ -32,7 +31,8 @@ final class Catalog {
   /** The function a call names, or the NotFoundError that lists what there is. */
   Function resolve(String name, List<?> schemaPath) {
     Function function = worker.functions().get(name);
-    if (function == null || (schemaPath != null && !schemaPath.isEmpty() && !isMain(schemaPath))) {
+    if (function == null
+        || (schemaPath != null && !schemaPath.isEmpty() && !is(schemaPath, worker.schemaOf(function)))) {
       List<String> names = new ArrayList<>(worker.functions().keySet());
       names.sort(null);
       List<String> quoted = names.stream().map(n -> "'" + n + "'").toList();
@@ -42,8 +42,8 @@ final class Catalog {
     return function;
   }
 
-  static boolean isMain(List<?> path) {
-    return path != null && path.size() == 1 && SCHEMA_NAME.equals(String.valueOf(path.get(0)).toLowerCase(Locale.ROOT));
+  static boolean is(List<?> path, String schema) {
+    return path != null && path.size() == 1 && schema.equals(String.valueOf(path.get(0)).toLowerCase(Locale.ROOT));
   }
 
   void checkAttach(byte[] token) {
@@ -76,11 +76,12 @@ final class Catalog {
     row.put("catalog_version_frozen", true);
     row.put("catalog_version", CATALOG_VERSION);
     row.put("attach_opaque_data_required", false);
-    row.put("default_schema", SCHEMA_NAME);
+    row.put("default_schema", worker.defaultSchema());
     row.put("settings", List.of());
     row.put("secret_types", List.of());
     row.put("attach_catalogs", List.of());
-    row.put("tags", List.of());
+    row.put("comment", worker.docs.comment);
+    row.put("tags", worker.docs.tagEntries());
     row.put("supports_column_statistics", false);
     row.put("global_functions", List.of());
     row.put("global_function_prefix", "");
@@ -89,14 +90,19 @@ final class Catalog {
   }
 
   byte[] schemas(List<?> path, boolean all, BufferAllocator allocator) {
-    List<Map<String, Object>> rows = all || isMain(path) ? List.of(schemaInfo()) : List.of();
+    List<Map<String, Object>> rows = new ArrayList<>();
+    worker.allSchemas().forEach((name, docs) -> {
+      if (all || is(path, name)) {
+        rows.add(schemaInfo(name, docs));
+      }
+    });
     return items(Dataclasses.SCHEMA_INFO, rows, allocator);
   }
 
   byte[] functions(List<?> path, String type, BufferAllocator allocator) {
     List<Map<String, Object>> rows = new ArrayList<>();
-    if (isMain(path)) {
-      for (Function function : sorted(type)) {
+    for (Function function : sorted(type)) {
+      if (is(path, worker.schemaOf(function))) {
         rows.add(functionInfo(function, allocator));
       }
     }
@@ -117,7 +123,9 @@ final class Catalog {
     row.put("etag", etag());
     row.put("not_modified", etag().equals(ifNoneMatch));
     if (!etag().equals(ifNoneMatch)) {
-      row.put("schemas", Rows.stream(Dataclasses.SCHEMA_INFO, List.of(schemaInfo()), allocator));
+      List<Map<String, Object>> schemas = new ArrayList<>();
+      worker.allSchemas().forEach((name, docs) -> schemas.add(schemaInfo(name, docs)));
+      row.put("schemas", Rows.stream(Dataclasses.SCHEMA_INFO, schemas, allocator));
       List<Map<String, Object>> functions = new ArrayList<>();
       for (Function function : sorted(null)) {
         functions.add(functionInfo(function, allocator));
@@ -140,31 +148,38 @@ final class Catalog {
     }
     return switch (type) {
       case "SCALAR_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.SCALAR).toList();
-      case "TABLE_FUNCTION" -> functions.stream().filter(f -> f.kind != Function.Kind.SCALAR).toList();
+      case "TABLE_FUNCTION" -> functions.stream()
+          .filter(f -> f.kind == Function.Kind.TABLE || f.kind == Function.Kind.TABLE_IN_OUT
+              || f.kind == Function.Kind.TABLE_BUFFERING).toList();
+      case "AGGREGATE_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.AGGREGATE).toList();
       default -> List.of();
     };
   }
 
-  private Map<String, Object> schemaInfo() {
-    long scalars = worker.functions().values().stream().filter(f -> f.kind == Function.Kind.SCALAR).count();
-    List<Object> counts = List.of(List.of("aggregate_function", 0L), List.of("index", 0L), List.of("macro", 0L),
-        List.of("scalar_function", scalars), List.of("table", 0L),
-        List.of("table_function", worker.functions().size() - scalars), List.of("view", 0L));
+  private Map<String, Object> schemaInfo(String name, Docs docs) {
+    List<Function> in = worker.functions().values().stream().filter(f -> worker.schemaOf(f).equals(name)).toList();
+    long scalars = in.stream().filter(f -> f.kind == Function.Kind.SCALAR).count();
+    long aggregates = in.stream().filter(f -> f.kind == Function.Kind.AGGREGATE).count();
+    List<Object> counts = List.of(List.of("aggregate_function", aggregates), List.of("index", 0L),
+        List.of("macro", 0L), List.of("scalar_function", scalars), List.of("table", 0L),
+        List.of("table_function", in.size() - scalars - aggregates), List.of("view", 0L));
     Map<String, Object> row = new LinkedHashMap<>();
-    row.put("tags", List.of());
-    row.put("path", List.of(SCHEMA_NAME));
+    row.put("comment", docs.comment);
+    row.put("tags", docs.tagEntries());
+    row.put("path", List.of(name));
     row.put("estimated_object_count", counts);
     return row;
   }
 
   private Map<String, Object> functionInfo(Function function, BufferAllocator allocator) {
-    boolean tableLike = function.kind != Function.Kind.SCALAR;
+    boolean tableLike = function.kind != Function.Kind.SCALAR && function.kind != Function.Kind.AGGREGATE;
     Schema output = tableLike ? new Schema(List.of())
         : new Schema(List.of(new Field("result", FieldType.nullable(function.returns), null)));
     Map<String, Object> row = new LinkedHashMap<>();
-    row.put("tags", List.of());
+    row.put("comment", function.docs.comment);
+    row.put("tags", function.docs.tagEntries());
     row.put("name", function.name);
-    row.put("schema_path", List.of(SCHEMA_NAME));
+    row.put("schema_path", List.of(worker.schemaOf(function)));
     row.put("function_type", function.kind.wireName());
     row.put("arguments", Rows.schemaBytes(function.argumentsSchema()));
     row.put("output_schema", Rows.schemaBytes(output));
@@ -172,8 +187,8 @@ final class Catalog {
     row.put("stability", tableLike ? null : "CONSISTENT");
     row.put("null_handling", tableLike ? null : "DEFAULT");
     row.put("description", function.description);
-    row.put("examples", List.of());
-    row.put("categories", List.of());
+    row.put("examples", function.docs.exampleRows());
+    row.put("categories", List.copyOf(function.docs.categories));
     row.put("projection_pushdown", tableLike ? function.projectionPushdown : null);
     row.put("filter_pushdown", tableLike ? function.filterPushdown : null);
     row.put("sampling_pushdown", tableLike ? false : null);
@@ -189,8 +204,9 @@ final class Catalog {
     row.put("filters_exactly_applied", false);
     row.put("supports_positions", false);
     row.put("partition_kind", "NOT_PARTITIONED");
-    row.put("order_dependent", "NOT_ORDER_DEPENDENT");
-    row.put("distinct_dependent", "NOT_DISTINCT_DEPENDENT");
+    row.put("order_dependent", function.orderDependent ? "ORDER_DEPENDENT" : "NOT_ORDER_DEPENDENT");
+    boolean distinct = function.kind == Function.Kind.AGGREGATE && function.distinctDependent;
+    row.put("distinct_dependent", distinct ? "DISTINCT_DEPENDENT" : "NOT_DISTINCT_DEPENDENT");
     row.put("supports_window", false);
     row.put("streaming_partitioned", false);
     row.put("has_finalize", function.finalizer != null);

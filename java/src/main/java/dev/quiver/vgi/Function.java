@@ -11,8 +11,8 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * A function a worker serves, of one of three kinds, built with {@link Worker#scalar},
- * {@link Worker#table} or {@link Worker#tableInOut} (crates/quiver-vgi/src/function.rs is the
+ * A function a worker serves, of one of four kinds, built with {@link Worker#scalar},
+ * {@link Worker#table}, {@link Worker#tableInOut} or {@link Worker#aggregate} (crates/quiver-vgi/src/function.rs is the
  * Rust twin, python/quiver/vgi/function.py the Python one).
  */
 public final class Function {
@@ -21,7 +21,8 @@ public final class Function {
     SCALAR("a scalar function"),
     TABLE("a table function"),
     TABLE_IN_OUT("a table-in-out function"),
-    TABLE_BUFFERING("a buffered table function");
+    TABLE_BUFFERING("a buffered table function"),
+    AGGREGATE("an aggregate function");
 
     final String described;
 
@@ -33,6 +34,7 @@ public final class Function {
       return switch (this) {
         case SCALAR -> "SCALAR";
         case TABLE_BUFFERING -> "TABLE_BUFFERING";
+        case AGGREGATE -> "AGGREGATE";
         default -> "TABLE";
       };
     }
@@ -105,6 +107,12 @@ public final class Function {
   BufferedBody buffered;
   InOutBody inOut;
   FinalizeBody finalizer;
+  Aggregator<Object> aggregator;
+  boolean orderDependent;
+  boolean distinctDependent = true;
+  /** The schema it lives in; null: the worker's default schema. */
+  String schema;
+  final Docs docs = new Docs();
 
   Function(String name, Kind kind) {
     if (!name.matches("[a-z_][a-z0-9_]*")) {
@@ -124,6 +132,36 @@ public final class Function {
 
   public Function doc(String text) {
     this.description = text;
+    return this;
+  }
+
+  /** Puts the function in schema {@code name}; without this it lives in the worker's default schema. */
+  public Function inSchema(String name) {
+    this.schema = Docs.identifier(name, "schema");
+    return this;
+  }
+
+  /** Its comment (duckdb_functions().comment). */
+  public Function comment(String text) {
+    docs.comment = text;
+    return this;
+  }
+
+  /** Adds a tag (duckdb_functions().tags). */
+  public Function tag(String key, String value) {
+    docs.tags.put(key, value);
+    return this;
+  }
+
+  /** Adds an example query, runnable as written (duckdb_functions().examples). */
+  public Function example(String sql, String description) {
+    docs.examples.add(new Docs.Example(sql, description));
+    return this;
+  }
+
+  /** Adds a category (duckdb_functions().categories). */
+  public Function category(String category) {
+    docs.categories.add(category);
     return this;
   }
 
@@ -228,6 +266,28 @@ public final class Function {
     return this;
   }
 
+  /** An aggregate function's behaviour. */
+  @SuppressWarnings("unchecked")
+  public <S> Function aggregator(Aggregator<S> body) {
+    require(Kind.AGGREGATE, "aggregator");
+    this.aggregator = (Aggregator<Object>) body;
+    return this;
+  }
+
+  /** The aggregate's result depends on its rows' order: the engine keeps {@code ORDER BY} inside the call. */
+  public Function orderDependent() {
+    require(Kind.AGGREGATE, "orderDependent");
+    this.orderDependent = true;
+    return this;
+  }
+
+  /** {@code DISTINCT} does not change the aggregate's result (a min, a max); by default it is honoured. */
+  public Function distinctIndependent() {
+    require(Kind.AGGREGATE, "distinctIndependent");
+    this.distinctDependent = false;
+    return this;
+  }
+
   private void require(Kind wanted, String what) {
     if (kind != wanted) {
       throw new IllegalStateException(name + "(): " + what + " is for " + wanted.described + "s");
@@ -241,6 +301,7 @@ public final class Function {
       case TABLE -> scan != null && output != null;
       case TABLE_IN_OUT -> inOut != null && args.stream().anyMatch(Arg::table);
       case TABLE_BUFFERING -> buffered != null && output != null && args.stream().anyMatch(Arg::table);
+      case AGGREGATE -> aggregator != null && returns != null;
     };
     if (!complete) {
       throw new IllegalStateException(name + "() is not fully declared (" + kind.described + ")");
@@ -249,6 +310,11 @@ public final class Function {
 
   List<Arg> positional() {
     return args.stream().filter(a -> !a.named() && !a.table()).toList();
+  }
+
+  /** An aggregate's value columns: its arguments that are not constants. */
+  List<Arg> columns() {
+    return args.stream().filter(a -> !a.constant()).toList();
   }
 
   List<Arg> namedArgs() {

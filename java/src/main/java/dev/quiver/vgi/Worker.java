@@ -41,9 +41,15 @@ public final class Worker {
   private final String name;
   private final String description;
   private final Map<String, Function> functions = new LinkedHashMap<>();
+  private String defaultSchema = "main";
+  /** The catalog's comment and tags. */
+  final Docs docs = new Docs();
+  /** Declared schemas and their comment and tags, by name. */
+  final Map<String, Docs> schemas = new LinkedHashMap<>();
   final Catalog catalog = new Catalog(this);
   final Executions executions = new Executions();
   final Buffered buffered = new Buffered();
+  final Aggregates aggregates = new Aggregates(this);
 
   public Worker(String name, String description) {
     this.name = name;
@@ -62,9 +68,63 @@ public final class Worker {
     return functions;
   }
 
+  /** Where unqualified names resolve (USE w) and functions live unless they say otherwise; main when not set. */
+  public Worker defaultSchema(String name) {
+    this.defaultSchema = Docs.identifier(name, "schema");
+    return this;
+  }
+
+  public String defaultSchema() {
+    return defaultSchema;
+  }
+
+  /** The catalog's comment (duckdb_databases().comment). */
+  public Worker comment(String text) {
+    docs.comment = text;
+    return this;
+  }
+
+  /** Adds a tag to the catalog (duckdb_databases().tags). */
+  public Worker tag(String key, String value) {
+    docs.tags.put(key, value);
+    return this;
+  }
+
+  /** Declares schema {@code name}, with or without functions, with its comment and tags (duckdb_schemas()). */
+  public Worker schema(String name, String comment, Map<String, String> tags) {
+    Docs schema = new Docs();
+    schema.comment = comment;
+    schema.tags.putAll(tags);
+    schemas.put(Docs.identifier(name, "schema"), schema);
+    return this;
+  }
+
+  /** The schema {@code function} lives in. */
+  String schemaOf(Function function) {
+    return function.schema != null ? function.schema : defaultSchema;
+  }
+
+  /** Every schema: the default one, those declared, those functions name; in that order, once each. */
+  Map<String, Docs> allSchemas() {
+    Map<String, Docs> all = new LinkedHashMap<>();
+    all.put(defaultSchema, schemas.getOrDefault(defaultSchema, new Docs()));
+    all.putAll(schemas);
+    for (Function function : functions.values()) {
+      all.putIfAbsent(schemaOf(function), new Docs());
+    }
+    return all;
+  }
+
   /** Declares a scalar function returning {@code returns}; finish it with {@link Function#body}. */
   public Function scalar(String name, ArrowType returns) {
     Function function = add(new Function(name, Function.Kind.SCALAR));
+    function.returns = returns;
+    return function;
+  }
+
+  /** Declares an aggregate returning {@code returns}; finish it with {@link Function#aggregator}. */
+  public Function aggregate(String name, ArrowType returns) {
+    Function function = add(new Function(name, Function.Kind.AGGREGATE));
     function.returns = returns;
     return function;
   }
@@ -181,6 +241,9 @@ public final class Worker {
         (p, a) -> buffered.destruct(Rows.readRow(p.bytes("request"), a), a));
     unary(protocol, "table_function_cardinality", List.of(request), result,
         (p, a) -> Rows.row(Dataclasses.TABLE_CARDINALITY, new LinkedHashMap<>(), a));
+    for (String method : Aggregates.METHODS) {
+      unary(protocol, method, List.of(request), result, (p, a) -> aggregates.call(method, p.bytes("request"), a));
+    }
     return protocol;
   }
 

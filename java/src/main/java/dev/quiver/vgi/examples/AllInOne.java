@@ -6,6 +6,7 @@ import dev.quiver.vgi.Scan;
 import dev.quiver.vgi.Worker;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -16,8 +17,10 @@ import org.apache.arrow.vector.types.pojo.Schema;
 /**
  * The example worker, with the Rust worker's semantics (crates/quiver-allinone):
  * {@code numbers(n, batch_rows => 4194304)} the integers 0..n-1 shared across the scan's
- * connections, {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
- * case with NULL kept.
+ * connections, {@code split_numbers(n, splits => 4)} and {@code row_count(TABLE)} ({@link SplitNumbers}),
+ * {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
+ * case with NULL kept, and the aggregates {@code sum_int}, {@code avg_double} and {@code concat_agg}
+ * ({@link ExampleAggregates}).
  */
 public final class AllInOne {
   private AllInOne() {}
@@ -26,15 +29,33 @@ public final class AllInOne {
   static final ArrowType UTF8 = ArrowType.Utf8.INSTANCE;
   static final long DEFAULT_BATCH_ROWS = 4L << 20;
   static final long BATCH_ROWS_MAX = 64L << 20;
+  /** The main schema's vgi.categories registry, which each function's vgi.category names. */
+  static final String CATEGORIES = "[{\"name\": \"aggregates\", \"title\": \"Aggregates\", \"description\":"
+      + " \"Functions over the rows of a group\"}, {\"name\": \"generators\", \"title\": \"Generators\","
+      + " \"description\": \"Functions that make rows\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
+      + " \"Functions over a whole table\"}, {\"name\": \"text\", \"title\": \"Text\", \"description\":"
+      + " \"Functions over strings\"}]";
   static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
 
   public static Worker worker() {
-    Worker worker = new Worker("allinone", "VGI example worker: numbers, echo, upper_case");
+    Worker worker = new Worker("allinone", "VGI example worker: numbers, split_numbers, echo, row_count,"
+        + " upper_case, sum_int, avg_double, concat_agg")
+        .comment("quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode"
+            + " upper case")
+        .tag("vgi.title", "quiver all-in-one example")
+        .tag("vgi.doc_llm", "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) returns its input"
+            + " table; upper_case(s) upper-cases text with Unicode full case mapping.")
+        .schema("main", "The example functions",
+            Map.of("vgi.title", "Examples", "vgi.categories", CATEGORIES));
     worker.scalar("upper_case", UTF8)
-        .doc("Upper-cases a string (Unicode-aware); NULL stays NULL")
-        .arg(Arg.of("s", UTF8).doc("the text to upper-case"))
+        .doc("Converts a string to upper case (Unicode full case mapping); NULL stays NULL.")
+        .arg(Arg.of("s", UTF8).doc("The string to convert"))
         .body((columns, rows, allocator) ->
-            Columns.strings(columns.get(0), text -> text.toUpperCase(Locale.ROOT), allocator));
+            Columns.strings(columns.get(0), text -> text.toUpperCase(Locale.ROOT), allocator))
+        .comment("Upper-cases text with Unicode full case mapping")
+        .tag("vgi.category", "text")
+        .category("text")
+        .example("SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS");
     worker.table("numbers")
         .doc("The integers 0..n-1 as column n, generated in parallel across the scan's connections")
         .arg(Arg.of("n", INT64).doc("How many rows (0..n-1)").min(0))
@@ -44,6 +65,10 @@ public final class AllInOne {
         .projectionPushdown()
         .filterPushdown()
         .sharedWork(8, args -> args.int64("n"))
+        .comment("The integers 0..n-1, generated in parallel")
+        .tag("vgi.category", "generators")
+        .category("generators")
+        .example("SELECT sum(n) FROM allinone.main.numbers(1000)", "The sum of 0..999: 499500")
         .scan(args -> (scan, allocator) -> {
           Scan.Range rows = scan.claim(args.int64("batch_rows"));
           if (rows == null) {
@@ -68,7 +93,22 @@ public final class AllInOne {
         .doc("Returns its input table unchanged")
         .arg(Arg.table("data").doc("the rows to pass through"))
         .inOut((args, state, input, allocator) -> input)
-        .finalizer((args, state, allocator) -> null);
+        .finalizer((args, state, allocator) -> null)
+        .comment("Returns its input table unchanged")
+        .tag("vgi.category", "tables")
+        .category("tables")
+        .example("SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))", "Ten rows passed through: 10");
+    SplitNumbers.splitNumbers(worker)
+        .comment("The integers 0..n-1, planned into splits that run in parallel")
+        .tag("vgi.category", "generators")
+        .category("generators")
+        .example("SELECT sum(n) FROM allinone.main.split_numbers(1000, splits := 8)", "The sum of 0..999: 499500");
+    SplitNumbers.rowCount(worker)
+        .comment("Counts the rows of its whole input table")
+        .tag("vgi.category", "tables")
+        .category("tables")
+        .example("SELECT * FROM allinone.main.row_count((SELECT * FROM range(10)))", "Ten rows counted at once: 10");
+    ExampleAggregates.declare(worker);
     return worker;
   }
 

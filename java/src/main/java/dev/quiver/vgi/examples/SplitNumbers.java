@@ -1,6 +1,7 @@
 package dev.quiver.vgi.examples;
 
 import dev.quiver.vgi.Arg;
+import dev.quiver.vgi.Function;
 import dev.quiver.vgi.Worker;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -42,7 +43,14 @@ public final class SplitNumbers {
 
   public static Worker worker() {
     Worker worker = new Worker("split_numbers", "VGI example worker: a split-planned scan");
-    worker.table("split_numbers")
+    splitNumbers(worker);
+    rowCount(worker);
+    return worker;
+  }
+
+  /** Declares {@code split_numbers} on {@code worker}. */
+  static Function splitNumbers(Worker worker) {
+    return worker.table("split_numbers")
         .doc("The integers 0..n-1 as column n, planned into splits: each init reads one range")
         .arg(Arg.of("n", INT64).doc("how many numbers").min(0))
         .arg(Arg.named("splits", INT64).doc("how many splits").min(1).max(1_000_000).defaultsTo(4L))
@@ -75,8 +83,12 @@ public final class SplitNumbers {
             return batch;
           };
         });
+  }
+
+  /** Declares {@code row_count} on {@code worker}. */
+  static Function rowCount(Worker worker) {
     Schema counted = new Schema(List.of(new Field("rows", FieldType.nullable(INT64), null)));
-    worker.bufferedTable("row_count")
+    return worker.bufferedTable("row_count")
         .doc("One row: how many rows the whole input has (a buffered table function)")
         .arg(Arg.table("data").doc("the rows to count"))
         .buffered(counted, (args, input, allocator) -> {
@@ -89,7 +101,6 @@ public final class SplitNumbers {
           result.setRowCount(1);
           return result;
         });
-    return worker;
   }
 
   public static void main(String[] args) {

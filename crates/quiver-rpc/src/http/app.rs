@@ -1,0 +1,855 @@
+//! One HTTP request in, one response out: vgi-rpc's routes over a [`Server`]'s protocols.
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST {prefix}/{protocol}/{method}` | unary call; body = the request stream |
+//! | `POST {prefix}/{protocol}/{method}/init` | opens a stream call (runs a producer's first turn) |
+//! | `POST {prefix}/{protocol}/{method}/exchange` | one more turn, or a cancel |
+//! | `GET / HEAD / OPTIONS {prefix}/health` | health JSON / the capability headers |
+//!
+//! Status codes follow vgi-rpc: 400 malformed, 404 unknown protocol or method, 413 too large,
+//! 415 wrong content type or coding, and a method's own error as 200 with `X-VGI-RPC-Error:
+//! true`; every refusal still carries an Arrow error body. A stream's output ends each response
+//! with its sealed cursor (see [`super::streams`]): on an exchange's data batch, or as a zero-row
+//! batch after a producer's. A response over the cap (the server's, or the client's
+//! `VGI-Accept-Max-Response-Bytes`) is replaced by a `ResponseTooLargeError` and ends the stream;
+//! the cap bounds one turn, and the stream continues turn by turn below it.
+//! Transport-independent and synchronous: `server.rs` runs it on a blocking thread per request.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use arrow_schema::SchemaRef;
+use quiver_wire::{
+    decode_stream, empty_schema, keys, BatchMetadata, ErrorCode, ErrorReport, LogRecord,
+    StreamWriter, WireError,
+};
+
+use super::codec;
+use super::streams::{OpenStream, StreamTable};
+use super::HttpConfig;
+use crate::conform;
+use crate::context::CallContext;
+use crate::errors;
+use crate::method::{Body, Method, OutputItem, StreamOutput};
+use crate::params::Params;
+use crate::server::{is_reserved, origin, version_gate, Server};
+use crate::service::Service;
+
+/// The media type of every Arrow body.
+pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+/// Marks a response whose body is a method's error.
+pub const RPC_ERROR_HEADER: &str = "X-VGI-RPC-Error";
+/// The client's cap on one response's bytes.
+pub const ACCEPT_MAX_RESPONSE_BYTES: &str = "VGI-Accept-Max-Response-Bytes";
+/// The smallest response cap a server or client may set (vgi-rpc's rule).
+pub const RESPONSE_BYTES_MIN: u64 = 65_536;
+const BUDGET_BYTES_MAX: u64 = (1 << 53) - 1;
+const REQUEST_ID_CHARS_MAX: usize = 1024;
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// A request as the app reads it (header names lower-case).
+pub(crate) struct AppRequest {
+    pub verb: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub peer: String,
+}
+
+impl AppRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A response: status, content type, further headers, body.
+pub(crate) struct AppResponse {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A request refused before any method ran.
+struct Refused(u16, ErrorReport);
+
+/// What one call or turn produced, before the cap is applied.
+struct Reply {
+    body: Vec<u8>,
+    failed: bool,
+    /// The call this reply continues; its held state is dropped if the reply breaks the cap.
+    parked: Option<[u8; 16]>,
+    request_id: String,
+}
+
+/// The app: a server's protocols behind vgi-rpc's routes.
+pub(crate) struct App {
+    server: Arc<Server>,
+    config: HttpConfig,
+    streams: Arc<StreamTable>,
+    capability_headers: Vec<(String, String)>,
+    health: Vec<u8>,
+}
+
+impl App {
+    pub fn new(server: Arc<Server>, config: HttpConfig) -> App {
+        let streams = StreamTable::new(
+            config.token_key.clone(),
+            config.stream_ttl,
+            config.held_streams_max,
+        );
+        let mut capability_headers = vec![
+            (
+                "VGI-Accept-Max-Response-Bytes-Support".into(),
+                "true".into(),
+            ),
+            ("VGI-Externalization-Enabled".into(), "false".into()),
+            (
+                "VGI-Supported-Encodings".into(),
+                config.response_codings.join(", "),
+            ),
+        ];
+        if let Some(max) = config.max_response_bytes {
+            capability_headers.push(("VGI-Max-Response-Bytes".into(), max.to_string()));
+        }
+        capability_headers.push((
+            "VGI-Max-Request-Bytes".into(),
+            config.max_request_bytes.to_string(),
+        ));
+        let health = serde_json::json!({
+            "status": "ok",
+            "server_id": server.config().server_id,
+            "protocol": server.service().protocol_name,
+        })
+        .to_string()
+        .into_bytes();
+        App {
+            server,
+            config,
+            streams,
+            capability_headers,
+            health,
+        }
+    }
+
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Answers one request: routing, the call, the cap, the coding, the common headers.
+    pub fn handle(&self, request: AppRequest) -> AppResponse {
+        let inbound = request
+            .header("x-request-id")
+            .map(str::trim)
+            .filter(|id| !id.is_empty() && id.len() <= REQUEST_ID_CHARS_MAX)
+            .map(str::to_string);
+        let mut response = self.route(&request, inbound.as_deref());
+        let ran_under = take_header(&mut response.headers, "x-request-id");
+        let request_id = inbound.or(ran_under).unwrap_or_else(mint_request_id);
+        response
+            .headers
+            .extend(self.capability_headers.iter().cloned());
+        response.headers.push(("X-Request-ID".into(), request_id));
+        if response.content_type == ARROW_STREAM && !response.body.is_empty() {
+            let chosen = codec::negotiate(
+                request.header("accept-encoding"),
+                request.header("x-vgi-accept-encoding"),
+                &self.config.response_codings,
+            );
+            if let Some((coding, header)) = chosen {
+                response.body = codec::encode(&response.body, coding);
+                response.headers.push((header.into(), coding.into()));
+            }
+        }
+        response
+    }
+
+    fn route(&self, request: &AppRequest, inbound_id: Option<&str>) -> AppResponse {
+        let Some(rest) = request.path.strip_prefix(&self.config.prefix) else {
+            return text(404, "not found");
+        };
+        let verb = request.verb.as_str();
+        if rest == "/health" {
+            return match verb {
+                "GET" | "HEAD" => AppResponse {
+                    status: 200,
+                    content_type: "application/json",
+                    headers: Vec::new(),
+                    body: self.health.clone(),
+                },
+                "OPTIONS" => AppResponse {
+                    status: 200,
+                    content_type: "text/plain",
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                },
+                _ => with_allow(
+                    text(405, "health answers GET, HEAD and OPTIONS"),
+                    "GET, HEAD, OPTIONS",
+                ),
+            };
+        }
+        if rest.is_empty() || rest == "/" {
+            let names = self.server.protocol_names().join(", ");
+            return text(200, &format!("quiver HTTP endpoint serving {names}\n"));
+        }
+        let parts: Vec<&str> = rest[1..].split('/').collect();
+        if verb == "OPTIONS" {
+            return with_allow(
+                AppResponse {
+                    status: 204,
+                    content_type: "text/plain",
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                },
+                "POST, OPTIONS",
+            );
+        }
+        if parts.len() == 1 && is_reserved(parts[0]) && verb == "POST" {
+            return self.refusal(
+                Refused(404, errors::reserved_not_implemented(parts[0])),
+                inbound_id,
+            );
+        }
+        let kind = match parts.as_slice() {
+            [_, _] => "unary",
+            [_, _, kind @ ("init" | "exchange")] => kind,
+            _ => return text(404, "not found"),
+        };
+        if verb != "POST" {
+            return if self.server.hosted(parts[0]).is_some() {
+                with_allow(text(405, "RPC endpoints answer POST"), "POST")
+            } else {
+                text(404, "not found")
+            };
+        }
+        let budget = match self.budget(request) {
+            Ok(budget) => budget,
+            Err(refused) => return self.refusal(refused, inbound_id),
+        };
+        let outcome = self.post(request, parts[0], parts[1], kind, inbound_id);
+        match outcome {
+            Ok((method, reply)) => self.capped(reply, budget, &method),
+            Err(refused) => self.refusal(refused, inbound_id),
+        }
+    }
+
+    fn post(
+        &self,
+        request: &AppRequest,
+        protocol: &str,
+        method_name: &str,
+        kind: &str,
+        inbound_id: Option<&str>,
+    ) -> Result<(String, Reply), Refused> {
+        let service = self.server.hosted(protocol).ok_or_else(|| {
+            let hosted: Vec<String> = self
+                .server
+                .protocol_names()
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect();
+            Refused(
+                404,
+                ErrorReport::new(
+                    "ProtocolNotSupportedError",
+                    format!(
+                        "This server does not host protocol '{protocol}'. Hosted: [{}].",
+                        hosted.join(", ")
+                    ),
+                )
+                .with_code(ErrorCode::Unimplemented)
+                .with_kind("protocol_not_supported"),
+            )
+        })?;
+        if let Some(admit) = self.server.admission() {
+            if let Some(report) = admit(&service.protocol_name, method_name) {
+                return Err(Refused(403, report));
+            }
+        }
+        let method = service
+            .method(method_name)
+            .ok_or_else(|| Refused(404, errors::method_not_found(method_name, protocol)))?;
+        let content_type = request.header("content-type");
+        if content_type.map(|t| t.split(';').next().unwrap_or("").trim()) != Some(ARROW_STREAM) {
+            let got = content_type.map_or("None".to_string(), |t| format!("'{t}'"));
+            return Err(Refused(
+                415,
+                ErrorReport::new(
+                    "TypeError",
+                    format!("Expected Content-Type: '{ARROW_STREAM}', got {got}"),
+                ),
+            ));
+        }
+        let body = self.body(request)?;
+        let binding = format!("{protocol}/{method_name}");
+        let reply = if kind == "exchange" {
+            if method.is_unary() {
+                return Err(Refused(400, misrouted(method_name, false)));
+            }
+            self.exchange(&binding, method, body, &request.peer)?
+        } else {
+            if method.is_unary() == (kind == "init") {
+                return Err(Refused(400, misrouted(method_name, !method.is_unary())));
+            }
+            self.call(service, &binding, method, body, inbound_id)?
+        };
+        Ok((method_name.to_string(), reply))
+    }
+
+    /// The response cap of this request: the server's and the client's, whichever is lower.
+    fn budget(&self, request: &AppRequest) -> Result<Option<u64>, Refused> {
+        let client = match request.header(&ACCEPT_MAX_RESPONSE_BYTES.to_ascii_lowercase()) {
+            None => None,
+            Some(raw) => {
+                let valid = !raw.is_empty()
+                    && !raw.starts_with('0')
+                    && raw.bytes().all(|b| b.is_ascii_digit());
+                match raw.parse::<u64>() {
+                    Ok(value)
+                        if valid && (RESPONSE_BYTES_MIN..=BUDGET_BYTES_MAX).contains(&value) =>
+                    {
+                        Some(value)
+                    }
+                    _ => {
+                        return Err(Refused(
+                            400,
+                            ErrorReport::new(
+                                "ValueError",
+                                format!(
+                                    "{ACCEPT_MAX_RESPONSE_BYTES} must be one decimal integer from \
+                                     {RESPONSE_BYTES_MIN} through {BUDGET_BYTES_MAX}"
+                                ),
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        Ok([self.config.max_response_bytes, client]
+            .into_iter()
+            .flatten()
+            .min())
+    }
+
+    fn body(&self, request: &AppRequest) -> Result<Vec<u8>, Refused> {
+        let max = self.config.max_request_bytes;
+        if request.body.len() > max {
+            return Err(Refused(413, too_large(request.body.len(), max)));
+        }
+        match request.header("content-encoding") {
+            None => Ok(request.body.clone()),
+            Some(coding) => codec::decode(request.body.clone(), coding, max).map_err(|error| {
+                let status = match error {
+                    codec::CodingError::TooLarge(..) => 413,
+                    codec::CodingError::Unsupported(_) => 415,
+                    codec::CodingError::Corrupt(..) => 400,
+                };
+                Refused(status, ErrorReport::new("ValueError", error.to_string()))
+            }),
+        }
+    }
+
+    /// The batches of a request body: one Arrow IPC stream.
+    fn stream(&self, body: Vec<u8>) -> Result<Vec<(RecordBatch, BatchMetadata)>, Refused> {
+        if body.is_empty() {
+            return Err(Refused(
+                400,
+                malformed("the request body is empty; expected an Arrow IPC stream".into()),
+            ));
+        }
+        let limits = self.server.config().limits;
+        match decode_stream(Buffer::from_vec(body), limits) {
+            Ok((_, batches)) => Ok(batches),
+            Err(error @ WireError::BodySkipped { .. }) => Err(Refused(
+                413,
+                ErrorReport::limit_exceeded(format!("request batch: {error}")),
+            )),
+            Err(error) => Err(Refused(400, malformed(error.to_string()))),
+        }
+    }
+
+    // -- calls ------------------------------------------------------------------------------
+
+    fn call(
+        &self,
+        service: &Service,
+        binding: &str,
+        method: &Method,
+        body: Vec<u8>,
+        inbound_id: Option<&str>,
+    ) -> Result<Reply, Refused> {
+        let mut batches = self.stream(body)?;
+        if batches.len() != 1 {
+            return Err(Refused(
+                400,
+                errors::protocol_error(format!(
+                    "request stream carries {} batches; expected exactly one",
+                    batches.len()
+                )),
+            ));
+        }
+        let (batch, metadata) = batches.pop().expect("one batch");
+        let Some(named) = metadata.get(keys::METHOD) else {
+            return Err(Refused(
+                400,
+                errors::protocol_error(
+                    "Missing 'vgi_rpc.method' in request batch custom_metadata".into(),
+                ),
+            ));
+        };
+        match metadata.get(keys::REQUEST_VERSION_KEY) {
+            Some(keys::REQUEST_VERSION) => {}
+            other => return Err(Refused(400, errors::request_version(other))),
+        }
+        if named != method.name {
+            return Err(Refused(
+                400,
+                ErrorReport::new(
+                    "TypeError",
+                    format!(
+                        "Method name mismatch: URL path has '{}' but Arrow IPC custom_metadata \
+                         'vgi_rpc.method' has '{named}'. These must match.",
+                        method.name
+                    ),
+                ),
+            ));
+        }
+        if batch.num_columns() > 0 && batch.num_rows() != 1 {
+            return Err(Refused(
+                400,
+                errors::protocol_error(format!(
+                    "Expected 1 row in request batch, got {}.",
+                    batch.num_rows()
+                )),
+            ));
+        }
+        if let Some(named) = metadata.get(keys::PROTOCOL) {
+            if named != service.protocol_name {
+                return Err(Refused(
+                    400,
+                    errors::protocol_error(format!(
+                        "the URL names protocol '{}' but the request names '{named}'",
+                        service.protocol_name
+                    )),
+                ));
+            }
+        }
+        if let Some(report) = version_gate(service, &metadata) {
+            return Err(Refused(400, report));
+        }
+        let params = conform::conform_params(method, batch)
+            .map(Params::new)
+            .map_err(|report| Refused(400, report))?;
+        let request_id = inbound_id
+            .map(str::to_string)
+            .or_else(|| metadata.get(keys::REQUEST_ID).map(str::to_string))
+            .unwrap_or_else(mint_request_id);
+        let mut metadata = metadata;
+        metadata.insert(keys::PROTOCOL, service.protocol_name.as_str());
+        let stamp = Stamp::new(&self.server, &request_id);
+        match &method.body {
+            Body::Unary(body) => Ok(self.unary(method, body, &params, &metadata, stamp)),
+            Body::Stream(body) => Ok(self.open(binding, method, body, &params, &metadata, stamp)),
+        }
+    }
+
+    fn unary(
+        &self,
+        method: &Method,
+        body: &Arc<crate::method::UnaryBody>,
+        params: &Params,
+        metadata: &BatchMetadata,
+        stamp: Stamp,
+    ) -> Reply {
+        let mut ctx = CallContext::new(&method.name, metadata);
+        let outcome = body(params, &mut ctx);
+        let logs = ctx.take_logs();
+        let schema = method.result_schema.clone();
+        let result = outcome
+            .and_then(|value| conform::result_batch(&schema, value))
+            .map_err(|report| report.with_synthesized_traceback(&origin(method, metadata)));
+        let mut out = Vec::new();
+        let failed = result.is_err();
+        write_stream(
+            &mut out,
+            &schema,
+            &stamp,
+            &logs,
+            |writer, out| match result {
+                Ok(batch) => writer.write(&batch, &BatchMetadata::new(), out),
+                Err(report) => stamp.record(writer, out, &report.to_record()),
+            },
+        );
+        stamp.reply(out, failed, None)
+    }
+
+    fn open(
+        &self,
+        binding: &str,
+        method: &Method,
+        body: &Arc<crate::method::StreamBody>,
+        params: &Params,
+        metadata: &BatchMetadata,
+        stamp: Stamp,
+    ) -> Reply {
+        let mut ctx = CallContext::new(&method.name, metadata);
+        let setup = body(params, &mut ctx).and_then(|setup| conform::check_header(method, setup));
+        let mut logs = ctx.take_logs();
+        let mut out = Vec::new();
+        let mut setup = match setup {
+            Ok(setup) => setup,
+            Err(report) => {
+                let report = report.with_synthesized_traceback(&origin(method, metadata));
+                write_stream(&mut out, &empty_schema(), &stamp, &logs, |writer, out| {
+                    stamp.record(writer, out, &report.to_record())
+                });
+                return stamp.reply(out, true, None);
+            }
+        };
+        if let (Some(schema), Some(header)) = (&method.header_schema, setup.header.take()) {
+            let logs = std::mem::take(&mut logs);
+            write_stream(&mut out, schema, &stamp, &logs, |writer, out| {
+                writer.write(&header, &BatchMetadata::new(), out)
+            });
+        }
+        let stream = OpenStream {
+            call_id: StreamTable::new_call_id(),
+            turn: 0,
+            request_id: stamp.request_id.clone(),
+            input_schema: setup.input_schema.clone(),
+            output_schema: setup.output_schema.clone(),
+            state: setup.state,
+        };
+        let call_token = self.streams.call_token(binding, &stream);
+        let output_schema = stream.output_schema.clone();
+        if stream.is_producer(method) {
+            // Over HTTP a producer's first turn runs inside /init, its tick carrying the /init
+            // request's own metadata.
+            let tick = RecordBatch::new_empty(empty_schema());
+            let user = user_metadata(metadata);
+            let (turn, parked) = self.turn(
+                binding,
+                method,
+                stream,
+                &tick,
+                &user,
+                Some(&call_token),
+                &stamp,
+                &logs,
+            );
+            out.extend_from_slice(&turn.0);
+            return stamp.reply(out, turn.1, parked);
+        }
+        let call_id = stream.call_id;
+        let cursor = self.streams.park(binding, method, stream);
+        let tokens = BatchMetadata::from_pairs([
+            (keys::STREAM_STATE, cursor),
+            (keys::CALL_STATE, call_token),
+        ]);
+        write_stream(&mut out, &output_schema, &stamp, &logs, |writer, out| {
+            writer.write(&RecordBatch::new_empty(output_schema.clone()), &tokens, out)
+        });
+        stamp.reply(out, false, Some(call_id))
+    }
+
+    fn exchange(
+        &self,
+        binding: &str,
+        method: &Method,
+        body: Vec<u8>,
+        peer: &str,
+    ) -> Result<Reply, Refused> {
+        let _ = peer;
+        let mut batches = self.stream(body)?;
+        if batches.is_empty() {
+            return Err(Refused(
+                400,
+                malformed("an /exchange request carries one batch".into()),
+            ));
+        }
+        let (batch, metadata) = batches.swap_remove(0);
+        let cursor = metadata.get(keys::STREAM_STATE).ok_or_else(|| {
+            Refused(
+                400,
+                ErrorReport::new("RuntimeError", "Missing state token in exchange request"),
+            )
+        })?;
+        let call = metadata.get(keys::CALL_STATE).ok_or_else(|| {
+            Refused(
+                400,
+                ErrorReport::new("RuntimeError", "Missing call token in exchange request"),
+            )
+        })?;
+        let call = self
+            .streams
+            .open_call_token(binding, call)
+            .map_err(|report| Refused(400, report))?;
+        let mut stream = self
+            .streams
+            .take(binding, method, cursor, &call)
+            .map_err(|report| Refused(400, report))?;
+        let stamp = Stamp::new(&self.server, &stream.request_id);
+        if metadata.contains(keys::CANCEL) && batch.num_rows() == 0 {
+            stream.state.on_cancel();
+            let mut out = Vec::new();
+            write_stream(&mut out, &stream.output_schema, &stamp, &[], |_, _| Ok(()));
+            return Ok(stamp.reply(out, false, None));
+        }
+        let user = user_metadata(&metadata);
+        let ((out, failed), parked) =
+            self.turn(binding, method, stream, &batch, &user, None, &stamp, &[]);
+        Ok(stamp.reply(out, failed, parked))
+    }
+
+    /// Runs one turn and writes its output stream, the next cursor included; the body and
+    /// whether it failed, and the call id when the stream goes on.
+    #[allow(clippy::too_many_arguments)]
+    fn turn(
+        &self,
+        binding: &str,
+        method: &Method,
+        mut stream: OpenStream,
+        input: &RecordBatch,
+        input_metadata: &BatchMetadata,
+        call_token: Option<&str>,
+        stamp: &Stamp,
+        logs: &[LogRecord],
+    ) -> ((Vec<u8>, bool), Option<[u8; 16]>) {
+        let producer = stream.is_producer(method);
+        let output_schema = stream.output_schema.clone();
+        let step = conform::conform_input(&stream.input_schema, input.clone()).and_then(|batch| {
+            let mut ctx = CallContext::new(&method.name, input_metadata);
+            let mut step = StreamOutput::default();
+            let outcome = stream
+                .state
+                .process(&batch, input_metadata, &mut step, &mut ctx);
+            let mut items: Vec<OutputItem> =
+                ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+            outcome?;
+            conform::check_step(&step, producer)?;
+            for item in step.items {
+                items.push(match item {
+                    OutputItem::Batch(batch, metadata) => {
+                        OutputItem::Batch(conform::conform_output(&output_schema, batch)?, metadata)
+                    }
+                    log => log,
+                });
+            }
+            Ok((items, step.finished))
+        });
+        let mut out = Vec::new();
+        let (items, finished) = match step {
+            Ok(step) => step,
+            Err(report) => {
+                let report = report.with_synthesized_traceback(binding);
+                write_stream(&mut out, &output_schema, stamp, logs, |writer, out| {
+                    stamp.record(writer, out, &report.to_record())
+                });
+                return ((out, true), None);
+            }
+        };
+        let call_id = stream.call_id;
+        let cursor = (!finished).then(|| self.streams.park(binding, method, stream));
+        write_stream(&mut out, &output_schema, stamp, logs, |writer, out| {
+            for item in items {
+                match item {
+                    OutputItem::Log(record) => stamp.record(writer, out, &record)?,
+                    OutputItem::Batch(batch, mut metadata) => {
+                        if let (Some(cursor), false) = (&cursor, producer) {
+                            metadata.insert(keys::STREAM_STATE, cursor.as_str());
+                        }
+                        writer.write(&batch, &metadata, out)?;
+                    }
+                }
+            }
+            if let (Some(cursor), true) = (&cursor, producer) {
+                let mut tokens = BatchMetadata::from_pairs([(keys::STREAM_STATE, cursor.as_str())]);
+                if let Some(call_token) = call_token {
+                    tokens.insert(keys::CALL_STATE, call_token);
+                }
+                writer.write(&RecordBatch::new_empty(output_schema.clone()), &tokens, out)?;
+            }
+            Ok(())
+        });
+        ((out, false), cursor.map(|_| call_id))
+    }
+
+    // -- answers ----------------------------------------------------------------------------
+
+    /// The reply, unless it breaks the response cap: then a `ResponseTooLargeError`, and the
+    /// stream it continued ends.
+    fn capped(&self, reply: Reply, budget: Option<u64>, method: &str) -> AppResponse {
+        let size = reply.body.len() as u64;
+        let mut headers = vec![("x-request-id".to_string(), reply.request_id.clone())];
+        if let Some(budget) = budget.filter(|budget| size > *budget && !reply.failed) {
+            if let Some(call_id) = reply.parked {
+                self.streams.discard(&call_id);
+            }
+            let report = ErrorReport::new(
+                "ResponseTooLargeError",
+                format!("HTTP body exceeds max_response_bytes ({size} > {budget}) for method '{method}'"),
+            )
+            .with_code(ErrorCode::ResourceExhausted);
+            let stamp = Stamp::new(&self.server, &reply.request_id);
+            let mut out = Vec::new();
+            write_stream(&mut out, &empty_schema(), &stamp, &[], |writer, out| {
+                stamp.record(writer, out, &report.to_record())
+            });
+            headers.push((RPC_ERROR_HEADER.into(), "true".into()));
+            return arrow(200, headers, out);
+        }
+        if reply.failed {
+            headers.push((RPC_ERROR_HEADER.into(), "true".into()));
+        }
+        arrow(200, headers, reply.body)
+    }
+
+    /// An error body for a request no method ran for.
+    fn refusal(&self, refused: Refused, inbound_id: Option<&str>) -> AppResponse {
+        let request_id = inbound_id.map_or_else(mint_request_id, str::to_string);
+        let stamp = Stamp::new(&self.server, &request_id);
+        let mut out = Vec::new();
+        write_stream(&mut out, &empty_schema(), &stamp, &[], |writer, out| {
+            stamp.record(writer, out, &refused.1.to_record())
+        });
+        let mut headers = vec![("x-request-id".to_string(), request_id)];
+        if refused.0 >= 500 {
+            headers.push((RPC_ERROR_HEADER.into(), "true".into()));
+        }
+        arrow(refused.0, headers, out)
+    }
+}
+
+/// The server and request ids every log and error record of a call carries.
+struct Stamp {
+    server_id: String,
+    request_id: String,
+}
+
+impl Stamp {
+    fn new(server: &Server, request_id: &str) -> Stamp {
+        Stamp {
+            server_id: server.config().server_id.clone(),
+            request_id: request_id.to_string(),
+        }
+    }
+
+    fn record(
+        &self,
+        writer: &mut StreamWriter,
+        out: &mut Vec<u8>,
+        record: &LogRecord,
+    ) -> Result<(), WireError> {
+        let mut metadata = record.to_metadata();
+        metadata.insert(keys::SERVER_ID, self.server_id.as_str());
+        if !self.request_id.is_empty() {
+            metadata.insert(keys::REQUEST_ID, self.request_id.as_str());
+        }
+        let empty = RecordBatch::new_empty(writer.schema().clone());
+        writer.write(&empty, &metadata, out)
+    }
+
+    fn reply(&self, body: Vec<u8>, failed: bool, parked: Option<[u8; 16]>) -> Reply {
+        Reply {
+            body,
+            failed,
+            parked,
+            request_id: self.request_id.clone(),
+        }
+    }
+}
+
+/// Writes one complete stream on `schema`: `logs`, then what `fill` writes.
+fn write_stream(
+    out: &mut Vec<u8>,
+    schema: &SchemaRef,
+    stamp: &Stamp,
+    logs: &[LogRecord],
+    fill: impl FnOnce(&mut StreamWriter, &mut Vec<u8>) -> Result<(), WireError>,
+) {
+    let written = (|| {
+        let mut writer = StreamWriter::begin(schema, out)?;
+        for record in logs {
+            stamp.record(&mut writer, out, record)?;
+        }
+        fill(&mut writer, out)?;
+        writer.finish(out);
+        Ok::<(), WireError>(())
+    })();
+    // Writing into memory fails only on a batch the writer cannot encode; the conform checks
+    // ran before, so this names a bug rather than a peer's mistake.
+    if let Err(error) = written {
+        panic!("encoding an HTTP reply in memory failed: {error}");
+    }
+}
+
+fn user_metadata(metadata: &BatchMetadata) -> BatchMetadata {
+    let mut user = BatchMetadata::new();
+    for (key, value) in metadata.iter() {
+        if key != keys::STREAM_STATE && key != keys::CALL_STATE && key != keys::CANCEL {
+            user.insert(key, value);
+        }
+    }
+    user
+}
+
+fn misrouted(method: &str, is_stream: bool) -> ErrorReport {
+    if is_stream {
+        ErrorReport::new(
+            "TypeError",
+            format!("Stream method '{method}' requires /init and /exchange endpoints"),
+        )
+    } else {
+        ErrorReport::new("TypeError", format!("Method '{method}' is not a stream"))
+    }
+}
+
+fn malformed(detail: String) -> ErrorReport {
+    ErrorReport::new("ArrowInvalid", detail).with_code(ErrorCode::InvalidArgument)
+}
+
+fn too_large(size: usize, limit: usize) -> ErrorReport {
+    ErrorReport::new(
+        "RequestTooLarge",
+        format!("request body of {size} bytes exceeds max_request_bytes={limit}"),
+    )
+    .with_code(ErrorCode::ResourceExhausted)
+}
+
+fn mint_request_id() -> String {
+    quiver_secret::random::hex(8)
+}
+
+fn take_header(headers: &mut Vec<(String, String)>, name: &str) -> Option<String> {
+    let at = headers.iter().position(|(n, _)| n == name)?;
+    Some(headers.remove(at).1)
+}
+
+fn text(status: u16, body: &str) -> AppResponse {
+    AppResponse {
+        status,
+        content_type: TEXT,
+        headers: Vec::new(),
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn with_allow(mut response: AppResponse, allow: &str) -> AppResponse {
+    response.headers.push(("Allow".into(), allow.into()));
+    response
+}
+
+fn arrow(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> AppResponse {
+    AppResponse {
+        status,
+        content_type: ARROW_STREAM,
+        headers,
+        body,
+    }
+}

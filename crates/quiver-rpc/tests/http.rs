@@ -1,0 +1,458 @@
+//! The HTTP transport end to end: quiver's client against quiver's server over real sockets,
+//! stream tokens across two replicas sharing a key, bearer tokens, TLS, response caps.
+
+#[allow(dead_code)] // the raw-bytes helpers; this file shares `add_method` alone
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use quiver_rpc::http::{HttpConfig, HttpOptions, HttpServer, TokenKey};
+use quiver_rpc::{
+    field, Client, ClientStream, Method, Server, ServerConfig, Service, StreamKind, StreamOutput,
+    StreamSetup, StreamState,
+};
+use quiver_wire::{BatchMetadata, ErrorReport};
+
+/// Counts from `next` up to `end`, one row per tick; its state is two integers, so it travels in
+/// its cursor token.
+struct Count {
+    next: i64,
+    end: i64,
+}
+
+impl StreamState for Count {
+    fn process(
+        &mut self,
+        _: &RecordBatch,
+        _: &BatchMetadata,
+        output: &mut StreamOutput,
+        _: &mut quiver_rpc::CallContext<'_>,
+    ) -> Result<(), ErrorReport> {
+        if self.next >= self.end {
+            output.finish();
+            return Ok(());
+        }
+        let column: ArrayRef = Arc::new(Int64Array::from(vec![self.next]));
+        output.emit(RecordBatch::try_new(count_schema(), vec![column]).expect("one column"));
+        self.next += 1;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        let mut bytes = self.next.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&self.end.to_be_bytes());
+        Some(bytes)
+    }
+}
+
+/// The same counter without a snapshot: held by the replica that opened it.
+struct HeldCount(Count);
+
+impl StreamState for HeldCount {
+    fn process(
+        &mut self,
+        input: &RecordBatch,
+        metadata: &BatchMetadata,
+        output: &mut StreamOutput,
+        ctx: &mut quiver_rpc::CallContext<'_>,
+    ) -> Result<(), ErrorReport> {
+        self.0.process(input, metadata, output, ctx)
+    }
+}
+
+/// Doubles every value of its input.
+struct Double;
+
+impl StreamState for Double {
+    fn process(
+        &mut self,
+        input: &RecordBatch,
+        _: &BatchMetadata,
+        output: &mut StreamOutput,
+        _: &mut quiver_rpc::CallContext<'_>,
+    ) -> Result<(), ErrorReport> {
+        let values = input
+            .column(0)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .expect("float64 input");
+        let doubled: Float64Array = values.iter().map(|v| v.map(|v| v * 2.0)).collect();
+        output.emit(
+            RecordBatch::try_new(value_schema(), vec![Arc::new(doubled)]).expect("one column"),
+        );
+        Ok(())
+    }
+}
+
+fn count_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]))
+}
+
+fn value_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "value",
+        DataType::Float64,
+        true,
+    )]))
+}
+
+fn count_params() -> Vec<Field> {
+    vec![field("end", DataType::Int64, false)]
+}
+
+fn service() -> Service {
+    let count = Method::stream("count", count_params(), None, |params, _| {
+        let end = params.i64("end")?;
+        Ok(StreamSetup::producer(
+            count_schema(),
+            Count { next: 0, end },
+        ))
+    })
+    .with_stream_kind(StreamKind::Producer)
+    .with_resume(|bytes| {
+        let int = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        if bytes.len() != 16 {
+            return Err(ErrorReport::new("ValueError", "a count state is 16 bytes"));
+        }
+        Ok(Box::new(Count {
+            next: int(0),
+            end: int(8),
+        }) as Box<dyn StreamState>)
+    });
+    let held = Method::stream("held_count", count_params(), None, |params, _| {
+        let end = params.i64("end")?;
+        Ok(StreamSetup::producer(
+            count_schema(),
+            HeldCount(Count { next: 0, end }),
+        ))
+    })
+    .with_stream_kind(StreamKind::Producer);
+    let double = Method::stream("double", vec![], None, |_, _| {
+        Ok(StreamSetup::exchange(
+            value_schema(),
+            value_schema(),
+            Double,
+        ))
+    })
+    .with_stream_kind(StreamKind::Exchange);
+    let big = Method::unary(
+        "big",
+        vec![field("rows", DataType::Int64, false)],
+        Some(field("result", DataType::Int64, false)),
+        |params, _| {
+            Ok(Some(
+                Arc::new(Int64Array::from(vec![params.i64("rows")?])) as ArrayRef
+            ))
+        },
+    );
+    Service::new("Test", "1.0.0")
+        .with(common::add_method())
+        .with(count)
+        .with(held)
+        .with(double)
+        .with(big)
+}
+
+fn start(config: HttpConfig) -> HttpServer {
+    let server = Arc::new(Server::new(service(), ServerConfig::default()));
+    HttpServer::start(server, "127.0.0.1:0", config).expect("an HTTP server")
+}
+
+fn client(url: &str, options: HttpOptions) -> Client {
+    Client::http(url, options)
+        .expect("a client")
+        .with_protocol("Test", "1.0.0")
+}
+
+fn one_i64(end: i64) -> RecordBatch {
+    let column: ArrayRef = Arc::new(Int64Array::from(vec![end]));
+    RecordBatch::try_new(Arc::new(Schema::new(count_params())), vec![column]).expect("params")
+}
+
+fn add_params(a: f64, b: f64) -> RecordBatch {
+    let schema = Schema::new(vec![
+        field("a", DataType::Float64, false),
+        field("b", DataType::Float64, false),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Float64Array::from(vec![a])),
+        Arc::new(Float64Array::from(vec![b])),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).expect("params")
+}
+
+fn value(batch: &RecordBatch) -> i64 {
+    batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .expect("int64")
+        .value(0)
+}
+
+#[test]
+fn unary_producer_and_exchange_calls_answer_exactly() {
+    let server = start(HttpConfig::default());
+    let mut client = client(&server.url(false), HttpOptions::default());
+    let sum = client.call("add", &add_params(1.5, 2.25)).unwrap().unwrap();
+    let sum = sum
+        .column(0)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap();
+    assert_eq!(sum.value(0), 3.75);
+
+    let mut stream = client.stream("count", &one_i64(4), false).unwrap();
+    let mut seen = Vec::new();
+    while let Some(batch) = stream.tick().unwrap() {
+        seen.push(value(&batch));
+    }
+    assert_eq!(seen, [0, 1, 2, 3]);
+    drop(stream);
+
+    let mut stream = client
+        .stream(
+            "double",
+            &RecordBatch::new_empty(Arc::new(Schema::empty())),
+            false,
+        )
+        .unwrap();
+    for input in [vec![Some(1.0), None], vec![Some(-2.5)]] {
+        let batch = RecordBatch::try_new(
+            value_schema(),
+            vec![Arc::new(Float64Array::from(input.clone()))],
+        )
+        .unwrap();
+        let out = stream.exchange(&batch).unwrap().unwrap();
+        let out = out
+            .column(0)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap();
+        let expected: Vec<Option<f64>> = input.iter().map(|v| v.map(|v| v * 2.0)).collect();
+        assert_eq!(out.iter().collect::<Vec<_>>(), expected);
+    }
+    stream.cancel().unwrap();
+    // The connection serves the next call after a cancel.
+    assert!(client.call("add", &add_params(1.0, 1.0)).unwrap().is_some());
+}
+
+/// Two replicas sharing a key behind a client that alternates between them, as a round-robin
+/// load balancer without stickiness does: a carried state continues on either; a held one is
+/// refused by the other replica, which names the holder.
+#[test]
+fn a_carried_stream_continues_on_another_replica_and_a_held_one_names_its_holder() {
+    let key = TokenKey::from_hex(&"5a".repeat(32)).unwrap();
+    let config = HttpConfig {
+        token_key: key,
+        ..HttpConfig::default()
+    };
+    let (a, b) = (start(config.clone()), start(config));
+    let on_a = client(&a.url(false), HttpOptions::default());
+    let on_b = client(&b.url(false), HttpOptions::default());
+    // A fresh call, its turns alternating between the replicas.
+    let mut turns = Vec::new();
+    let mut call = ClientStream::open(Switch::new(vec![on_a, on_b]), "count", &one_i64(5), false)
+        .map_err(|(e, _)| e)
+        .unwrap();
+    loop {
+        call_switch(&mut call);
+        match call.tick().unwrap() {
+            Some(batch) => turns.push(value(&batch)),
+            None => break,
+        }
+    }
+    assert_eq!(turns, [0, 1, 2, 3, 4]);
+    assert!(call.release().served_by_both());
+
+    let on_a = client(&a.url(false), HttpOptions::default());
+    let on_b = client(&b.url(false), HttpOptions::default());
+    let mut held = ClientStream::open(
+        Switch::new(vec![on_a, on_b]),
+        "held_count",
+        &one_i64(5),
+        false,
+    )
+    .map_err(|(e, _)| e)
+    .unwrap();
+    assert_eq!(value(&held.tick().unwrap().unwrap()), 0);
+    call_switch(&mut held);
+    let refused = held.tick().unwrap_err();
+    let message = refused
+        .remote()
+        .expect("the replica's refusal")
+        .message
+        .clone();
+    assert!(message.contains("held by replica"), "{message}");
+}
+
+/// Clients taking turns: the call's next request goes through the next one.
+struct Switch {
+    clients: Vec<Client>,
+    at: usize,
+    used: Vec<bool>,
+}
+
+impl Switch {
+    fn new(clients: Vec<Client>) -> Switch {
+        let used = vec![false; clients.len()];
+        Switch {
+            clients,
+            at: 0,
+            used,
+        }
+    }
+
+    fn served_by_both(&self) -> bool {
+        self.used.iter().all(|used| *used)
+    }
+}
+
+impl AsMut<Client> for Switch {
+    fn as_mut(&mut self) -> &mut Client {
+        self.used[self.at] = true;
+        &mut self.clients[self.at]
+    }
+}
+
+fn call_switch(call: &mut ClientStream<Switch>) {
+    let switch = call.holder_mut();
+    switch.at = (switch.at + 1) % switch.clients.len();
+}
+
+#[test]
+fn a_bearer_token_is_required_and_checked() {
+    let server = start(HttpConfig {
+        bearer: Some(quiver_secret::Secret::new("s3cret")),
+        ..HttpConfig::default()
+    });
+    let mut anonymous = client(&server.url(false), HttpOptions::default());
+    let refused = anonymous.call("add", &add_params(1.0, 2.0)).unwrap_err();
+    assert!(refused.to_string().contains("HTTP 401"), "{refused}");
+    let wrong = HttpOptions {
+        bearer: Some("guess".into()),
+        ..HttpOptions::default()
+    };
+    assert!(client(&server.url(false), wrong)
+        .call("add", &add_params(1.0, 2.0))
+        .is_err());
+    let right = HttpOptions {
+        bearer: Some("s3cret".into()),
+        ..HttpOptions::default()
+    };
+    let sum = client(&server.url(false), right)
+        .call("add", &add_params(1.0, 2.0))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        sum.column(0)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .value(0),
+        3.0
+    );
+}
+
+#[test]
+fn tls_serves_a_client_that_trusts_the_certificate() {
+    let dir = std::env::temp_dir().join(format!("quiver-http-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, ca_key) = (dir.join("ca.pem"), dir.join("ca.key"));
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+    ];
+    openssl(
+        &[&["req", "-x509"], &ec[..], &["-subj", "/CN=quiver test CA"]].concat(),
+        &[("-keyout", &ca_key), ("-out", &ca)],
+    );
+    let leaf = [
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost",
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+    ];
+    openssl(
+        &[&["req", "-x509"], &ec[..], &leaf[..]].concat(),
+        &[
+            ("-CA", &ca),
+            ("-CAkey", &ca_key),
+            ("-keyout", &key),
+            ("-out", &cert),
+        ],
+    );
+    let server = start(HttpConfig {
+        tls: Some((cert.clone(), key.clone())),
+        ..HttpConfig::default()
+    });
+    let url = format!("https://localhost:{}", server.address().port());
+    let trusting = HttpOptions {
+        ca_file: Some(ca.clone()),
+        ..HttpOptions::default()
+    };
+    let sum = client(&url, trusting)
+        .call("add", &add_params(2.0, 3.0))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        sum.column(0)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .value(0),
+        5.0
+    );
+    // A client without the certificate among its roots refuses the server.
+    assert!(client(&url, HttpOptions::default())
+        .call("add", &add_params(2.0, 3.0))
+        .is_err());
+    // Plain HTTP to the TLS port is not served.
+    let plain = format!("http://127.0.0.1:{}", server.address().port());
+    assert!(client(&plain, HttpOptions::default())
+        .call("add", &add_params(2.0, 3.0))
+        .is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compressed_responses_decode_to_the_same_answers() {
+    let server = start(HttpConfig::default());
+    let zipped = HttpOptions {
+        compression: true,
+        ..HttpOptions::default()
+    };
+    let mut client = client(&server.url(false), zipped);
+    let mut stream = client.stream("count", &one_i64(3), false).unwrap();
+    let mut seen = Vec::new();
+    while let Some(batch) = stream.tick().unwrap() {
+        seen.push(value(&batch));
+    }
+    assert_eq!(seen, [0, 1, 2]);
+}
+
+/// Runs `openssl` with `args` and the `(flag, path)` pairs; it must succeed.
+fn openssl(args: &[&str], paths: &[(&str, &std::path::PathBuf)]) {
+    let mut command = Command::new("openssl");
+    command.args(args);
+    for (flag, path) in paths {
+        command.arg(flag).arg(path);
+    }
+    let made = command.output().expect("openssl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+}
