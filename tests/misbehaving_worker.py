@@ -1,6 +1,6 @@
 """A VGI worker on quiver's Python SDK whose functions misbehave on purpose, for the engine's tests.
 
-Each kind (scalar, table, table-in-out) has one function per fault:
+Each kind (scalar, table, table-in-out, buffered table) has one function per fault:
 
 - ``*boom``: the body raises (a worker error the SDK reports as an EXCEPTION record);
 - ``*wrong_type``: the body answers a column of another type than it declared;
@@ -9,11 +9,8 @@ Each kind (scalar, table, table-in-out) has one function per fault:
 
 The SDK refuses to send a wrong type or row count itself, so this worker replaces the SDK's output
 checks (conforming, casting, the row-count check) with pass-throughs: what the bodies return goes on
-the wire as it is, as a worker with a bug would send it. ``ok`` / ``t_ok`` / ``io_ok`` behave, so a
+the wire as it is, as a worker with a bug would send it. ``ok`` / ``t_ok`` / ``io_ok`` / ``b_ok`` behave, so a
 test can show the connection goes on after a failure.
-
-``total`` and ``buffered`` are declared as an aggregate and a buffered table function, kinds the
-engine cannot call yet (their bodies never run).
 
 ``--null-opaque-data``: every ``init`` header declares ``opaque_data`` non-nullable and carries a
 null there, as vgi-java 0.26 does.
@@ -31,8 +28,8 @@ import pyarrow as pa
 
 from quiver.rpc import dispatch
 from quiver.vgi import Arg, Worker
-from quiver.vgi import catalog as vgi_catalog
 from quiver.vgi import init as vgi_init
+from quiver.vgi import wire as vgi_wire
 
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
@@ -135,29 +132,31 @@ def io_die(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.Record
     return batch
 
 
-# Kinds the engine cannot call yet ------------------------------------------------------------------
+# Buffered table functions (the body runs once the whole input arrived) ------------------------------
 
-DECLARED_KINDS = {"total": "AGGREGATE", "buffered": "TABLE_BUFFERING"}
-
-
-@worker.scalar(returns=pa.int64(), args=[Arg("x", pa.int64())])
-def total(x: pa.Array) -> pa.Array:
-    return x
+COUNT = pa.schema([pa.field("n", pa.int64())])
 
 
-@worker.table(output=NUMBERS)
-def buffered(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
-    yield from ()
+@worker.buffered_table(args=INPUT, output=COUNT)
+def b_ok(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([table.num_rows], pa.int64())], schema=COUNT)
 
 
-_function_info = vgi_catalog.function_info
+@worker.buffered_table(args=INPUT, output=COUNT)
+def b_boom(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    boom("b_boom()")
+    return pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], schema=COUNT)
 
 
-def _declared_kind(function: Any) -> dict[str, Any]:
-    row = _function_info(function)
-    if function.name in DECLARED_KINDS:
-        row["function_type"] = DECLARED_KINDS[function.name]
-    return row
+@worker.buffered_table(args=INPUT, output=COUNT)
+def b_wrong_type(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array(["x"])], names=["n"])
+
+
+@worker.buffered_table(args=INPUT, output=COUNT)
+def b_die(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    die()
+    return pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], schema=COUNT)
 
 
 # The SDK's checks, replaced by pass-throughs -------------------------------------------------------
@@ -178,15 +177,16 @@ WIRE_SCHEMAS = {
     "wrong_type": pa.schema([pa.field("result", pa.int64())]),
     "t_wrong_type": pa.schema([pa.field("n", pa.string())]),
     "io_wrong_type": pa.schema([pa.field("n", pa.string())]),
+    "b_wrong_type": pa.schema([pa.field("n", pa.string())]),
 }
 _init = vgi_init.InitMethods.init
 
 
 def _init_on_wire_schema(self: Any, request: bytes) -> Any:
     stream = _init(self, request)
-    bound = getattr(stream.state, "bound", None)
-    if bound is not None and bound.function.name in WIRE_SCHEMAS:
-        stream.output_schema = WIRE_SCHEMAS[bound.function.name]
+    name = vgi_wire.read_row(vgi_wire.read_row(request)["bind_call"])["function_name"]
+    if name in WIRE_SCHEMAS:
+        stream.output_schema = WIRE_SCHEMAS[name]
     return stream
 
 
@@ -206,7 +206,6 @@ def main() -> None:
     vgi_init._ScalarState = _RawScalar
     vgi_init._shape = _raw_shape
     vgi_init.InitMethods.init = _init_on_wire_schema
-    vgi_catalog.function_info = _declared_kind
     dispatch.conform_output = lambda schema, batch: batch
     argv = sys.argv[1:]
     if "--null-opaque-data" in argv:

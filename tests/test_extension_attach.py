@@ -34,6 +34,8 @@ def test_stdio_worker_functions_are_listed_and_callable(extension: Path, allinon
         "concat_agg": ("aggregate", ["s", "sep"], ["VARCHAR", "VARCHAR"], "VARCHAR", "main"),
         "echo": ("table", ["data"], ["TABLE"], None, "main"),
         "numbers": ("table", ["n", "batch_rows"], ["BIGINT", "BIGINT"], None, "main"),
+        "row_count": ("table", ["data"], ["TABLE"], None, "main"),
+        "split_numbers": ("table", ["n", "splits"], ["BIGINT", "BIGINT"], None, "main"),
         "sum_int": ("aggregate", ["x"], ["BIGINT"], "BIGINT", "main"),
         "upper_case": ("scalar", ["s"], ["VARCHAR"], "VARCHAR", "main"),
     }

@@ -52,6 +52,20 @@ def seen(extension: Path, allinone: Path) -> dict[str, dict[str, object]]:
 
 EXPECTED_FUNCTIONS = {
     # name: (comment, category, example query, what it shows, its answer)
+    "avg_double": (
+        "Averages the non-NULL doubles of a group",
+        "aggregates",
+        "SELECT allinone.main.avg_double(x::DOUBLE) FROM range(5) t(x)",
+        "The mean of 0..4: 2.0",
+        [(2.0,)],
+    ),
+    "concat_agg": (
+        "Joins the strings of a group with a separator, in the order given",
+        "aggregates",
+        "SELECT allinone.main.concat_agg(s, '-' ORDER BY s) FROM (VALUES ('b'), ('a'), ('c')) t(s)",
+        "The strings in order, joined by '-': a-b-c",
+        [("a-b-c",)],
+    ),
     "echo": (
         "Returns its input table unchanged",
         "tables",
@@ -65,6 +79,27 @@ EXPECTED_FUNCTIONS = {
         "SELECT sum(n) FROM allinone.main.numbers(1000)",
         "The sum of 0..999: 499500",
         [(499500,)],
+    ),
+    "row_count": (
+        "Counts the rows of its whole input table",
+        "tables",
+        "SELECT * FROM allinone.main.row_count((SELECT * FROM range(10)))",
+        "Ten rows counted at once: 10",
+        [(10,)],
+    ),
+    "split_numbers": (
+        "The integers 0..n-1, planned into splits that run in parallel",
+        "generators",
+        "SELECT sum(n) FROM allinone.main.split_numbers(1000, splits := 8)",
+        "The sum of 0..999: 499500",
+        [(499500,)],
+    ),
+    "sum_int": (
+        "Adds up the non-NULL integers of a group",
+        "aggregates",
+        "SELECT allinone.main.sum_int(x) FROM range(5) t(x)",
+        "The sum of 0..4: 10",
+        [(10,)],
     ),
     "upper_case": (
         "Upper-cases text with Unicode full case mapping",
@@ -84,7 +119,7 @@ def test_the_rust_worker_declares_its_catalog(seen: dict[str, dict[str, object]]
     [(schema, schema_comment, schema_tags)] = rust["schemas"]
     assert (schema, schema_comment, schema_tags["vgi.title"]) == ("main", "The example functions", "Examples")
     registry = [c["name"] for c in json.loads(schema_tags["vgi.categories"])]
-    assert registry == ["generators", "tables", "text"]
+    assert registry == ["aggregates", "generators", "tables", "text"]
     assert [f[0] for f in rust["functions"]] == sorted(EXPECTED_FUNCTIONS)
     for name, comment, tags, categories, examples in rust["functions"]:
         said, category, sql, shows, _ = EXPECTED_FUNCTIONS[name]

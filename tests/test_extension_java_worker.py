@@ -46,6 +46,8 @@ def test_java_allinone_under_duckdb(built: Path, location: str, shm: bool, monke
         ("concat_agg",),
         ("echo",),
         ("numbers",),
+        ("row_count",),
+        ("split_numbers",),
         ("sum_int",),
         ("upper_case",),
     ]

@@ -1,5 +1,5 @@
 """The Python SDK's allinone worker (quiver.vgi.allinone) attached by the DuckDB extension: the same
-three functions as the Rust example, over stdio and launch:, shared memory off and on.
+functions as the Rust example, over stdio and launch:, shared memory off and on.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ def test_python_allinone_under_duckdb(built: Path, location: str, shm: bool, mon
         ("concat_agg",),
         ("echo",),
         ("numbers",),
+        ("row_count",),
+        ("split_numbers",),
         ("sum_int",),
         ("upper_case",),
     ]

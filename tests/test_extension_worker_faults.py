@@ -1,8 +1,8 @@
 """Workers that misbehave inside a call, attached from DuckDB (tests/misbehaving_worker.py, on
 quiver's Python SDK): every fault is a typed DuckDB error carrying the
 worker's words, and the same connection goes on. Also: what a foreign worker sends that the
-reference engine accepts (a null under a field declared non-nullable), functions of kinds the
-engine cannot call yet, and where a worker's stderr goes.
+reference engine accepts (a null under a field declared non-nullable), and where a worker's stderr
+goes. A function of a kind the engine cannot call is tested in tests/test_extension_catalog.py.
 
 Which error type: the worker's own exception is an error about the call's input, as a built-in
 function's would be: InvalidInputException. A worker that breaks the protocol (a column of the wrong
@@ -38,6 +38,13 @@ FAULTS = [
         "answered column 'n' as Utf8 where its bind declared Int64",
     ),
     ("SELECT * FROM w.io_die((SELECT 1))", duckdb.IOException, "killed by signal 9 (SIGKILL)"),
+    ("SELECT * FROM w.b_boom((SELECT 1))", duckdb.InvalidInputException, "ValueError: b_boom() failed on purpose"),
+    (
+        "SELECT * FROM w.b_wrong_type((SELECT * FROM range(3)))",
+        duckdb.IOException,
+        "answered column 'n' as Utf8 where its bind declared Int64",
+    ),
+    ("SELECT * FROM w.b_die((SELECT 1))", duckdb.IOException, "killed by signal 9 (SIGKILL)"),
 ]
 
 
@@ -61,6 +68,7 @@ def test_a_fault_is_a_typed_error_and_the_connection_goes_on(
     assert con.execute("SELECT w.ok('still here')").fetchone() == ("still here",)
     assert con.execute("SELECT sum(n) FROM w.t_ok()").fetchone() == (6,)
     assert con.execute("SELECT sum(n) FROM w.io_ok((SELECT * FROM range(4)))").fetchone() == (6,)
+    assert con.execute("SELECT n FROM w.b_ok((SELECT * FROM range(4)))").fetchall() == [(4,)]
     assert not zombies()
 
 
@@ -76,25 +84,6 @@ def test_a_null_under_a_non_nullable_header_field_is_accepted(extension: Path) -
     assert connection.execute("SELECT w.ok('a')").fetchone() == ("a",)
     assert connection.execute("SELECT sum(n) FROM w.t_ok()").fetchone() == (6,)
     assert connection.execute("SELECT sum(n) FROM w.io_ok((SELECT * FROM range(4)))").fetchone() == (6,)
-
-
-def test_kinds_the_engine_cannot_call_are_listed_and_refused_by_name(con: duckdb.DuckDBPyConnection) -> None:
-    listed = dict(
-        con.execute(
-            "SELECT function_name, description FROM duckdb_functions() "
-            "WHERE database_name = 'w' AND function_name IN ('total', 'buffered')"
-        ).fetchall()
-    )
-    assert listed == {
-        "total": "w.total is an aggregate function; quiver's engine does not call aggregates yet",
-        "buffered": "w.buffered is a buffered table function (table_buffering); quiver's engine does not "
-        "call buffered table functions yet",
-    }
-    with pytest.raises(duckdb.NotImplementedException, match=r"w\.total is an aggregate function"):
-        con.execute("SELECT w.total(x) FROM (VALUES (1), (2)) t(x)")
-    with pytest.raises(duckdb.NotImplementedException, match=r"w\.buffered is a buffered table function"):
-        con.execute("SELECT * FROM w.buffered()")
-    assert con.execute("SELECT w.ok('on')").fetchone() == ("on",)
 
 
 def test_worker_stderr_reaches_ours_line_by_line_named(

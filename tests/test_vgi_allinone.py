@@ -126,7 +126,7 @@ def oracle(allinone: list[str]) -> dict[str, Any]:
     return results
 
 
-def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[str, Any]) -> None:
+def test_catalog_lists_the_functions_with_their_signatures(oracle: dict[str, Any]) -> None:
     catalog = oracle["catalog"]
     assert catalog["catalogs"] == ["allinone"]
     assert catalog["attach"] == {
@@ -143,13 +143,24 @@ def test_catalog_lists_the_three_functions_with_their_signatures(oracle: dict[st
                 "macro": 0,
                 "scalar_function": 1,
                 "table": 0,
-                "table_function": 2,
+                "table_function": 4,
                 "view": 0,
             },
         }
     ]
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case", "sum_int", "avg_double", "concat_agg"}
+    assert set(functions) == {
+        "numbers",
+        "split_numbers",
+        "echo",
+        "row_count",
+        "upper_case",
+        "sum_int",
+        "avg_double",
+        "concat_agg",
+    }
+    assert functions["row_count"]["function_type"] == "TABLE_BUFFERING"
+    assert functions["split_numbers"]["function_type"] == "TABLE"
     concat = functions["concat_agg"]
     assert (concat["listed_as"], concat["function_type"]) == ("AGGREGATE_FUNCTION", "AGGREGATE")
     assert [(a["name"], a["type"], a["metadata"].get("vgi_const")) for a in concat["arguments"]] == [
@@ -188,6 +199,7 @@ def test_vgi_pythons_client_reads_the_declared_catalog(oracle: dict[str, Any]) -
     assert declared["tags"]["vgi.title"] == "quiver all-in-one example"
     assert declared["schemas"]["main"]["comment"] == "The example functions"
     assert [c["name"] for c in json.loads(declared["schemas"]["main"]["tags"]["vgi.categories"])] == [
+        "aggregates",
         "generators",
         "tables",
         "text",
@@ -202,6 +214,8 @@ def test_vgi_pythons_client_reads_the_declared_catalog(oracle: dict[str, Any]) -
     assert {name: f["categories"] for name, f in declared["functions"].items()} == {
         "echo": ["tables"],
         "numbers": ["generators"],
+        "row_count": ["tables"],
+        "split_numbers": ["generators"],
         "upper_case": ["text"],
     }
 
@@ -213,7 +227,16 @@ def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["avg_double", "concat_agg", "echo", "numbers", "sum_int", "upper_case"],
+        "functions": [
+            "avg_double",
+            "concat_agg",
+            "echo",
+            "numbers",
+            "row_count",
+            "split_numbers",
+            "sum_int",
+            "upper_case",
+        ],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

@@ -37,7 +37,7 @@ struct ArrowArray;
 struct ArrowArrayStream;
 
 /* Bumped on any change to this file's signatures or conventions; the glue refuses a mismatch. */
-#define QUIVER_CORE_ABI_VERSION 3
+#define QUIVER_CORE_ABI_VERSION 4
 
 #define QUIVER_OK 0
 #define QUIVER_ERR_INVALID 1     /* bad argument from the caller */
@@ -80,6 +80,7 @@ typedef struct quiver_worker quiver_worker;
 #define QUIVER_KIND_TABLE 2
 #define QUIVER_KIND_TABLE_IN_OUT 3
 #define QUIVER_KIND_AGGREGATE 4
+#define QUIVER_KIND_TABLE_BUFFERING 5 /* a table in, a table out once the whole input was seen */
 
 /* One function of a worker. Strings belong to the worker handle. */
 typedef struct quiver_function_info {
@@ -201,7 +202,10 @@ typedef struct quiver_execution quiver_execution;
 /* Table call: the primary stream. projection_ids (NULL: all columns) index the unprojected output,
  * in output order. filter_spec (NULL: no filters) is a vgi.filters.v2 snapshot document whose
  * literals are the columns value_<N> of the one-row batch filter_values_schema/filter_values (both
- * NULL when there are none). *max_workers: streams the worker allows; more join through execution. */
+ * NULL when there are none). *max_workers: streams the worker allows; more join through execution.
+ * A function declaring supports_splits is planned first (table_function_plan, every page): the
+ * primary and each joined stream then read splits claimed from the plan until none is left, and
+ * *max_workers is min(splits, the plan's max_workers), at least 1. */
 int32_t quiver_table_start(const quiver_bind *bind, const int64_t *projection_ids, size_t projection_count,
                            const char *filter_spec, const struct ArrowSchema *filter_values_schema,
                            struct ArrowArray *filter_values, quiver_interrupt interrupt,
@@ -218,6 +222,20 @@ int32_t quiver_scalar_start(const quiver_bind *bind, quiver_interrupt interrupt,
 /* Table-in-out call: its INPUT exchange stream (one per thread). */
 int32_t quiver_in_out_start(const quiver_bind *bind, quiver_interrupt interrupt, quiver_stream **out, char *err,
                             size_t err_cap);
+
+/* Buffered table function (table_buffering): one call per query, shared by its threads; the worker
+ * sees the whole input before it answers. start opens the sink (global state); each thread enters
+ * (local state), sinks its input batches (taken) and leaves at the end of its input: the last to
+ * leave gets the output stream in *out (a producer), the others NULL. free cleans up. */
+typedef struct quiver_buffered quiver_buffered;
+int32_t quiver_buffered_start(const quiver_bind *bind, quiver_interrupt interrupt, quiver_buffered **out, char *err,
+                              size_t err_cap);
+int32_t quiver_buffered_enter(const quiver_buffered *call, char *err, size_t err_cap);
+int32_t quiver_buffered_sink(const quiver_buffered *call, struct ArrowArray *input, quiver_interrupt interrupt,
+                             char *err, size_t err_cap);
+int32_t quiver_buffered_leave(const quiver_buffered *call, quiver_interrupt interrupt, quiver_stream **out, char *err,
+                              size_t err_cap);
+void quiver_buffered_free(quiver_buffered *call);
 
 /* Producer streams (table, FINALIZE): the next non-empty batch into out, or *end = 1 at the end. */
 int32_t quiver_stream_next(quiver_stream *stream, quiver_interrupt interrupt, struct ArrowArray *out, int32_t *end,

@@ -117,11 +117,6 @@ struct RefusalScalarInfo : public ScalarFunctionInfo {
 	}
 	string refusal;
 };
-struct RefusalTableInfo : public TableFunctionInfo {
-	explicit RefusalTableInfo(string refusal_p) : refusal(std::move(refusal_p)) {
-	}
-	string refusal;
-};
 
 unique_ptr<FunctionData> RefuseScalarBind(BindScalarFunctionInput &input) {
 	throw NotImplementedException("quiver: %s",
@@ -132,27 +127,11 @@ void RefuseScalarExecute(DataChunk &, ExpressionState &, Vector &) {
 	throw NotImplementedException("quiver: this function cannot be called");
 }
 
-unique_ptr<FunctionData> RefuseTableBind(ClientContext &, TableFunctionBindInput &input, vector<LogicalType> &,
-                                         vector<Identifier> &) {
-	throw NotImplementedException("quiver: %s", input.info->Cast<RefusalTableInfo>().refusal);
-}
-
-void RefuseTableScan(ClientContext &, TableFunctionInput &, DataChunk &) {
-	throw NotImplementedException("quiver: this function cannot be called");
-}
-
 //! A placeholder for a function of a kind the engine cannot call yet, registered under its name so
 //! that it is listed (its description says what it is) and a call says why it fails instead of
-//! "does not exist". A buffered table function is a table function; anything else (an aggregate)
-//! is called like a scalar.
+//! "does not exist". Its kind is unknown here, so it is registered as a scalar taking anything.
 unique_ptr<CreateFunctionInfo> CreateRefusedFunction(const quiver_skipped_function &skipped) {
 	string refusal = skipped.refusal;
-	if (string(skipped.kind) == "table_buffering") {
-		TableFunction table(Identifier(skipped.name), vector<LogicalType> {}, RefuseTableScan, RefuseTableBind);
-		table.GetSignature().AddArgs(Identifier("args"), LogicalType::ANY);
-		table.function_info = make_shared_ptr<RefusalTableInfo>(refusal);
-		return make_uniq<CreateTableFunctionInfo>(std::move(table));
-	}
 	FunctionSignature signature;
 	signature.AddArgs(Identifier("args"), LogicalType::ANY);
 	signature.SetReturnType(LogicalType::SQLNULL);
@@ -320,6 +299,7 @@ unique_ptr<Catalog> QuiverAttach(optional_ptr<StorageExtensionInfo>, ClientConte
 			functions.push_back(CreateWorkerTableFunction(function));
 			break;
 		case QUIVER_KIND_TABLE_IN_OUT:
+		case QUIVER_KIND_TABLE_BUFFERING:
 			functions.push_back(CreateWorkerInOutFunction(function));
 			break;
 		case QUIVER_KIND_AGGREGATE:

@@ -64,7 +64,13 @@ struct ExecutionFree {
 		quiver_execution_free(execution);
 	}
 };
+struct BufferedFree {
+	void operator()(quiver_buffered *call) const {
+		quiver_buffered_free(call);
+	}
+};
 using StreamPtr = unique_ptr<quiver_stream, StreamFree>;
+using BufferedPtr = unique_ptr<quiver_buffered, BufferedFree>;
 using ExecutionPtr = unique_ptr<quiver_execution, ExecutionFree>;
 
 //! One parameter of a worker function, as DuckDB sees it.

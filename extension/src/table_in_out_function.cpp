@@ -7,6 +7,9 @@
 //           per chunk). An answer the worker splits (HAVE_MORE_OUTPUT) is asked for with CONTINUE.
 //  final:   the last partial batch, then — for functions with a finalize — the FINALIZE stream on the
 //           same connection, drained to its end
+//  buffered (table_buffering): one call per query (global state); every thread sinks its gathered
+//           batches into it and produces nothing until its input ends; the last thread to end gets
+//           the worker's output stream (the Rust core counts the threads) and drains it
 //===----------------------------------------------------------------------===//
 #include "quiver_core.hpp"
 #include "quiver_functions.hpp"
@@ -86,6 +89,27 @@ unique_ptr<FunctionData> InOutBind(ClientContext &context, TableFunctionBindInpu
 	return std::move(result);
 }
 
+bool IsBuffered(const InOutBindData &data) {
+	return data.function->info.kind == QUIVER_KIND_TABLE_BUFFERING;
+}
+
+//! A buffered call's sink, shared by the query's threads (empty for a streaming table-in-out).
+struct InOutGlobalState : public GlobalTableFunctionState {
+	BufferedPtr buffered;
+};
+
+unique_ptr<GlobalTableFunctionState> InOutInitGlobal(ClientContext &context, TableFunctionInitInput &input) {
+	auto &data = input.bind_data->Cast<InOutBindData>();
+	auto result = make_uniq<InOutGlobalState>();
+	if (IsBuffered(data)) {
+		CoreError error;
+		quiver_buffered *call = nullptr;
+		Check(quiver_buffered_start(data.bind.get(), InterruptOf(context), &call, error.data(), error.size()), error);
+		result->buffered = BufferedPtr(call);
+	}
+	return std::move(result);
+}
+
 struct InOutLocalState : public ArrowScanLocalState {
 	InOutLocalState(ClientContext &context) : ArrowScanLocalState(make_uniq<ArrowArrayWrapper>(), context) {
 	}
@@ -98,14 +122,21 @@ struct InOutLocalState : public ArrowScanLocalState {
 	bool more = false;
 	//! The input has ended and the FINALIZE phase began.
 	bool finalizing = false;
+	//! A buffered call: the query's sink (owned by the global state).
+	quiver_buffered *buffered = nullptr;
 };
 
 unique_ptr<LocalTableFunctionState> InOutInitLocal(ExecutionContext &context, TableFunctionInitInput &input,
-                                                   GlobalTableFunctionState *) {
+                                                   GlobalTableFunctionState *global_state) {
 	auto &data = input.bind_data->Cast<InOutBindData>();
 	auto result = make_uniq<InOutLocalState>(context.client);
 	result->buffer.Initialize(context.client, data.input_types, BATCH_ROWS);
 	CoreError error;
+	if (IsBuffered(data)) {
+		result->buffered = global_state->Cast<InOutGlobalState>().buffered.get();
+		Check(quiver_buffered_enter(result->buffered, error.data(), error.size()), error);
+		return std::move(result);
+	}
 	quiver_stream *stream = nullptr;
 	Check(quiver_in_out_start(data.bind.get(), InterruptOf(context.client), &stream, error.data(), error.size()),
 	      error);
@@ -131,6 +162,15 @@ void Exchange(ClientContext &context, InOutLocalState &state, bool buffered) {
 	state.Reset();
 }
 
+//! A buffered call: sends the gathered input to the worker, which answers nothing yet.
+void Sink(ClientContext &context, InOutLocalState &state) {
+	ArrowArray input;
+	ChunkToArrow(context, state.buffer, input);
+	state.buffer.Reset();
+	CoreError error;
+	Check(quiver_buffered_sink(state.buffered, &input, InterruptOf(context), error.data(), error.size()), error);
+}
+
 //! Moves up to one vector of the current answer into `output`; false when nothing was left.
 bool Emit(const InOutBindData &data, InOutLocalState &state, DataChunk &output) {
 	auto length = NumericCast<idx_t>(state.chunk->arrow_array.length);
@@ -148,6 +188,13 @@ OperatorResultType InOutFunction(ExecutionContext &context, TableFunctionInput &
                                  DataChunk &output) {
 	auto &data = data_p.bind_data->Cast<InOutBindData>();
 	auto &state = data_p.local_state->Cast<InOutLocalState>();
+	if (state.buffered) {
+		if (state.buffer.size() + input.size() > BATCH_ROWS) {
+			Sink(context.client, state);
+		}
+		state.buffer.Append(input);
+		return OperatorResultType::NEED_MORE_INPUT;
+	}
 	while (true) {
 		if (Emit(data, state, output)) {
 			return OperatorResultType::HAVE_MORE_OUTPUT;
@@ -180,6 +227,18 @@ OperatorFinalizeResultType InOutFinal(ExecutionContext &context, TableFunctionIn
 	while (true) {
 		if (Emit(data, state, output)) {
 			return OperatorFinalizeResultType::HAVE_MORE_OUTPUT;
+		}
+		if (!state.finalizing && state.buffered) {
+			if (state.buffer.size() > 0) {
+				Sink(context.client, state);
+			}
+			state.finalizing = true;
+			quiver_stream *output_stream = nullptr;
+			Check(quiver_buffered_leave(state.buffered, InterruptOf(context.client), &output_stream, error.data(),
+			                            error.size()),
+			      error);
+			state.stream = StreamPtr(output_stream);
+			continue;
 		}
 		if (!state.stream) {
 			return OperatorFinalizeResultType::FINISHED;
@@ -220,7 +279,7 @@ OperatorFinalizeResultType InOutFinal(ExecutionContext &context, TableFunctionIn
 } // namespace
 
 unique_ptr<CreateFunctionInfo> CreateWorkerInOutFunction(shared_ptr<WorkerFunction> function) {
-	TableFunction table(Identifier(function->name), vector<LogicalType> {}, nullptr, InOutBind, nullptr,
+	TableFunction table(Identifier(function->name), vector<LogicalType> {}, nullptr, InOutBind, InOutInitGlobal,
 	                    InOutInitLocal);
 	auto &signature = table.GetSignature();
 	vector<reference<WorkerParameter>> named;

@@ -337,11 +337,22 @@ def test_oracle_catalog_lists_the_functions(oracle: dict[str, Any]) -> None:
         "macro": 0,
         "scalar_function": 1,
         "table": 0,
-        "table_function": 2,
+        "table_function": 4,
         "view": 0,
     }
     functions = catalog["functions"]
-    assert set(functions) == {"numbers", "echo", "upper_case", "sum_int", "avg_double", "concat_agg"}
+    assert set(functions) == {
+        "numbers",
+        "echo",
+        "upper_case",
+        "split_numbers",
+        "row_count",
+        "sum_int",
+        "avg_double",
+        "concat_agg",
+    }
+    assert functions["row_count"]["function_type"] == "TABLE_BUFFERING"
+    assert functions["split_numbers"]["function_type"] == "TABLE"
     concat = functions["concat_agg"]
     assert (concat["listed_as"], concat["function_type"]) == ("AGGREGATE_FUNCTION", "AGGREGATE")
     upper = functions["upper_case"]
@@ -365,7 +376,16 @@ def test_oracle_catalog_lists_the_functions(oracle: dict[str, Any]) -> None:
     assert catalog["load_catalog"] == {
         "source": "catalog_contents",
         "fallback_reason": None,
-        "functions": ["avg_double", "concat_agg", "echo", "numbers", "sum_int", "upper_case"],
+        "functions": [
+            "avg_double",
+            "concat_agg",
+            "echo",
+            "numbers",
+            "row_count",
+            "split_numbers",
+            "sum_int",
+            "upper_case",
+        ],
     }
     assert catalog["contents"]["not_modified_on_revalidation"] is True
     assert catalog["copy_formats"] == []

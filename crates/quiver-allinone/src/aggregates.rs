@@ -160,6 +160,13 @@ pub fn sum_int() -> Function {
                 .nullable(),
         )
         .aggregator(SumInt)
+        .comment("Adds up the non-NULL integers of a group")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example(
+            "SELECT allinone.main.sum_int(x) FROM range(5) t(x)",
+            "The sum of 0..4: 10",
+        )
 }
 
 /// `avg_double`.
@@ -172,6 +179,13 @@ pub fn avg_double() -> Function {
                 .nullable(),
         )
         .aggregator(AvgDouble)
+        .comment("Averages the non-NULL doubles of a group")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example(
+            "SELECT allinone.main.avg_double(x::DOUBLE) FROM range(5) t(x)",
+            "The mean of 0..4: 2.0",
+        )
 }
 
 /// `concat_agg`.
@@ -190,4 +204,11 @@ pub fn concat_agg() -> Function {
         )
         .order_dependent()
         .aggregator(ConcatAgg)
+        .comment("Joins the strings of a group with a separator, in the order given")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example(
+            "SELECT allinone.main.concat_agg(s, '-' ORDER BY s) FROM (VALUES ('b'), ('a'), ('c')) t(s)",
+            "The strings in order, joined by '-': a-b-c",
+        )
 }

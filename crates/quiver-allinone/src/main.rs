@@ -3,9 +3,13 @@
 //! * `numbers(n BIGINT)` — table function, column `n` = 0..n-1, parallel across
 //!   connections through a shared counter, projection and filter pushdown,
 //!   batches of `--batch-rows` rows (default 4M rows = 32 MB).
+//! * `split_numbers(n BIGINT, splits := k)` — table function planned into `k` splits.
 //! * `echo(TABLE)` — table-in-out function, every input batch passed through.
+//! * `row_count(TABLE)` — buffered table function, the rows of its whole input.
 //! * `upper_case(s VARCHAR) -> VARCHAR` — scalar, Unicode upper case.
 //! * `sum_int`, `avg_double`, `concat_agg` — aggregates (see `aggregates.rs`).
+//!
+//! `split_numbers` and `row_count` are in `splits.rs`.
 //!
 //! ```sh
 //! quiver-allinone                      # stdio, as ATTACH ... LOCATION '<cmd>' runs it
@@ -14,6 +18,7 @@
 
 mod aggregates;
 mod numbers;
+mod splits;
 mod upper;
 
 use clap::Parser;
@@ -23,7 +28,7 @@ use quiver_vgi::{Arg, LaunchArgs, SchemaDecl, TableInOutFunction, Worker};
 const CATALOG_COMMENT: &str =
     "quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case";
 /// The `main` schema's `vgi.categories` registry, which each function's `vgi.category` names.
-const CATEGORIES: &str = r#"[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
+const CATEGORIES: &str = r#"[{"name": "aggregates", "title": "Aggregates", "description": "Functions over the rows of a group"}, {"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
 /// The catalog's `vgi.doc_llm` tag.
 const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) \
     returns its input table; upper_case(s) upper-cases text with Unicode full case mapping.";
@@ -32,7 +37,7 @@ const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel;
 #[derive(Parser)]
 #[command(
     version,
-    about = "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg"
+    about = "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, sum_int, avg_double, concat_agg"
 )]
 struct Args {
     #[command(flatten)]
@@ -70,7 +75,9 @@ fn main() {
                 .tag("vgi.categories", CATEGORIES),
         )
         .function(numbers::numbers(args.batch_rows, args.max_workers))
+        .function(splits::split_numbers())
         .function(echo)
+        .function(splits::row_count())
         .function(upper::upper_case())
         .function(aggregates::sum_int())
         .function(aggregates::avg_double())

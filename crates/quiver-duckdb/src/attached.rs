@@ -83,7 +83,7 @@ pub struct FunctionInfoC {
     pub schema: *const c_char,
     /// Documentation.
     pub description: *const c_char,
-    /// `QUIVER_KIND_SCALAR`, `_TABLE` or `_TABLE_IN_OUT`.
+    /// `QUIVER_KIND_SCALAR`, `_TABLE`, `_TABLE_IN_OUT`, `_AGGREGATE` or `_TABLE_BUFFERING`.
     pub kind: i32,
     /// Honours projections.
     pub projection_pushdown: i32,

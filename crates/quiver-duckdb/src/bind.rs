@@ -59,6 +59,7 @@ impl Bound {
             function_type: match desc.kind {
                 Kind::Scalar => function_type::SCALAR.into(),
                 Kind::Table | Kind::TableInOut => function_type::TABLE.into(),
+                Kind::TableBuffering => function_type::TABLE_BUFFERING.into(),
                 Kind::Aggregate => quiver_vgi_contract::aggregate::FUNCTION_TYPE.into(),
             },
             input_schema: self.input_schema.clone(),
@@ -76,6 +77,8 @@ impl Bound {
             projection_ids: None,
             pushdown_filters: None,
             phase: None,
+            split_tokens: None,
+            finalize_state_id: None,
             execution_id: None,
             init_opaque_data: None,
             substream_id: None,

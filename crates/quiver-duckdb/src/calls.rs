@@ -19,7 +19,7 @@ use crate::stream::Stream;
 /// arrays are read against.
 pub struct Input {
     schema: SchemaRef,
-    ffi: FFI_ArrowSchema,
+    pub(crate) ffi: FFI_ArrowSchema,
     /// Scalar: every output batch has exactly the input's rows.
     rows_must_match: bool,
 }
@@ -36,12 +36,22 @@ impl Input {
     }
 }
 
+/// Where a producer handle finds its next stream once one ends: the splits of a planned scan,
+/// the finalize ids of a buffered call. The batches of all of them read as one stream.
+pub trait StreamSource: Send {
+    /// Ends `finished` (the stream that just ended, if any) and opens the next; `None` when
+    /// there is no more.
+    fn next(&mut self, finished: Option<Stream>) -> Outcome<Option<Stream>>;
+}
+
 /// An open stream and what its kind needs.
 pub struct StreamHandle {
     stream: Option<Stream>,
     input: Option<Input>,
     /// Table-in-out: the encoded FINALIZE init, sent on the same connection after the input ends.
     pub finalize: Option<Vec<u8>>,
+    /// A producer made of several streams in turn.
+    source: Option<Box<dyn StreamSource>>,
 }
 
 impl StreamHandle {
@@ -51,6 +61,17 @@ impl StreamHandle {
             stream: Some(stream),
             input,
             finalize: None,
+            source: None,
+        }
+    }
+
+    /// A producer reading the streams of `source` one after another.
+    pub fn chained(source: Box<dyn StreamSource>) -> StreamHandle {
+        StreamHandle {
+            stream: None,
+            input: None,
+            finalize: None,
+            source: Some(source),
         }
     }
 
@@ -67,7 +88,24 @@ impl StreamHandle {
 
     /// The next batch of a producer; `None` at the end.
     pub fn next_batch(&mut self) -> Outcome<Option<RecordBatch>> {
-        self.stream()?.next_batch()
+        let Some(source) = self.source.as_mut() else {
+            return self.stream()?.next_batch();
+        };
+        loop {
+            if let Some(stream) = self.stream.as_mut() {
+                if let Some(batch) = stream.next_batch()? {
+                    return Ok(Some(batch));
+                }
+            }
+            // An empty stream is not the end: the next split or finalize id may have rows.
+            match source.next(self.stream.take())? {
+                Some(next) => self.stream = Some(next),
+                None => {
+                    self.source = None;
+                    return Ok(None);
+                }
+            }
+        }
     }
 
     /// One exchange: `batch` in (or a CONTINUE tick when `None`); the output and whether the
@@ -139,11 +177,7 @@ impl StreamHandle {
         if let Some(output) = output {
             finalize = finalize.expecting(output);
         }
-        Ok(Some(StreamHandle {
-            stream: Some(finalize),
-            input: None,
-            finalize: None,
-        }))
+        Ok(Some(StreamHandle::new(finalize, None)))
     }
 }
 

@@ -36,6 +36,8 @@ pub enum Kind {
     TableInOut = 3,
     /// Rows in, one value per group out (`SELECT w.f(x) ... GROUP BY ...`), see `aggregate.rs`.
     Aggregate = 4,
+    /// A table in, a table out once the whole input was seen (`table_buffering`).
+    TableBuffering = 5,
 }
 
 /// One function as the worker describes it.
@@ -62,6 +64,8 @@ pub struct FunctionDesc {
     pub filters_exactly_applied: bool,
     /// Table-in-out: has a FINALIZE phase.
     pub has_finalize: bool,
+    /// Table: plans its scan into splits (`table_function_plan`).
+    pub supports_splits: bool,
     /// Most connections one call may use (catalog hint), if given.
     pub max_workers: Option<i64>,
     /// `CONSISTENT`, `VOLATILE` or `CONSISTENT_WITHIN_QUERY` (scalars).
@@ -89,7 +93,7 @@ pub struct Discovered {
     pub docs: Docs,
     /// The functions DuckDB can call.
     pub functions: Vec<FunctionDesc>,
-    /// Functions of kinds the engine cannot call yet (table-buffering): registered
+    /// Functions of kinds the engine cannot call (one newer than it knows): registered
     /// as placeholders that say so, never left to read as "does not exist".
     pub skipped: Vec<Skipped>,
 }
@@ -101,27 +105,18 @@ pub struct Skipped {
     pub name: String,
     /// Its schema, as [`FunctionDesc::schema_path`].
     pub schema_path: Vec<String>,
-    /// Its `function_type` as the worker declared it, lower-cased (`aggregate`, `table_buffering`).
+    /// Its `function_type` as the worker declared it, lower-cased.
     pub kind: String,
 }
 
 impl Skipped {
-    /// Why a call of it is refused, e.g. "w.total is an aggregate function; quiver's engine does
-    /// not call aggregates yet".
+    /// Why a call of it is refused, e.g. "w.later is a function of kind 'future_kind', which
+    /// quiver's engine does not call".
     pub fn refusal(&self, alias: &str) -> String {
-        let name = format!("{alias}.{}", self.name);
-        match self.kind.as_str() {
-            "aggregate" => format!(
-                "{name} is an aggregate function; quiver's engine does not call aggregates yet"
-            ),
-            "table_buffering" => format!(
-                "{name} is a buffered table function (table_buffering); quiver's engine does not \
-                 call buffered table functions yet"
-            ),
-            other => format!(
-                "{name} is a function of kind '{other}', which quiver's engine does not call"
-            ),
-        }
+        format!(
+            "{alias}.{} is a function of kind '{}', which quiver's engine does not call",
+            self.name, self.kind
+        )
     }
 }
 
@@ -461,6 +456,7 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         function_type::SCALAR => Kind::Scalar,
         function_type::TABLE if has_table_arg => Kind::TableInOut,
         function_type::TABLE => Kind::Table,
+        function_type::TABLE_BUFFERING => Kind::TableBuffering,
         aggregate::FUNCTION_TYPE => Kind::Aggregate,
         _ => return Ok(None),
     };
@@ -493,6 +489,7 @@ fn function_desc(row: &RecordBatch) -> Result<Option<FunctionDesc>, ErrorReport>
         filter_pushdown: info.bool("filter_pushdown")?.unwrap_or(false),
         filters_exactly_applied: info.bool("filters_exactly_applied")?.unwrap_or(false),
         has_finalize: info.bool("has_finalize")?.unwrap_or(false),
+        supports_splits: info.bool("supports_splits")?.unwrap_or(false),
         max_workers: info.int("max_workers")?,
         stability: info.str("stability")?,
         null_handling: info.str("null_handling")?,

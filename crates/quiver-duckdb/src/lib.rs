@@ -5,7 +5,8 @@
 //! launching and reaching workers (`worker.rs`, on `quiver-process` and `quiver-transport`; the
 //! `launch:` sockets' private directories in `socket_dir.rs`), discovering their functions
 //! (`catalog.rs`, `attached.rs`), binding calls (`bind.rs`) and running them — table scans across
-//! threads (`scan.rs`), scalar calls (`scalar.rs`), table-in-out calls (`table_in_out.rs`), all as
+//! threads (`scan.rs`, split-planned ones in `splits.rs`), scalar calls (`scalar.rs`), table-in-out
+//! calls (`table_in_out.rs`), buffered table calls (`table_buffering.rs`), all as
 //! `init` streams (`stream.rs`, `calls.rs`) — with pushed-down filters (`filters.rs`) — and
 //! aggregate calls, all-unary on one pinned connection (`aggregate.rs`). The bench
 //! flavour alone (feature `bench-functions`) adds `numbers.rs`, the benchmark's in-process ceiling.
@@ -39,14 +40,16 @@ pub mod numbers;
 pub mod scalar;
 pub mod scan;
 mod socket_dir;
+pub mod splits;
 pub mod stream;
+pub mod table_buffering;
 pub mod table_in_out;
 pub mod worker;
 
 pub use ffi::{Failure, FailureCode, QUIVER_OK};
 
 /// Version of the C ABI in `quiver_core.h`; bump on any change to a signature or convention.
-pub const QUIVER_CORE_ABI_VERSION: u32 = 3;
+pub const QUIVER_CORE_ABI_VERSION: u32 = 4;
 
 static VERSION: &CStr =
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {

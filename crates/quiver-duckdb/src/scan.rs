@@ -1,6 +1,8 @@
 //! Table functions: the primary `init` (header: execution id, max_workers), then one secondary
 //! `init` per further DuckDB thread joining the same execution; every stream is a producer ticked
 //! for batches. Projection (`projection_ids`) and filters (`pushdown_filters`) go into every init.
+//! A function that declares `supports_splits` is planned instead (`splits.rs`): each thread
+//! redeems splits from the plan until none is left.
 
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use crate::calls::StreamHandle;
 use crate::ffi::{
     guard, guard_interruptible, handle, str_arg, write_out, Failure, Interrupt, Outcome,
 };
+use crate::splits::{self, SplitQueue};
 use crate::stream::Stream;
 use crate::worker::Worker;
 
@@ -26,15 +29,19 @@ pub struct TableExecution {
     output: SchemaRef,
     /// Connections the worker allows for this execution (at least 1).
     pub max_workers: i64,
+    /// A split scan: the splits every thread claims from.
+    splits: Option<Arc<SplitQueue>>,
 }
 
 impl TableExecution {
-    /// A secondary stream of this execution.
-    pub fn join(&self) -> Outcome<Stream> {
-        Ok(
-            Stream::open(&self.worker, &self.secondary_request, self.during.clone())?
-                .expecting(self.output.clone()),
-        )
+    /// A secondary stream of this execution (another reader of its splits, for a split scan).
+    pub fn join(&self) -> Outcome<StreamHandle> {
+        if let Some(splits) = &self.splits {
+            return Ok(StreamHandle::chained(splits.reader()));
+        }
+        let stream = Stream::open(&self.worker, &self.secondary_request, self.during.clone())?
+            .expecting(self.output.clone());
+        Ok(StreamHandle::new(stream, None))
     }
 }
 
@@ -45,7 +52,7 @@ pub fn start(
     bound: &Bound,
     projection: Option<Vec<i64>>,
     filters: Option<Vec<u8>>,
-) -> Outcome<(TableExecution, Stream)> {
+) -> Outcome<(TableExecution, StreamHandle)> {
     let desc = bound.desc();
     let mut init = bound.init_request();
     let mut output = bound.output_schema.clone();
@@ -60,6 +67,21 @@ pub fn start(
     }
     let during = format!("the scan of {}", bound.call_name());
     let worker = bound.attached.worker.clone();
+    if desc.supports_splits {
+        let plan = splits::plan(init, bound, output.clone())?;
+        let max_workers = plan.streams();
+        let queue = SplitQueue::new(plan);
+        let primary = StreamHandle::chained(queue.reader());
+        let execution = TableExecution {
+            worker,
+            secondary_request: Vec::new(),
+            during,
+            output,
+            max_workers,
+            splits: Some(queue),
+        };
+        return Ok((execution, primary));
+    }
     let primary = Stream::open(&worker, &init.encode(), during.clone())?.expecting(output.clone());
     init.execution_id = Some(primary.header.execution_id.clone());
     init.init_opaque_data = primary.header.opaque_data.clone();
@@ -69,8 +91,9 @@ pub fn start(
         during,
         output,
         max_workers: primary.header.max_workers.max(1),
+        splits: None,
     };
-    Ok((execution, primary))
+    Ok((execution, StreamHandle::new(primary, None)))
 }
 
 /// The columns a scan projected to `ids` answers, in `ids` order.
@@ -139,7 +162,7 @@ pub unsafe extern "C" fn quiver_table_start(
         // SAFETY: by this function's contract.
         unsafe {
             write_out(max_workers, allowed, "max_workers")?;
-            write_out(primary, StreamHandle::boxed(stream, None), "primary")?;
+            write_out(primary, Box::into_raw(Box::new(stream)), "primary")?;
             write_out(execution, Box::into_raw(Box::new(started)), "execution")
         }
     })
@@ -162,7 +185,7 @@ pub unsafe extern "C" fn quiver_execution_join(
         let execution = unsafe { handle(execution, "execution")? };
         let stream = execution.join()?;
         // SAFETY: by this function's contract.
-        unsafe { write_out(out, StreamHandle::boxed(stream, None), "out") }
+        unsafe { write_out(out, Box::into_raw(Box::new(stream)), "out") }
     })
 }
 

@@ -295,7 +295,12 @@ impl Worker {
             self.checkin(conn);
             return Failure::new(
                 FailureCode::Remote,
-                format!("{during}: {}: {}", report.error_type, report.message),
+                format!(
+                    "{} raised during {during}: {}: {}",
+                    self.label(),
+                    report.error_type,
+                    report.message
+                ),
             );
         }
         self.broken(conn, error, during)

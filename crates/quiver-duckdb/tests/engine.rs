@@ -77,7 +77,7 @@ fn parallel_sum(bound: &Bound, threads: usize, projection: Option<Vec<i64>>) -> 
 }
 
 #[test]
-fn discovery_lists_the_three_functions() {
+fn discovery_lists_every_function_with_its_kind() {
     let attached = attach(&allinone());
     let mut names: Vec<(&str, catalog::Kind)> = attached
         .found
@@ -89,14 +89,21 @@ fn discovery_lists_the_three_functions() {
     assert_eq!(
         names,
         [
+            ("avg_double", catalog::Kind::Aggregate),
+            ("concat_agg", catalog::Kind::Aggregate),
             ("echo", catalog::Kind::TableInOut),
             ("numbers", catalog::Kind::Table),
+            ("row_count", catalog::Kind::TableBuffering),
+            ("split_numbers", catalog::Kind::Table),
+            ("sum_int", catalog::Kind::Aggregate),
             ("upper_case", catalog::Kind::Scalar)
         ]
     );
     let numbers = &attached.found.functions[function(&attached, "numbers")];
     assert!(numbers.projection_pushdown && numbers.filter_pushdown);
     assert_eq!(numbers.max_workers, Some(4));
+    assert!(!numbers.supports_splits);
+    assert!(attached.found.functions[function(&attached, "split_numbers")].supports_splits);
 }
 
 #[test]

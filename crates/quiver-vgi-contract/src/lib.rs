@@ -9,6 +9,8 @@
 //!   destructor) and its nested batches.
 //! - [`global_init`]: `GlobalInitResponse`, the header of every `init` stream.
 //! - [`filter_container`]: the `vgi.filters.v2` container (engine encodes, worker parses).
+//! - [`splits`]: split scans (`table_function_plan`: plan pages, splits, the token envelope).
+//! - [`buffering`]: buffered table functions (`table_buffering_process`/`_combine`/`_destructor`).
 //! - [`status`]: the table-in-out `vgi.status` handshake keys.
 //! - [`methods`]: the RPC method names; [`arg_metadata`]: the field metadata describing parameters.
 //! - [`enums`]: enum members that travel by name (function type, catalog object type, init phase).
@@ -22,6 +24,7 @@
 pub mod aggregate;
 pub mod arg_metadata;
 pub mod arguments;
+pub mod buffering;
 pub mod dialects;
 pub mod enums;
 pub mod errors;
@@ -33,6 +36,7 @@ pub mod methods;
 pub mod requests;
 pub mod row;
 pub mod schemas;
+pub mod splits;
 pub mod status;
 
 pub use arguments::{int64_value, utf8_value, RawArguments};

@@ -8,6 +8,14 @@ pub const BIND: &str = "bind";
 pub const INIT: &str = "init";
 /// An estimate of a table function's row count.
 pub const TABLE_FUNCTION_CARDINALITY: &str = "table_function_cardinality";
+/// Plans a table scan into named splits, one page per call (`splits.rs`).
+pub const TABLE_FUNCTION_PLAN: &str = "table_function_plan";
+/// Buffered table functions: stores one input batch (`buffering.rs`).
+pub const TABLE_BUFFERING_PROCESS: &str = "table_buffering_process";
+/// Buffered table functions: the input ended; answers the finalize ids.
+pub const TABLE_BUFFERING_COMBINE: &str = "table_buffering_combine";
+/// Buffered table functions: best-effort cleanup.
+pub const TABLE_BUFFERING_DESTRUCTOR: &str = "table_buffering_destructor";
 /// The catalogs a worker offers.
 pub const CATALOG_CATALOGS: &str = "catalog_catalogs";
 /// Attaches one catalog; answers the token later calls carry.

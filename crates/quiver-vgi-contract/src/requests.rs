@@ -88,8 +88,13 @@ pub struct InitRequest {
     pub projection_ids: Option<Vec<i64>>,
     /// A filter v2 batch as an IPC stream.
     pub pushdown_filters: Option<Vec<u8>>,
-    /// Table-in-out phase: `INPUT` or `FINALIZE`.
+    /// Table-in-out phase (`INPUT`, `FINALIZE`) or buffered phase (`TABLE_BUFFERING`,
+    /// `TABLE_BUFFERING_FINALIZE`).
     pub phase: Option<String>,
+    /// Split scans: the tokens this init redeems (usually one).
+    pub split_tokens: Option<Vec<Vec<u8>>>,
+    /// Buffered calls: the finalize id a `TABLE_BUFFERING_FINALIZE` stream serves.
+    pub finalize_state_id: Option<Vec<u8>>,
     /// Set on secondary and FINALIZE inits.
     pub execution_id: Option<Vec<u8>>,
     /// The primary header's `opaque_data`, echoed.
@@ -122,6 +127,8 @@ impl InitRequest {
             projection_ids: row.ints("projection_ids")?,
             pushdown_filters,
             phase: row.str("phase")?,
+            split_tokens: row.bytes_list("split_tokens")?,
+            finalize_state_id: row.bytes("finalize_state_id")?.map(<[u8]>::to_vec),
             execution_id: row.bytes("execution_id")?.map(<[u8]>::to_vec),
             init_opaque_data: row.bytes("init_opaque_data")?.map(<[u8]>::to_vec),
             substream_id: row.bytes("substream_id")?.map(<[u8]>::to_vec),
@@ -139,6 +146,7 @@ impl InitRequest {
             .bytes("bind_opaque_data", self.bind_opaque_data.as_deref())
             .bytes("pushdown_filters", self.pushdown_filters.as_deref())
             .str("phase", self.phase.as_deref())
+            .bytes("finalize_state_id", self.finalize_state_id.as_deref())
             .bytes("execution_id", self.execution_id.as_deref())
             .bytes("init_opaque_data", self.init_opaque_data.as_deref())
             .bytes("substream_id", self.substream_id.as_deref());
@@ -147,6 +155,9 @@ impl InitRequest {
                 "projection_ids",
                 std::sync::Arc::new(arrow_array::Int64Array::from(ids.clone())),
             );
+        }
+        if let Some(tokens) = &self.split_tokens {
+            row = row.bytes_list("split_tokens", tokens);
         }
         ipc::encode_batch(&row.finish())
     }
@@ -179,6 +190,8 @@ mod tests {
             projection_ids: Some(vec![0]),
             pushdown_filters: None,
             phase: None,
+            split_tokens: Some(vec![b"token".to_vec()]),
+            finalize_state_id: None,
             execution_id: Some(vec![7; 16]),
             init_opaque_data: None,
             substream_id: None,
@@ -195,5 +208,6 @@ mod tests {
         assert_eq!(decoded.execution_id, Some(vec![7; 16]));
         assert_eq!(decoded.output_schema, init.output_schema);
         assert_eq!(decoded.phase, None);
+        assert_eq!(decoded.split_tokens, Some(vec![b"token".to_vec()]));
     }
 }

@@ -117,9 +117,17 @@ impl RowBuilder {
         self.list(name, items)
     }
 
-    /// A `list<binary>`.
+    /// A `list<binary>` or `list<large_binary>`, by the field's item type.
     pub fn bytes_list(self, name: &str, items: &[Vec<u8>]) -> Self {
-        let items: ArrayRef = Arc::new(BinaryArray::from_iter_values(items.iter()));
+        let large = matches!(
+            self.field(name).1.data_type(),
+            DataType::List(item) if item.data_type() == &DataType::LargeBinary
+        );
+        let items: ArrayRef = if large {
+            Arc::new(LargeBinaryArray::from_iter_values(items.iter()))
+        } else {
+            Arc::new(BinaryArray::from_iter_values(items.iter()))
+        };
         self.list(name, items)
     }
 

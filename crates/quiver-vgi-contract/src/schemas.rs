@@ -323,3 +323,120 @@ pub static TABLE_CARDINALITY: LazyLock<SchemaRef> = LazyLock::new(|| {
         field("max", DataType::Int64, true),
     ])
 });
+
+/// `TableFunctionPlanRequest` (engine → worker): plan a scan into splits, or continue a plan
+/// from `cursor`.
+pub static PLAN_REQUEST: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("bind_call", DataType::Binary, false),
+        field("bind_opaque_data", DataType::Binary, true),
+        field("projection_ids", list_of(DataType::Int64), true),
+        field("pushdown_filters", DataType::LargeBinary, true),
+        field("join_keys", list_of(DataType::LargeBinary), true),
+        field("row_limit", DataType::Int64, true),
+        field("target_split_bytes", DataType::Int64, true),
+        field("min_splits", DataType::Int64, true),
+        field("max_splits_per_response", DataType::Int64, true),
+        field("cursor", DataType::Binary, true),
+        field("refined_filters", DataType::LargeBinary, true),
+        field("filters_complete", DataType::Boolean, false),
+        field("start_position", DataType::Binary, true),
+        field("end_position", DataType::Binary, true),
+        field("order_by_column_name", DataType::Utf8, true),
+        field("order_by_direction", enum_type(), true),
+        field("order_by_null_order", enum_type(), true),
+        field("order_by_limit", DataType::Int64, true),
+        field("tablesample_percentage", DataType::Float64, true),
+        field("tablesample_seed", DataType::Int64, true),
+    ])
+});
+
+/// `PlanResponse` (worker → engine): one page of splits, each a serialized [`SCAN_SPLIT`].
+pub static PLAN_RESPONSE: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("splits", list_of(DataType::Binary), false),
+        field("next_cursors", list_of(DataType::Binary), true),
+        field("execution_id", DataType::Binary, true),
+        field("init_opaque_data", DataType::Binary, true),
+        field("max_workers", DataType::Int64, true),
+        field("estimated_total_splits", DataType::Int64, true),
+        field("estimated_total_rows", DataType::Int64, true),
+        field("estimated_total_bytes", DataType::Int64, true),
+        field("catalog_version", DataType::Int64, true),
+        field("scope", DataType::Utf8, false),
+        field("locations", list_of(DataType::Utf8), true),
+        field("partitioning", list_of(DataType::Binary), true),
+        field("sort_order", list_of(DataType::Binary), true),
+        field("cache_max_age_seconds", DataType::Int64, true),
+        field("start_position", DataType::Binary, true),
+        field("end_position", DataType::Binary, true),
+    ])
+});
+
+/// `ScanSplit`: one named, independently redeemable unit of a scan.
+pub static SCAN_SPLIT: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("payload", DataType::Binary, false),
+        field("token", DataType::Binary, false),
+        field("estimated_rows", DataType::Int64, true),
+        field("rows_exact", DataType::Boolean, false),
+        field("estimated_bytes", DataType::Int64, true),
+        field("partition_bounds", DataType::Binary, true),
+        field("column_statistics", DataType::Binary, true),
+        field("location_ids", list_of(DataType::Int64), true),
+        field("start_position", DataType::Binary, true),
+        field("end_position", DataType::Binary, true),
+    ])
+});
+
+/// `TableBufferingProcessRequest` (engine → worker): sink one input batch.
+pub static BUFFERING_PROCESS_REQUEST: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("function_name", DataType::Utf8, false),
+        field("execution_id", DataType::Binary, false),
+        field("input_batch", DataType::Binary, false),
+        field("attach_opaque_data", DataType::Binary, true),
+        field("transaction_id", DataType::Binary, true),
+        field("batch_index", DataType::Int64, true),
+        field("schema_path", list_of(DataType::Utf8), true),
+    ])
+});
+
+/// `TableBufferingProcessResponse`: the state id the worker stored the batch under.
+pub static BUFFERING_PROCESS_RESPONSE: LazyLock<SchemaRef> =
+    LazyLock::new(|| schema(vec![field("state_id", DataType::Binary, false)]));
+
+/// `TableBufferingCombineRequest` (engine → worker): the input ended; every state id so far.
+pub static BUFFERING_COMBINE_REQUEST: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("function_name", DataType::Utf8, false),
+        field("execution_id", DataType::Binary, false),
+        field("state_ids", list_of(DataType::Binary), false),
+        field("attach_opaque_data", DataType::Binary, true),
+        field("transaction_id", DataType::Binary, true),
+        field("schema_path", list_of(DataType::Utf8), true),
+    ])
+});
+
+/// `TableBufferingCombineResponse`: one finalize stream per id, in order.
+pub static BUFFERING_COMBINE_RESPONSE: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![field(
+        "finalize_state_ids",
+        list_of(DataType::Binary),
+        false,
+    )])
+});
+
+/// `TableBufferingDestructorRequest` (engine → worker): best-effort cleanup at the end.
+pub static BUFFERING_DESTRUCTOR_REQUEST: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema(vec![
+        field("function_name", DataType::Utf8, false),
+        field("execution_id", DataType::Binary, false),
+        field("attach_opaque_data", DataType::Binary, true),
+        field("transaction_id", DataType::Binary, true),
+        field("schema_path", list_of(DataType::Utf8), true),
+    ])
+});
+
+/// `TableBufferingDestructorResponse`: an empty acknowledgement.
+pub static BUFFERING_DESTRUCTOR_RESPONSE: LazyLock<SchemaRef> = LazyLock::new(|| schema(vec![]));

@@ -87,6 +87,8 @@ fn init_request(
         projection_ids: None,
         pushdown_filters: None,
         phase: None,
+        split_tokens: None,
+        finalize_state_id: None,
         execution_id,
         init_opaque_data: None,
         substream_id: None,

@@ -51,7 +51,7 @@ pub fn bind_call(catalog: &Catalog, request: &BindRequest) -> Result<Bound, Erro
                 "{name}() is a table function: it takes no input table (bound with an input schema)"
             )))
         }
-        (FunctionKind::TableInOut, None) => {
+        (FunctionKind::TableInOut | FunctionKind::TableBuffering, None) => {
             return Err(errors::invalid_argument(format!(
                 "{name}() is a table-in-out function: it needs an input table (bound without an input schema)"
             )))
@@ -82,7 +82,7 @@ pub fn bind_call(catalog: &Catalog, request: &BindRequest) -> Result<Bound, Erro
                 true,
             )]))
         }
-        Body::Table { bind, .. } | Body::TableInOut { bind, .. } => {
+        Body::Table { bind, .. } | Body::TableInOut { bind, .. } | Body::Buffered { bind, .. } => {
             let schema = bind(&BindInput {
                 args: &args,
                 input_schema: input_schema.as_ref(),
@@ -111,6 +111,7 @@ fn check_function_type(function: &Function, requested: &str) -> Result<(), Error
     let fits = match function.kind {
         FunctionKind::Scalar => requested == function_type::SCALAR,
         FunctionKind::Table | FunctionKind::TableInOut => requested == function_type::TABLE,
+        FunctionKind::TableBuffering => requested == function_type::TABLE_BUFFERING,
         FunctionKind::Aggregate => requested == quiver_vgi_contract::aggregate::FUNCTION_TYPE,
     };
     if fits {

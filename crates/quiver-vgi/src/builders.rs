@@ -13,7 +13,7 @@ use crate::declarations::{Arg, Capabilities, FunctionKind};
 use crate::docs::FunctionDocs;
 use crate::function::{
     BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
-    WorkBody,
+    SplitsBody, WorkBody,
 };
 use crate::in_out_state::{Emitter, InOutInit, InOutState};
 use crate::scan::{ScanInit, TableScan};
@@ -108,6 +108,7 @@ pub struct TableFunction {
     bind: Option<Arc<BindBody>>,
     work: Option<Arc<WorkBody>>,
     cardinality: Option<Arc<CardinalityBody>>,
+    splits: Option<Arc<SplitsBody>>,
 }
 
 impl TableFunction {
@@ -125,6 +126,7 @@ impl TableFunction {
             bind: None,
             work: None,
             cardinality: None,
+            splits: None,
         }
     }
 
@@ -186,6 +188,18 @@ impl TableFunction {
         self
     }
 
+    /// Plans the scan into splits: one payload per unit of work. The engine asks for the plan
+    /// (`table_function_plan`), then redeems each split on any connection; the scan reads its
+    /// unit from [`ScanInit::split`](crate::ScanInit::split). With it, `max_workers` bounds how
+    /// many splits run at once.
+    pub fn splits<F>(mut self, splits: F) -> Self
+    where
+        F: Fn(&Args) -> Result<Vec<Vec<u8>>, ErrorReport> + Send + Sync + 'static,
+    {
+        self.splits = Some(Arc::new(splits));
+        self
+    }
+
     /// A row-count estimate for the engine's planner.
     pub fn cardinality<F>(mut self, cardinality: F) -> Self
     where
@@ -218,6 +232,7 @@ impl TableFunction {
                 work: self.work,
                 scan: factory,
                 cardinality: self.cardinality,
+                splits: self.splits,
             },
             docs: FunctionDocs::default(),
         };
@@ -314,6 +329,34 @@ impl TableInOutFunction {
     {
         let map = Arc::new(map);
         self.build(false, move |_| Ok(MapState { map: map.clone() }))
+    }
+
+    /// Makes it a buffered table function (`table_buffering`): `body` runs once, with every
+    /// input batch, after the input ended; completes the definition.
+    pub fn buffered<F>(self, body: F) -> Function
+    where
+        F: Fn(&Args, &[RecordBatch]) -> Result<Vec<RecordBatch>, ErrorReport>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let function = Function {
+            name: self.name,
+            kind: FunctionKind::TableBuffering,
+            description: self.description,
+            args: self.args,
+            caps: Capabilities {
+                max_workers: Some(1),
+                ..self.caps
+            },
+            body: Body::Buffered {
+                bind: self.bind,
+                body: Arc::new(body),
+            },
+            docs: FunctionDocs::default(),
+        };
+        function.check();
+        function
     }
 
     /// A stateful body, one state per substream; completes the definition.

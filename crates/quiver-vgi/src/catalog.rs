@@ -146,8 +146,9 @@ impl Catalog {
 
     fn schema_info(&self, schema: &SchemaDecl) -> RecordBatch {
         let name = schema.name.as_str();
-        let tables =
-            self.count(name, FunctionKind::Table) + self.count(name, FunctionKind::TableInOut);
+        let tables = self.count(name, FunctionKind::Table)
+            + self.count(name, FunctionKind::TableInOut)
+            + self.count(name, FunctionKind::TableBuffering);
         let counts = [
             (
                 "aggregate_function",
@@ -176,7 +177,12 @@ impl Catalog {
             .filter(|f| match wanted {
                 object_type::SCALAR_FUNCTION => f.kind == FunctionKind::Scalar,
                 object_type::TABLE_FUNCTION => {
-                    matches!(f.kind, FunctionKind::Table | FunctionKind::TableInOut)
+                    matches!(
+                        f.kind,
+                        FunctionKind::Table
+                            | FunctionKind::TableInOut
+                            | FunctionKind::TableBuffering
+                    )
                 }
                 object_type::AGGREGATE_FUNCTION => f.kind == FunctionKind::Aggregate,
                 _ => false,
@@ -336,6 +342,7 @@ pub fn function_info(function: &Function, schema: &str) -> RecordBatch {
             }),
         )
         .bool("has_finalize", Some(caps.has_finalize))
+        .bool("supports_splits", Some(function.supports_splits()))
         .finish()
 }
 

@@ -18,6 +18,8 @@ pub enum FunctionKind {
     TableInOut,
     /// Rows in, one value per group out (`aggregate.rs`).
     Aggregate,
+    /// A table in, a table out once the whole input arrived (`table_buffering`).
+    TableBuffering,
 }
 
 impl FunctionKind {
@@ -27,6 +29,7 @@ impl FunctionKind {
             FunctionKind::Scalar => function_type::SCALAR,
             FunctionKind::Table | FunctionKind::TableInOut => function_type::TABLE,
             FunctionKind::Aggregate => quiver_vgi_contract::aggregate::FUNCTION_TYPE,
+            FunctionKind::TableBuffering => function_type::TABLE_BUFFERING,
         }
     }
 
@@ -37,6 +40,7 @@ impl FunctionKind {
             FunctionKind::Table => "a table function",
             FunctionKind::TableInOut => "a table-in-out function",
             FunctionKind::Aggregate => "an aggregate function",
+            FunctionKind::TableBuffering => "a buffered table function",
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use quiver_wire::ErrorReport;
 
@@ -49,12 +49,20 @@ pub type ScanFactory =
 /// The units of work an execution shares between its connections.
 pub type WorkBody = dyn Fn(&Args) -> Result<u64, ErrorReport> + Send + Sync;
 
+/// The splits a planned scan is divided into: one payload (the function's own bytes naming a
+/// unit of work) per split.
+pub type SplitsBody = dyn Fn(&Args) -> Result<Vec<Vec<u8>>, ErrorReport> + Send + Sync;
+
 /// An estimate of a table function's row count, for the engine's planner.
 pub type CardinalityBody = dyn Fn(&Args) -> Result<Option<u64>, ErrorReport> + Send + Sync;
 
 /// Makes the state of one table-in-out substream.
 pub type InOutFactory =
     dyn Fn(&InOutInit<'_>) -> Result<Box<dyn InOutState>, ErrorReport> + Send + Sync;
+
+/// A buffered table function's body: the whole input in, the output batches out.
+pub type BufferedBody =
+    dyn Fn(&Args, &[RecordBatch]) -> Result<Vec<RecordBatch>, ErrorReport> + Send + Sync;
 
 /// The body of a function, by kind.
 pub(crate) enum Body {
@@ -67,10 +75,15 @@ pub(crate) enum Body {
         work: Option<Arc<WorkBody>>,
         scan: Arc<ScanFactory>,
         cardinality: Option<Arc<CardinalityBody>>,
+        splits: Option<Arc<SplitsBody>>,
     },
     TableInOut {
         bind: Arc<BindBody>,
         state: Arc<InOutFactory>,
+    },
+    Buffered {
+        bind: Arc<BindBody>,
+        body: Arc<BufferedBody>,
     },
     Aggregate {
         result_type: DataType,
@@ -103,6 +116,17 @@ impl Function {
     /// The capabilities.
     pub fn capabilities(&self) -> Capabilities {
         self.caps
+    }
+
+    /// Whether its scan is planned into splits (`table_function_plan`).
+    pub fn supports_splits(&self) -> bool {
+        matches!(
+            &self.body,
+            Body::Table {
+                splits: Some(_),
+                ..
+            }
+        )
     }
 
     /// Puts the function in schema `name` (declared with the worker's `schema` or not); without
@@ -190,7 +214,7 @@ impl Function {
         }
         let tables = self.args.iter().filter(|a| a.table).count();
         match self.kind {
-            FunctionKind::TableInOut => {
+            FunctionKind::TableInOut | FunctionKind::TableBuffering => {
                 assert_eq!(
                     tables, 1,
                     "{}: a table-in-out function has one TABLE argument",
@@ -222,11 +246,11 @@ impl Function {
             "{}: only table-in-out functions finalize",
             self.name
         );
-        if let Body::Table { work, .. } = &self.body {
-            // Without shared work, every connection would produce the whole table.
+        if let Body::Table { work, splits, .. } = &self.body {
+            // Without shared work or splits, every connection would produce the whole table.
             assert!(
-                work.is_some() || self.caps.max_workers == Some(1),
-                "{}: a table function with max_workers > 1 needs shared_work()",
+                work.is_some() || splits.is_some() || self.caps.max_workers == Some(1),
+                "{}: a table function with max_workers > 1 needs shared_work() or splits()",
                 self.name
             );
         }

@@ -15,6 +15,7 @@ use quiver_vgi_contract::{GlobalInitResponse, InitRequest};
 use quiver_wire::{ErrorReport, LogLevel, LogRecord};
 
 use crate::bind::{bind_call, Bound};
+use crate::buffered;
 use crate::catalog::Catalog;
 use crate::declarations::FunctionKind;
 use crate::execution::{hex, mint_id, parse_id, ExecutionId, Executions};
@@ -23,6 +24,7 @@ use crate::function::Body;
 use crate::in_out_state::InOutInit;
 use crate::limits::MAX_WORKERS_UNBOUNDED;
 use crate::logging::{self, Level};
+use crate::plan;
 use crate::projection::Projection;
 use crate::scalar::ScalarStream;
 use crate::scan::ScanInit;
@@ -35,6 +37,8 @@ pub struct InitContext {
     pub catalog: Arc<Catalog>,
     /// Shared execution state of this process.
     pub executions: Arc<Executions>,
+    /// The buffered calls open in this process.
+    pub buffered: Arc<buffered::BufferedCalls>,
 }
 
 /// Registers `init`.
@@ -71,9 +75,18 @@ fn init(
         (FunctionKind::Table, None) => table(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::INPUT)) => input(context, bound, &request, ctx),
         (FunctionKind::TableInOut, Some(init_phase::FINALIZE)) => finalize(context, bound, &request),
+        (FunctionKind::TableBuffering, Some(init_phase::TABLE_BUFFERING)) => {
+            buffered::sink(&context.buffered, bound, &request)
+        }
+        (FunctionKind::TableBuffering, Some(init_phase::TABLE_BUFFERING_FINALIZE)) => {
+            buffered::output(&context.buffered, bound, &request)
+        }
+        (FunctionKind::TableBuffering, None) => Err(errors::invalid_argument(format!(
+            "{name}() is a buffered table function: init takes phase TABLE_BUFFERING or \
+             TABLE_BUFFERING_FINALIZE"
+        ))),
         (FunctionKind::Aggregate, _) => Err(errors::invalid_argument(format!(
-            "{}() is an aggregate function: it is called with aggregate_update, not init",
-            bound.function.name
+            "{name}() is an aggregate function: it is called with aggregate_update, not init"
         ))),
         (FunctionKind::TableInOut, None) => Err(errors::invalid_argument(format!(
             "{name}() is a table-in-out function: it requires an input row stream (init phase INPUT)"
@@ -177,12 +190,28 @@ fn table(
     request: &InitRequest,
     ctx: &mut CallContext<'_>,
 ) -> Result<StreamSetup, ErrorReport> {
-    let Body::Table { work, scan, .. } = &bound.function.body else {
+    let Body::Table {
+        work, scan, splits, ..
+    } = &bound.function.body
+    else {
         unreachable!("kind Table has a table body");
+    };
+    let split = match &request.split_tokens {
+        Some(tokens) => Some(plan::redeem(&bound, &request.bind_call, tokens)?),
+        None if splits.is_some() => {
+            return Err(errors::invalid_argument(format!(
+                "{}() plans its scan into splits: call table_function_plan, then init with \
+                 split_tokens",
+                bound.function.name
+            )))
+        }
+        None => None,
     };
     let projection = projection(&bound, request)?;
     let filters = filters(&bound, request, ctx)?;
     let (execution, is_primary) = execution_id(request)?;
+    // A split stands alone: it shares no work with other connections.
+    let is_primary = is_primary || split.is_some();
     if is_primary {
         logging::log(
             Level::Debug,
@@ -194,6 +223,7 @@ fn table(
         );
     }
     let shared = match (work, is_primary) {
+        _ if split.is_some() => None,
         (None, _) => None,
         (Some(work), true) => Some(context.executions.start(execution, work(&bound.args)?)?),
         (Some(_), false) => Some(context.executions.join(execution)?),
@@ -202,8 +232,13 @@ fn table(
         args: &bound.args,
         output_schema: &bound.output_schema,
         is_primary,
+        split: split.as_deref(),
     })?;
-    let max_workers = i64::from(bound.function.caps.max_workers.unwrap_or(1));
+    let max_workers = if split.is_some() {
+        1
+    } else {
+        i64::from(bound.function.caps.max_workers.unwrap_or(1))
+    };
     let output_schema = projection.schema().clone();
     let stream = TableStream::new(
         &bound.function.name,

@@ -19,6 +19,8 @@ pub struct ScanInit<'a> {
     pub output_schema: &'a SchemaRef,
     /// Whether this is the primary connection of the execution.
     pub is_primary: bool,
+    /// The payload of the split this connection reads, for a scan planned into splits.
+    pub split: Option<&'a [u8]>,
 }
 
 /// What a scan sees on each tick.

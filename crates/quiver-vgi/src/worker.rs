@@ -164,12 +164,16 @@ impl Worker {
         crate::catalog::register(&mut service, catalog.clone());
         crate::bind::register(&mut service, catalog.clone());
         crate::bind::register_cardinality(&mut service, catalog.clone());
+        crate::plan::register(&mut service, catalog.clone());
+        let buffered = Arc::new(crate::buffered::BufferedCalls::default());
+        crate::buffered::register(&mut service, buffered.clone());
         crate::aggregate::register(&mut service, catalog.clone());
         crate::init::register(
             &mut service,
             Arc::new(InitContext {
                 catalog,
                 executions,
+                buffered,
             }),
         );
         service

@@ -169,6 +169,8 @@ fn init_request(bind: BindRequest, output: SchemaRef) -> InitRequest {
         projection_ids: None,
         pushdown_filters: None,
         phase: None,
+        split_tokens: None,
+        finalize_state_id: None,
         execution_id: None,
         init_opaque_data: None,
         substream_id: None,
@@ -475,8 +477,8 @@ fn catalog_lists_functions_by_kind() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    // Unimplemented vgi.v2 methods are method_not_implemented.
-    match client.call("aggregate_bind", &request(vec![])) {
+    // Unimplemented vgi.v2 methods (the optional statistics) are method_not_implemented.
+    match client.call("table_function_statistics", &request(vec![])) {
         Err(RpcError::Remote(report)) => {
             assert_eq!(report.kind.as_deref(), Some("method_not_implemented"))
         }

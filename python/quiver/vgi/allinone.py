@@ -1,7 +1,9 @@
-"""The example worker: ``numbers(n)``, ``echo(TABLE)``, ``upper_case(VARCHAR)`` and three aggregates.
+"""The example worker: scans, table functions, a scalar and three aggregates.
 
-The aggregates ``sum_int``, ``avg_double`` and ``concat_agg`` mean the same as in the Rust and Java
-examples.
+``numbers(n)``, ``split_numbers(n, splits)``, ``echo(TABLE)``, ``row_count(TABLE)``,
+``upper_case(VARCHAR)``, ``sum_int``, ``avg_double`` and ``concat_agg``. ``split_numbers`` is a
+split-planned scan, ``row_count`` a buffered table function. Every function means the same as in
+the Rust and Java examples.
 
 ``python -m quiver.vgi.allinone`` (stdio) or ``... --unix PATH [--idle-timeout SECS]``;
 attach it from DuckDB with ``LOCATION 'launch:python -m quiver.vgi.allinone'``.
@@ -9,6 +11,7 @@ attach it from DuckDB with ``LOCATION 'launch:python -m quiver.vgi.allinone'``.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,16 +23,20 @@ from quiver.vgi import Arg, Example, InvalidArgumentError, Worker
 DEFAULT_BATCH_ROWS = 1 << 20
 NUMBERS = pa.schema([pa.field("n", pa.int64())])
 
+ROW_COUNT = pa.schema([pa.field("rows", pa.int64())])
+SPLIT_RANGE = struct.Struct("<qq")
+
 # The main schema's vgi.categories registry, which each function's vgi.category names.
 CATEGORIES = (
-    '[{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, '
+    '[{"name": "aggregates", "title": "Aggregates", "description": "Functions over the rows of a group"}, '
+    '{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, '
     '{"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, '
     '{"name": "text", "title": "Text", "description": "Functions over strings"}]'
 )
 
 worker = Worker(
     "allinone",
-    "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg",
+    "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, sum_int, avg_double, concat_agg",
     comment="quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case",
     tags={
         "vgi.title": "quiver all-in-one example",
@@ -87,6 +94,57 @@ def numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays([pc.add(base.slice(0, end - start), start)], schema=NUMBERS)
 
 
+def _split_ranges(args: dict[str, Any]) -> list[bytes]:
+    """[0, n) in ``splits`` contiguous ranges (the first ones one row longer), one payload each."""
+    n, k = args["n"], args["splits"]
+    base, extra = divmod(n, k)
+    payloads, lo = [], 0
+    for i in range(k):
+        hi = lo + base + (1 if i < extra else 0)
+        payloads.append(SPLIT_RANGE.pack(lo, hi))
+        lo = hi
+    return payloads
+
+
+@worker.table(
+    output=NUMBERS,
+    args=[
+        Arg("n", pa.int64(), "how many numbers", min=0),
+        Arg("splits", pa.int64(), "how many splits", named=True, default=4, min=1, max=1_000_000),
+    ],
+    projection=True,
+    max_workers=8,
+    splits=_split_ranges,
+    comment="The integers 0..n-1, planned into splits that run in parallel",
+    tags={"vgi.category": "generators"},
+    categories=["generators"],
+    examples=[
+        Example("SELECT sum(n) FROM allinone.main.split_numbers(1000, splits := 8)", "The sum of 0..999: 499500")
+    ],
+)
+def split_numbers(args: dict[str, Any], scan: Any) -> Iterator[pa.RecordBatch]:
+    """The integers 0 .. n-1 as column n, planned into splits: each init reads one range."""
+    lo, hi = SPLIT_RANGE.unpack(scan.split)
+    for start in range(lo, hi, DEFAULT_BATCH_ROWS):
+        end = min(hi, start + DEFAULT_BATCH_ROWS)
+        yield pa.RecordBatch.from_arrays([pa.array(range(start, end), pa.int64())], schema=NUMBERS)
+
+
+@worker.buffered_table(
+    args=[Arg.table_input("data", "the rows to count")],
+    output=ROW_COUNT,
+    comment="Counts the rows of its whole input table",
+    tags={"vgi.category": "tables"},
+    categories=["tables"],
+    examples=[
+        Example("SELECT * FROM allinone.main.row_count((SELECT * FROM range(10)))", "Ten rows counted at once: 10")
+    ],
+)
+def row_count(args: dict[str, Any], table: pa.Table) -> pa.RecordBatch:
+    """One row: how many rows the whole input has (a buffered table function: it sees all of it)."""
+    return pa.RecordBatch.from_arrays([pa.array([table.num_rows], pa.int64())], schema=ROW_COUNT)
+
+
 @worker.table_in_out(
     args=[Arg.table_input("data", "the rows to pass through")],
     finalize=lambda args, state: [],
@@ -102,7 +160,15 @@ def echo(args: dict[str, Any], state: Any, batch: pa.RecordBatch) -> pa.RecordBa
     return batch
 
 
-@worker.aggregate(name="sum_int", returns=pa.int64(), args=[Arg("x", pa.int64(), "the values to add")])
+@worker.aggregate(
+    name="sum_int",
+    returns=pa.int64(),
+    args=[Arg("x", pa.int64(), "the values to add")],
+    comment="Adds up the non-NULL integers of a group",
+    tags={"vgi.category": "aggregates"},
+    categories=["aggregates"],
+    examples=[Example("SELECT allinone.main.sum_int(x) FROM range(5) t(x)", "The sum of 0..4: 10")],
+)
 class SumInt:
     """Sum of the non-NULL values; NULL when there are none; an error on overflow."""
 
@@ -126,7 +192,15 @@ def _checked(total: int) -> int:
     return total
 
 
-@worker.aggregate(name="avg_double", returns=pa.float64(), args=[Arg("x", pa.float64(), "the values to average")])
+@worker.aggregate(
+    name="avg_double",
+    returns=pa.float64(),
+    args=[Arg("x", pa.float64(), "the values to average")],
+    comment="Averages the non-NULL doubles of a group",
+    tags={"vgi.category": "aggregates"},
+    categories=["aggregates"],
+    examples=[Example("SELECT allinone.main.avg_double(x::DOUBLE) FROM range(5) t(x)", "The mean of 0..4: 2.0")],
+)
 class AvgDouble:
     """Mean of the non-NULL values; NULL when there are none."""
 
@@ -152,6 +226,15 @@ class AvgDouble:
     returns=pa.string(),
     args=[Arg("s", pa.string(), "the strings to join"), Arg("sep", pa.string(), "the separator", constant=True)],
     order_dependent=True,
+    comment="Joins the strings of a group with a separator, in the order given",
+    tags={"vgi.category": "aggregates"},
+    categories=["aggregates"],
+    examples=[
+        Example(
+            "SELECT allinone.main.concat_agg(s, '-' ORDER BY s) FROM (VALUES ('b'), ('a'), ('c')) t(s)",
+            "The strings in order, joined by '-': a-b-c",
+        )
+    ],
 )
 class ConcatAgg:
     """The non-NULL strings joined by sep, in the order given (ORDER BY inside the call)."""

@@ -15,7 +15,7 @@ import pyarrow as pa
 from . import wire
 from .catalog import resolve
 from .errors import ArgumentValidationError, InvalidArgumentError
-from .function import SCALAR, TABLE, TABLE_IN_OUT, Function, sql_name
+from .function import SCALAR, TABLE, TABLE_BUFFERING, TABLE_IN_OUT, Function, sql_name
 from .log import log
 
 if TYPE_CHECKING:
@@ -52,13 +52,14 @@ def bind(worker: Worker, request: dict[str, Any]) -> Bound:
                 )
         args = function.bind_arguments(request.get("arguments"))
         return Bound(function, args, input_schema, pa.schema([pa.field("result", function.returns)]))
-    kind_name = "table function" if function.kind == TABLE else "table-in-out function"
-    if function_type != "TABLE":
+    kind_name = _KIND_NAMES[function.kind]
+    expected = "TABLE_BUFFERING" if function.kind == TABLE_BUFFERING else "TABLE"
+    if function_type != expected:
         raise InvalidArgumentError(f"{name}() is a {kind_name}, but was bound as {function_type}")
     if function.kind == TABLE and input_schema is not None:
         raise InvalidArgumentError(f"{name}() is a table function: it takes no input table")
-    if function.kind == TABLE_IN_OUT and input_schema is None:
-        raise InvalidArgumentError(f"{name}() is a table-in-out function: it needs an input table")
+    if function.kind != TABLE and input_schema is None:
+        raise InvalidArgumentError(f"{name}() is a {kind_name}: it needs an input table")
     args = function.bind_arguments(request.get("arguments"))
     output = function.output
     if callable(output):
@@ -66,6 +67,13 @@ def bind(worker: Worker, request: dict[str, Any]) -> Bound:
     if output is None:
         output = input_schema
     return Bound(function, args, input_schema, output)
+
+
+_KIND_NAMES = {
+    TABLE: "table function",
+    TABLE_IN_OUT: "table-in-out function",
+    TABLE_BUFFERING: "buffered table function",
+}
 
 
 def _sql(arrow_type: pa.DataType) -> str:

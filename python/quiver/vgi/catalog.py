@@ -19,7 +19,7 @@ from . import filters as vgi_filters
 from . import wire
 from .docs import Schema, tag_items
 from .errors import NotFoundError, OpaqueDataNotRecognizedError
-from .function import AGGREGATE, SCALAR, Function
+from .function import AGGREGATE, SCALAR, TABLE_BUFFERING, Function
 from .protocol import SchemaObjectType
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def function_info(function: Function) -> dict[str, Any]:
         "tags": tag_items(function.docs.tags),
         "name": function.name,
         "schema_path": [function.schema],
-        "function_type": {SCALAR: "SCALAR", AGGREGATE: "AGGREGATE"}.get(function.kind, "TABLE"),
+        "function_type": _FUNCTION_TYPES.get(function.kind, "TABLE"),
         "arguments": wire.schema_bytes(function.arguments_schema()),
         "output_schema": wire.schema_bytes(output),
         "parameter_default_values": None if defaults is None else wire.stream_bytes([defaults], defaults.schema),
@@ -69,7 +69,7 @@ def function_info(function: Function) -> dict[str, Any]:
         "order_preservation": "PRESERVES_ORDER" if table_like else None,
         "max_workers": function.max_workers if table_like else None,
         "supports_batch_index": False,
-        "supports_splits": False,
+        "supports_splits": function.splits is not None,
         "filters_exactly_applied": False,
         "supports_positions": False,
         "split_token_ttl_seconds": None,
@@ -87,6 +87,9 @@ def function_info(function: Function) -> dict[str, Any]:
         "required_settings": [],
         "required_secrets": [],
     }
+
+
+_FUNCTION_TYPES = {SCALAR: "SCALAR", AGGREGATE: "AGGREGATE", TABLE_BUFFERING: "TABLE_BUFFERING"}
 
 
 def schema_info(schema: Schema, functions: list[Function]) -> dict[str, Any]:

@@ -13,7 +13,13 @@ from .docs import Docs
 from .errors import ArgumentValidationError
 from .wire import read_batch
 
-SCALAR, TABLE, TABLE_IN_OUT, AGGREGATE = "scalar", "table", "table-in-out", "aggregate"
+SCALAR, TABLE, TABLE_IN_OUT, TABLE_BUFFERING, AGGREGATE = (
+    "scalar",
+    "table",
+    "table-in-out",
+    "table-buffering",
+    "aggregate",
+)
 _SQL_NAMES = {
     pa.int8(): "TINYINT",
     pa.int16(): "SMALLINT",
@@ -124,6 +130,10 @@ class Function:
     shared_work: Callable[[dict[str, Any]], int] | None = None
     finalize: Callable[..., Any] | None = None
     initial_state: Callable[[dict[str, Any]], Any] | None = None
+    # Split scans: ``splits(args) -> list[bytes]`` names the scan's units of work (payloads).
+    splits: Callable[[dict[str, Any]], list[bytes]] | None = None
+    # Splits per plan page (the engine may ask for fewer); None: the SDK's default.
+    splits_per_page: int | None = None
     order_dependent: bool = False
     distinct_dependent: bool = False
     schema: str | None = None

@@ -16,11 +16,11 @@ import pyarrow as pa
 
 from ..rpc import CallContext, ExchangeState, Output, Stream
 from ..rpc.stream import AnnotatedBatch
+from . import buffering, splits, wire
 from . import filters as vgi_filters
-from . import wire
 from .bind import Bound, bind
 from .errors import InvalidArgumentError
-from .function import SCALAR, TABLE
+from .function import SCALAR, TABLE, TABLE_BUFFERING
 from .log import log
 from .protocol import STATUS_KEY, UNBOUNDED_WORKERS, GlobalInitResponse
 
@@ -36,10 +36,14 @@ class _VgiStream(Stream):  # type: ignore[type-arg]
 
 
 class _Scan:
-    """What a table function's body sees: its share of the execution's work."""
+    """What a table function's body sees: its share of the execution's work.
 
-    def __init__(self, counter: Any) -> None:
+    ``split`` is the payload of the split this init redeems, for a function that declares splits.
+    """
+
+    def __init__(self, counter: Any, split: bytes | None = None) -> None:
         self.counter = counter
+        self.split = split
         self.rows = 0
 
     def claim(self, units: int) -> tuple[int, int] | None:
@@ -140,10 +144,33 @@ def _shape(batch: pa.RecordBatch, schema: pa.Schema, filter: Any, projection: li
     return batch
 
 
+def _redeem(bound: Bound, init: dict[str, Any], tokens: list[bytes]) -> bytes:
+    """The payload of the one split an init redeems, checked against this bind."""
+    if len(tokens) != 1:
+        raise InvalidArgumentError(f"{bound.function.name}(): an init redeems one split, got {len(tokens)} tokens")
+    return splits.open_token(tokens[0], splits.fingerprint(wire.read_row(init["bind_call"])))
+
+
 class InitMethods:
     """The ``init`` method of :class:`~quiver.vgi.protocol.VgiV2`."""
 
     worker: Worker
+
+    def _init_buffered(self, bound: Bound, init: dict[str, Any], header: GlobalInitResponse, phase: Any) -> Stream:  # type: ignore[type-arg]
+        """The sink (a header, no data) or one finalize stream of a buffered call."""
+        header.max_workers = 1
+        if phase == "TABLE_BUFFERING":
+            self.worker.buffered.open(header.execution_id, bound)
+            return _VgiStream(bound.output_schema, _FinalizeState(iter(())), wire.EMPTY_SCHEMA, header, producer=True)
+        if phase == "TABLE_BUFFERING_FINALIZE":
+            call = self.worker.buffered.get(header.execution_id)
+            produced = buffering.output(call)
+            shaped = iter([_shape(b, bound.output_schema, None, None) for b in produced])
+            return _VgiStream(bound.output_schema, _FinalizeState(shaped), wire.EMPTY_SCHEMA, header, producer=True)
+        raise InvalidArgumentError(
+            f"{bound.function.name}() is a buffered table function: init takes phase TABLE_BUFFERING or "
+            f"TABLE_BUFFERING_FINALIZE (got {phase})"
+        )
 
     def init(self, request: bytes) -> Stream:  # type: ignore[type-arg]
         init = wire.read_row(request)
@@ -165,10 +192,25 @@ class InitMethods:
             if phase is not None:
                 raise InvalidArgumentError(f"{function.name}() is a scalar function: init takes no phase ({phase})")
             return _VgiStream(bound.output_schema, _ScalarState(bound), bound.input_schema, header)
+        if function.kind == TABLE_BUFFERING:
+            return self._init_buffered(bound, init, header, phase)
         if function.kind == TABLE:
             if phase is not None:
                 raise InvalidArgumentError(f"{function.name}() is a table function: init takes no phase ({phase})")
             executions = self.worker.executions
+            tokens = init.get("split_tokens")
+            if tokens is not None:
+                scan = _Scan(None, _redeem(bound, init, tokens))
+                header.max_workers = 1
+                output = _projected(bound.output_schema, projection)
+                batches = iter(function.body(bound.args, scan))
+                state = _TableState(bound, batches, filter, projection, output, scan)
+                return _VgiStream(output, state, wire.EMPTY_SCHEMA, header, producer=True)
+            if function.splits is not None:
+                raise InvalidArgumentError(
+                    f"{function.name}() plans its scan into splits: call table_function_plan, then init "
+                    "with split_tokens"
+                )
             if function.shared_work is None:
                 counter = None
                 header.max_workers = 1

@@ -182,6 +182,44 @@ CATALOG_CONTENTS_RESPONSE = pa.schema(
 
 CATALOG_VERSION_RESPONSE = pa.schema([_f("version", pa.int64(), False)])
 TABLE_CARDINALITY = pa.schema([_f("estimate", pa.int64()), _f("max", pa.int64())])
+# Split scans (``table_function_plan``): one split, one page of a plan.
+SCAN_SPLIT = pa.schema(
+    [
+        _f("payload", pa.binary(), False),
+        _f("token", pa.binary(), False),
+        _f("estimated_rows", pa.int64()),
+        _f("rows_exact", pa.bool_(), False),
+        _f("estimated_bytes", pa.int64()),
+        _f("partition_bounds", pa.binary()),
+        _f("column_statistics", pa.binary()),
+        _f("location_ids", pa.list_(pa.int64())),
+        _f("start_position", pa.binary()),
+        _f("end_position", pa.binary()),
+    ]
+)
+PLAN_RESPONSE = pa.schema(
+    [
+        _f("splits", BINARIES, False),
+        _f("next_cursors", BINARIES),
+        _f("execution_id", pa.binary()),
+        _f("init_opaque_data", pa.binary()),
+        _f("max_workers", pa.int64()),
+        _f("estimated_total_splits", pa.int64()),
+        _f("estimated_total_rows", pa.int64()),
+        _f("estimated_total_bytes", pa.int64()),
+        _f("catalog_version", pa.int64()),
+        _f("scope", pa.string(), False),
+        _f("locations", STRINGS),
+        _f("partitioning", BINARIES),
+        _f("sort_order", BINARIES),
+        _f("cache_max_age_seconds", pa.int64()),
+        _f("start_position", pa.binary()),
+        _f("end_position", pa.binary()),
+    ]
+)
+# Buffered table functions: what ``table_buffering_process`` / ``_combine`` / ``_destructor`` answer.
+BUFFERING_PROCESS_RESPONSE = pa.schema([_f("state_id", pa.binary(), False)])
+BUFFERING_COMBINE_RESPONSE = pa.schema([_f("finalize_state_ids", BINARIES, False)])
 
 
 def stream_bytes(batches: list[pa.RecordBatch], schema: pa.Schema) -> bytes:

@@ -25,13 +25,15 @@ from ..transport.stdio import stdio_connection
 from . import aggregate
 from .aggregate import AggregateMethods
 from .bind import BindMethods
+from .buffering import BufferedCalls, BufferingMethods
 from .catalog import CatalogMethods
 from .docs import Docs, Schema
 from .execution import Executions
-from .function import AGGREGATE, SCALAR, TABLE, TABLE_IN_OUT, Arg, Function
+from .function import AGGREGATE, SCALAR, TABLE, TABLE_BUFFERING, TABLE_IN_OUT, Arg, Function
 from .init import InitMethods
 from .log import LEVELS, log, set_level
 from .protocol import VgiV2
+from .splits import PlanMethods
 
 
 class Worker:
@@ -65,6 +67,7 @@ class Worker:
         self.schemas: dict[str, Schema] = {default_schema: Schema(default_schema)}
         self.functions: dict[str, Function] = {}
         self.executions = Executions()
+        self.buffered = BufferedCalls()
         self.aggregates = aggregate.Executions()
 
     def schema(self, name: str, *, comment: str | None = None, tags: Mapping[str, str] | None = None) -> Schema:
@@ -129,6 +132,8 @@ class Worker:
         filters: bool = False,
         max_workers: int = 1,
         shared_work: Callable[[dict[str, Any]], int] | None = None,
+        splits: Callable[[dict[str, Any]], list[bytes]] | None = None,
+        splits_per_page: int | None = None,
         schema: str | None = None,
         **docs: Any,
     ) -> Callable[[Callable[..., Any]], Function]:
@@ -136,6 +141,11 @@ class Worker:
 
         With ``shared_work(args) -> total units``, ``scan.claim(n)`` hands out ``(start, end)`` ranges
         across every connection of the execution (``None`` when done); then ``max_workers`` may exceed 1.
+
+        With ``splits(args) -> list[bytes]`` the scan is planned instead: each payload names one unit
+        of work, the engine redeems each on any connection, and the body reads its unit from
+        ``scan.split``. ``max_workers`` bounds how many splits run at once; ``splits_per_page`` how
+        many one plan page carries.
         """
         described = Docs(**docs)
 
@@ -150,8 +160,10 @@ class Worker:
                     output=output,
                     projection_pushdown=projection,
                     filter_pushdown=filters,
-                    max_workers=max_workers if shared_work else 1,
+                    max_workers=max_workers if shared_work or splits else 1,
                     shared_work=shared_work,
+                    splits=splits,
+                    splits_per_page=splits_per_page,
                     schema=schema,
                     docs=described,
                 )
@@ -208,6 +220,8 @@ class Worker:
         doc: str = "",
         order_dependent: bool = False,
         distinct_independent: bool = False,
+        schema: str | None = None,
+        **docs: Any,
     ) -> Callable[[Any], Function]:
         """Decorates an :class:`~quiver.vgi.aggregate.Aggregator` (a class, instantiated once, or an object).
 
@@ -215,6 +229,7 @@ class Worker:
         inside the call; ``distinct_independent``: ``DISTINCT`` does not change the result (a min, a
         max), so the engine may drop it (by default it is honoured).
         """
+        described = Docs(**docs)
 
         def wrap(aggregator: Any) -> Function:
             body = aggregator() if isinstance(aggregator, type) else aggregator
@@ -228,6 +243,45 @@ class Worker:
                     returns=returns,
                     order_dependent=order_dependent,
                     distinct_dependent=not distinct_independent,
+                    schema=schema,
+                    docs=described,
+                )
+            )
+
+        return wrap
+
+    def buffered_table(
+        self,
+        *,
+        args: list[Arg],
+        output: Callable[[pa.Schema, dict[str, Any]], pa.Schema] | pa.Schema | None = None,
+        name: str | None = None,
+        doc: str | None = None,
+        schema: str | None = None,
+        **docs: Any,
+    ) -> Callable[[Callable[..., Any]], Function]:
+        """``fn(args, table: pa.Table) -> pa.Table | RecordBatch | Iterable[RecordBatch]``.
+
+        A buffered table function (``table_buffering``), called once with the whole input table.
+
+        ``output`` is the output schema, or a function of the input schema (default: the input schema).
+        """
+        if not any(a.table for a in args):
+            raise ValueError("a buffered table function needs an Arg.table_input(...) argument")
+        described = Docs(**docs)
+
+        def wrap(body: Callable[..., Any]) -> Function:
+            return self.add(
+                Function(
+                    name or body.__name__,
+                    TABLE_BUFFERING,
+                    body,
+                    list(args),
+                    doc or _doc(body),
+                    output=output,
+                    max_workers=1,
+                    schema=schema,
+                    docs=described,
                 )
             )
 
@@ -309,7 +363,7 @@ def _doc(body: Callable[..., Any]) -> str:
     return (body.__doc__ or "").strip()
 
 
-class _Service(CatalogMethods, BindMethods, InitMethods, AggregateMethods):
+class _Service(CatalogMethods, BindMethods, InitMethods, PlanMethods, BufferingMethods, AggregateMethods):
     """The implementation of :class:`~quiver.vgi.protocol.VgiV2` for one :class:`Worker`."""
 
     def __init__(self, worker: Worker) -> None:

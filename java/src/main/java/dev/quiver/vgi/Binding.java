@@ -60,17 +60,17 @@ final class Binding {
       Schema output = new Schema(List.of(new Field("result", FieldType.nullable(function.returns), null)));
       return new Bound(function, args, input, output);
     }
-    if (!functionType.equals("TABLE")) {
+    if (!functionType.equals(function.kind.wireName())) {
       throw VgiErrors.invalidArgument(name + "() is " + function.kind.described + ", but was bound as " + functionType);
     }
     if (function.kind == Function.Kind.TABLE && input != null) {
       throw VgiErrors.invalidArgument(name + "() is a table function: it takes no input table");
     }
-    if (function.kind == Function.Kind.TABLE_IN_OUT && input == null) {
-      throw VgiErrors.invalidArgument(name + "() is a table-in-out function: it needs an input table");
+    if (function.kind != Function.Kind.TABLE && input == null) {
+      throw VgiErrors.invalidArgument(name + "() is " + function.kind.described + ": it needs an input table");
     }
     Args args = bindArguments(function, (byte[]) request.get("arguments"), allocator);
-    return new Bound(function, args, input, function.kind == Function.Kind.TABLE ? function.output : input);
+    return new Bound(function, args, input, function.kind == Function.Kind.TABLE_IN_OUT ? input : function.output);
   }
 
   /** A value as the call sent it, with its type. */

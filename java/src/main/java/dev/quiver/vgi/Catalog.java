@@ -149,7 +149,8 @@ final class Catalog {
     return switch (type) {
       case "SCALAR_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.SCALAR).toList();
       case "TABLE_FUNCTION" -> functions.stream()
-          .filter(f -> f.kind == Function.Kind.TABLE || f.kind == Function.Kind.TABLE_IN_OUT).toList();
+          .filter(f -> f.kind == Function.Kind.TABLE || f.kind == Function.Kind.TABLE_IN_OUT
+              || f.kind == Function.Kind.TABLE_BUFFERING).toList();
       case "AGGREGATE_FUNCTION" -> functions.stream().filter(f -> f.kind == Function.Kind.AGGREGATE).toList();
       default -> List.of();
     };
@@ -199,7 +200,7 @@ final class Catalog {
     row.put("order_preservation", tableLike ? "PRESERVES_ORDER" : null);
     row.put("max_workers", tableLike ? (long) function.maxWorkers : null);
     row.put("supports_batch_index", false);
-    row.put("supports_splits", false);
+    row.put("supports_splits", function.splits != null);
     row.put("filters_exactly_applied", false);
     row.put("supports_positions", false);
     row.put("partition_kind", "NOT_PARTITIONED");

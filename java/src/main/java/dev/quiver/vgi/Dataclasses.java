@@ -133,6 +133,24 @@ final class Dataclasses {
 
   static final Schema CATALOG_VERSION_RESPONSE = schema(req("version", INT64));
   static final Schema TABLE_CARDINALITY = schema(opt("estimate", INT64), opt("max", INT64));
+
+  /** {@code TableBufferingProcessResponse} and {@code TableBufferingCombineResponse}. */
+  static final Schema BUFFERING_PROCESS_RESPONSE = schema(req("state_id", BINARY));
+  static final Schema BUFFERING_COMBINE_RESPONSE = schema(binaries("finalize_state_ids"));
+
+  /** {@code ScanSplit}: one named unit of a split-planned scan. */
+  static final Schema SCAN_SPLIT = schema(req("payload", BINARY), req("token", BINARY), opt("estimated_rows", INT64),
+      req("rows_exact", BOOL), opt("estimated_bytes", INT64), opt("partition_bounds", BINARY),
+      opt("column_statistics", BINARY), listOf("location_ids", true, opt("item", INT64)), opt("start_position", BINARY),
+      opt("end_position", BINARY));
+
+  /** {@code PlanResponse}: one page of a plan. */
+  static final Schema PLAN_RESPONSE = schema(binaries("splits"), listOf("next_cursors", true, opt("item", BINARY)),
+      opt("execution_id", BINARY), opt("init_opaque_data", BINARY), opt("max_workers", INT64),
+      opt("estimated_total_splits", INT64), opt("estimated_total_rows", INT64), opt("estimated_total_bytes", INT64),
+      opt("catalog_version", INT64), req("scope", UTF8), strings("locations", true),
+      listOf("partitioning", true, opt("item", BINARY)), listOf("sort_order", true, opt("item", BINARY)),
+      opt("cache_max_age_seconds", INT64), opt("start_position", BINARY), opt("end_position", BINARY));
   /** {@code GlobalInitResponse}, the header of every {@code init} stream. */
   static final Schema GLOBAL_INIT_RESPONSE = schema(req("execution_id", BINARY), opt("opaque_data", BINARY),
       req("max_workers", INT64));

@@ -21,6 +21,7 @@ public final class Function {
     SCALAR("a scalar function"),
     TABLE("a table function"),
     TABLE_IN_OUT("a table-in-out function"),
+    TABLE_BUFFERING("a buffered table function"),
     AGGREGATE("an aggregate function");
 
     final String described;
@@ -32,6 +33,7 @@ public final class Function {
     String wireName() {
       return switch (this) {
         case SCALAR -> "SCALAR";
+        case TABLE_BUFFERING -> "TABLE_BUFFERING";
         case AGGREGATE -> "AGGREGATE";
         default -> "TABLE";
       };
@@ -74,6 +76,18 @@ public final class Function {
     VectorSchemaRoot apply(Args args, Object state, BufferAllocator allocator);
   }
 
+  /** A split-planned scan's units of work: one payload (the function's own bytes) per split. */
+  @FunctionalInterface
+  public interface Splits {
+    List<byte[]> payloads(Args args);
+  }
+
+  /** A buffered table function's body: the whole input in, the output (null for none) out. */
+  @FunctionalInterface
+  public interface BufferedBody {
+    VectorSchemaRoot apply(Args args, List<VectorSchemaRoot> input, BufferAllocator allocator);
+  }
+
   /** Most arguments one function declares. */
   public static final int ARGS_MAX = 64;
 
@@ -89,6 +103,8 @@ public final class Function {
   int maxWorkers = 1;
   SharedWork sharedWork;
   ScanFactory scan;
+  Splits splits;
+  BufferedBody buffered;
   InOutBody inOut;
   FinalizeBody finalizer;
   Aggregator<Object> aggregator;
@@ -156,7 +172,7 @@ public final class Function {
     if (args.stream().anyMatch(a -> a.name().equals(arg.name()))) {
       throw new IllegalArgumentException(name + "() declares argument '" + arg.name() + "' twice");
     }
-    if (arg.table() != (kind == Kind.TABLE_IN_OUT) && arg.table()) {
+    if (arg.table() && kind != Kind.TABLE_IN_OUT && kind != Kind.TABLE_BUFFERING) {
       throw new IllegalArgumentException(name + "(): only a table-in-out function takes an input table");
     }
     args.add(arg);
@@ -208,9 +224,32 @@ public final class Function {
     return this;
   }
 
+  /**
+   * The scan is planned into splits ({@code table_function_plan}): {@code splits(args)} names the
+   * units of work, the engine redeems each on any connection, up to {@code maxWorkers} at once, and
+   * the scan reads its unit from {@link Scan#split}.
+   */
+  public Function splits(int maxWorkers, Splits splits) {
+    require(Kind.TABLE, "splits");
+    if (maxWorkers < 1 || maxWorkers > 1024) {
+      throw new IllegalArgumentException(name + "(): maxWorkers must be 1..1024");
+    }
+    this.maxWorkers = maxWorkers;
+    this.splits = splits;
+    return this;
+  }
+
   public Function scan(ScanFactory factory) {
     require(Kind.TABLE, "scan");
     this.scan = factory;
+    return this;
+  }
+
+  /** A buffered table function's output schema and body, called once with the whole input. */
+  public Function buffered(Schema output, BufferedBody body) {
+    require(Kind.TABLE_BUFFERING, "buffered");
+    this.output = output;
+    this.buffered = body;
     return this;
   }
 
@@ -261,6 +300,7 @@ public final class Function {
       case SCALAR -> scalar != null && returns != null;
       case TABLE -> scan != null && output != null;
       case TABLE_IN_OUT -> inOut != null && args.stream().anyMatch(Arg::table);
+      case TABLE_BUFFERING -> buffered != null && output != null && args.stream().anyMatch(Arg::table);
       case AGGREGATE -> aggregator != null && returns != null;
     };
     if (!complete) {

@@ -62,7 +62,16 @@ final class Init {
         }
         Executions.Counter counter;
         long maxWorkers = UNBOUNDED_WORKERS;
-        if (function.sharedWork == null) {
+        byte[] split = null;
+        List<?> tokens = (List<?>) init.get("split_tokens");
+        if (tokens != null) {
+          split = Splits.redeem(function, bindCall, tokens);
+          counter = null;
+          maxWorkers = 1;
+        } else if (function.splits != null) {
+          throw VgiErrors.invalidArgument(function.name + "() plans its scan into splits: call table_function_plan, "
+              + "then init with split_tokens");
+        } else if (function.sharedWork == null) {
           counter = null;
           maxWorkers = 1;
         } else if (secondary) {
@@ -78,9 +87,22 @@ final class Init {
         Filters filters = function.filterPushdown && filterBytes != null && filterBytes.length > 0
             ? Filters.parse(filterBytes, bound.outputSchema(), allocator) : null;
         Schema output = projected(bound.outputSchema(), projection);
-        Scan scan = new Scan(counter, bound.args());
+        Scan scan = new Scan(counter, bound.args(), split);
         StreamState state = table(function, function.scan.start(bound.args()), scan, filters, projection);
         return StreamCall.producer(output, state).withHeader(header(executionId, opaque, maxWorkers, allocator));
+      }
+      case TABLE_BUFFERING -> {
+        if ("TABLE_BUFFERING".equals(phase)) {
+          worker.buffered.open(executionId, bound);
+          return StreamCall.producer(bound.outputSchema(), (input, out, ctx) -> out.finish())
+              .withHeader(header(executionId, null, 1, allocator));
+        }
+        if ("TABLE_BUFFERING_FINALIZE".equals(phase) && secondary) {
+          return StreamCall.producer(bound.outputSchema(), worker.buffered.output(executionId))
+              .withHeader(header(executionId, null, 1, allocator));
+        }
+        throw VgiErrors.invalidArgument(function.name + "() is a buffered table function: init takes phase "
+            + "TABLE_BUFFERING, or TABLE_BUFFERING_FINALIZE with its execution_id (got " + phase + ")");
       }
       default -> {
         String key = executionHex + "/" + HexFormat.of().formatHex(

@@ -17,11 +17,18 @@ public final class Scan {
 
   private final Executions.Counter counter;
   final Args args;
+  private final byte[] split;
   long rows;
 
-  Scan(Executions.Counter counter, Args args) {
+  Scan(Executions.Counter counter, Args args, byte[] split) {
     this.counter = counter;
     this.args = args;
+    this.split = split;
+  }
+
+  /** The payload of the split this connection reads (a split-planned scan), or null. */
+  public byte[] split() {
+    return split == null ? null : split.clone();
   }
 
   public Args args() {

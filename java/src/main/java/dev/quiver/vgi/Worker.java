@@ -48,6 +48,7 @@ public final class Worker {
   final Map<String, Docs> schemas = new LinkedHashMap<>();
   final Catalog catalog = new Catalog(this);
   final Executions executions = new Executions();
+  final Buffered buffered = new Buffered();
   final Aggregates aggregates = new Aggregates(this);
 
   public Worker(String name, String description) {
@@ -131,6 +132,14 @@ public final class Worker {
   /** Declares a table function; finish it with {@link Function#output} and {@link Function#scan}. */
   public Function table(String name) {
     return add(new Function(name, Function.Kind.TABLE));
+  }
+
+  /**
+   * Declares a buffered table function ({@code table_buffering}); finish it with an {@link Arg#table}
+   * argument and {@link Function#buffered}.
+   */
+  public Function bufferedTable(String name) {
+    return add(new Function(name, Function.Kind.TABLE_BUFFERING));
   }
 
   /** Declares a table-in-out function; finish it with an {@link Arg#table} argument and {@link Function#inOut}. */
@@ -218,6 +227,18 @@ public final class Worker {
     protocol.add(Method.exchange("init", List.of(request),
         (params, ctx) -> Init.init(this, Rows.readRow(params.bytes("request"), ctx.allocator()), ctx.allocator()))
         .withHeader(Dataclasses.GLOBAL_INIT_RESPONSE));
+    unary(protocol, "table_function_plan", List.of(request), result, (p, a) -> {
+      Map<String, Object> plan = Rows.readRow(p.bytes("request"), a);
+      Map<String, Object> bindCall = Rows.readRow((byte[]) plan.get("bind_call"), a);
+      Binding.Bound bound = Binding.bind(catalog, bindCall, a);
+      return Splits.page(bound.function(), bound.args(), bindCall, plan, a);
+    });
+    unary(protocol, "table_buffering_process", List.of(request), result,
+        (p, a) -> buffered.process(Rows.readRow(p.bytes("request"), a), a));
+    unary(protocol, "table_buffering_combine", List.of(request), result,
+        (p, a) -> buffered.combine(Rows.readRow(p.bytes("request"), a), a));
+    unary(protocol, "table_buffering_destructor", List.of(request), result,
+        (p, a) -> buffered.destruct(Rows.readRow(p.bytes("request"), a), a));
     unary(protocol, "table_function_cardinality", List.of(request), result,
         (p, a) -> Rows.row(Dataclasses.TABLE_CARDINALITY, new LinkedHashMap<>(), a));
     for (String method : Aggregates.METHODS) {

@@ -17,7 +17,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
 /**
  * The example worker, with the Rust worker's semantics (crates/quiver-allinone):
  * {@code numbers(n, batch_rows => 4194304)} the integers 0..n-1 shared across the scan's
- * connections, {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
+ * connections, {@code split_numbers(n, splits => 4)} and {@code row_count(TABLE)} ({@link SplitNumbers}),
+ * {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
  * case with NULL kept, and the aggregates {@code sum_int}, {@code avg_double} and {@code concat_agg}
  * ({@link ExampleAggregates}).
  */
@@ -29,14 +30,16 @@ public final class AllInOne {
   static final long DEFAULT_BATCH_ROWS = 4L << 20;
   static final long BATCH_ROWS_MAX = 64L << 20;
   /** The main schema's vgi.categories registry, which each function's vgi.category names. */
-  static final String CATEGORIES = "[{\"name\": \"generators\", \"title\": \"Generators\", \"description\":"
-      + " \"Functions that make rows\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
+  static final String CATEGORIES = "[{\"name\": \"aggregates\", \"title\": \"Aggregates\", \"description\":"
+      + " \"Functions over the rows of a group\"}, {\"name\": \"generators\", \"title\": \"Generators\","
+      + " \"description\": \"Functions that make rows\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
       + " \"Functions over a whole table\"}, {\"name\": \"text\", \"title\": \"Text\", \"description\":"
       + " \"Functions over strings\"}]";
   static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
 
   public static Worker worker() {
-    Worker worker = new Worker("allinone", "VGI example worker: numbers, echo, upper_case, sum_int, avg_double, concat_agg")
+    Worker worker = new Worker("allinone", "VGI example worker: numbers, split_numbers, echo, row_count,"
+        + " upper_case, sum_int, avg_double, concat_agg")
         .comment("quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode"
             + " upper case")
         .tag("vgi.title", "quiver all-in-one example")
@@ -95,6 +98,16 @@ public final class AllInOne {
         .tag("vgi.category", "tables")
         .category("tables")
         .example("SELECT count(*) FROM allinone.main.echo((SELECT * FROM range(10)))", "Ten rows passed through: 10");
+    SplitNumbers.splitNumbers(worker)
+        .comment("The integers 0..n-1, planned into splits that run in parallel")
+        .tag("vgi.category", "generators")
+        .category("generators")
+        .example("SELECT sum(n) FROM allinone.main.split_numbers(1000, splits := 8)", "The sum of 0..999: 499500");
+    SplitNumbers.rowCount(worker)
+        .comment("Counts the rows of its whole input table")
+        .tag("vgi.category", "tables")
+        .category("tables")
+        .example("SELECT * FROM allinone.main.row_count((SELECT * FROM range(10)))", "Ten rows counted at once: 10");
     ExampleAggregates.declare(worker);
     return worker;
   }

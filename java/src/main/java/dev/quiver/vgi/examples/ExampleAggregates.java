@@ -33,17 +33,30 @@ final class ExampleAggregates {
     worker.aggregate("sum_int", INT64)
         .doc("Sum of the non-NULL values; NULL when there are none; an error on overflow")
         .arg(Arg.of("x", INT64).doc("The values to add"))
-        .aggregator(new SumInt());
+        .aggregator(new SumInt())
+        .comment("Adds up the non-NULL integers of a group")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example("SELECT allinone.main.sum_int(x) FROM range(5) t(x)", "The sum of 0..4: 10");
     worker.aggregate("avg_double", DOUBLE)
         .doc("Mean of the non-NULL values; NULL when there are none")
         .arg(Arg.of("x", DOUBLE).doc("The values to average"))
-        .aggregator(new AvgDouble());
+        .aggregator(new AvgDouble())
+        .comment("Averages the non-NULL doubles of a group")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example("SELECT allinone.main.avg_double(x::DOUBLE) FROM range(5) t(x)", "The mean of 0..4: 2.0");
     worker.aggregate("concat_agg", UTF8)
         .doc("The non-NULL strings joined by sep, in the order given (ORDER BY inside the call)")
         .arg(Arg.of("s", UTF8).doc("The strings to join"))
         .arg(Arg.of("sep", UTF8).doc("The separator").asConstant())
         .orderDependent()
-        .aggregator(new ConcatAgg());
+        .aggregator(new ConcatAgg())
+        .comment("Joins the strings of a group with a separator, in the order given")
+        .tag("vgi.category", "aggregates")
+        .category("aggregates")
+        .example("SELECT allinone.main.concat_agg(s, '-' ORDER BY s) FROM (VALUES ('b'), ('a'), ('c')) t(s)",
+            "The strings in order, joined by '-': a-b-c");
   }
 
   /** The state is the sum so far; null until a non-NULL value arrives. */
