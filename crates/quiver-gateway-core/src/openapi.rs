@@ -119,129 +119,13 @@ fn error_responses() -> Value {
 }
 
 fn operation(project: &Project, endpoint: &Endpoint) -> Value {
-    let dataset = project.dataset(&endpoint.dataset);
     let mut parameters: Vec<Value> = endpoint
         .params
         .iter()
-        .map(|param| {
-            let op = endpoint
-                .filters
-                .iter()
-                .find(|filter| filter.param == param.name)
-                .map(|filter| filter.op);
-            let mut schema = param_schema(param);
-            let mut description = String::new();
-            match op {
-                Some(FilterOp::In) => {
-                    description = format!("Comma-separated values, at most {}.", param.max_values);
-                    schema = json!({ "type": "string" });
-                }
-                Some(FilterOp::Between) => {
-                    description = "Two comma-separated values `low,high`, both included.".into();
-                    schema = json!({ "type": "string" });
-                }
-                Some(FilterOp::IsNull) => {
-                    description =
-                        "true: rows where the column is empty; false: where it is not.".into();
-                }
-                _ => {}
-            }
-            if let Some(default) = &param.default {
-                schema["default"] = typed_default(param.param_type, default);
-            }
-            if !param.aliases.is_empty() {
-                let aliases: Vec<String> = param
-                    .aliases
-                    .iter()
-                    .map(|(from, to)| format!("`{from}` → `{to}`"))
-                    .collect();
-                description.push_str(&format!(" Aliases: {}.", aliases.join(", ")));
-            }
-            json!({
-                "name": param.name,
-                "in": "query",
-                "required": param.required && param.default.is_none(),
-                "schema": schema,
-                "description": description.trim(),
-            })
-        })
+        .map(|param| declared_parameter(endpoint, param))
         .collect();
-    let visible = |name: &String| {
-        endpoint
-            .select
-            .iter()
-            .find(|item| &item.output == name)
-            .zip(dataset)
-            .map_or(ColumnType::Json, |(item, dataset)| {
-                item.output_type(dataset)
-            })
-    };
-    parameters.push(json!({
-        "name": "limit", "in": "query", "required": false,
-        "schema": { "type": "integer", "minimum": 1, "maximum": endpoint.max_limit, "default": endpoint.default_limit },
-        "description": "Rows per page."
-    }));
-    parameters.push(json!({
-        "name": "offset", "in": "query", "required": false,
-        "schema": { "type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0 },
-        "description": "Rows to skip (not with `cursor`)."
-    }));
-    parameters.push(json!({
-        "name": "columns", "in": "query", "required": false,
-        "schema": { "type": "string" },
-        "description": format!("Comma-separated subset of: {}.", endpoint.columns.join(", "))
-    }));
-    if !endpoint.sort_allowlist.is_empty() {
-        parameters.push(json!({
-            "name": "sort", "in": "query", "required": false,
-            "schema": { "type": "string" },
-            "description": format!("Comma-separated columns, `-` for descending, of: {}.", endpoint.sort_allowlist.join(", "))
-        }));
-    }
-    parameters.push(json!({
-        "name": "cursor", "in": "query", "required": false,
-        "schema": { "type": "string" },
-        "description": "The previous page's `meta.next_cursor`."
-    }));
-    parameters.push(json!({
-        "name": "format", "in": "query", "required": false,
-        "schema": { "type": "string", "enum": FORMATS.iter().map(|(name, _)| *name).collect::<Vec<_>>() },
-        "description": "The response format, in place of `Accept`."
-    }));
-
-    let mut properties = Map::new();
-    for name in &endpoint.columns {
-        properties.insert(name.clone(), column_schema(visible(name)));
-    }
-    let row = json!({ "type": "object", "properties": properties });
-    let mut content = Map::new();
-    content.insert(
-        "application/json".into(),
-        json!({
-            "schema": {
-                "type": "object",
-                "required": ["data", "meta"],
-                "properties": {
-                    "data": { "type": "array", "items": row },
-                    "meta": { "$ref": "#/components/schemas/Meta" }
-                }
-            }
-        }),
-    );
-    content.insert(
-        "application/x-ndjson".into(),
-        json!({ "schema": { "type": "string", "description": "One row object per line." } }),
-    );
-    content.insert("text/csv".into(), json!({ "schema": { "type": "string" } }));
-    for media in [
-        "application/vnd.apache.arrow.stream",
-        "application/vnd.apache.parquet",
-    ] {
-        content.insert(
-            media.into(),
-            json!({ "schema": { "type": "string", "contentMediaType": media } }),
-        );
-    }
+    parameters.extend(quiver_parameters(endpoint));
+    let content = content(project, endpoint);
     let mut responses = json!({
         "200": { "description": "The page of rows.", "content": content },
         "304": { "description": "Not modified (If-None-Match matched the ETag)." },
@@ -276,6 +160,137 @@ fn operation(project: &Project, endpoint: &Endpoint) -> Value {
         operation["x-quiver"]["combinations"] = json!(sets);
     }
     operation
+}
+
+/// A parameter the endpoint declares, described by the filter that reads it.
+fn declared_parameter(endpoint: &Endpoint, param: &crate::project::Param) -> Value {
+    let op = endpoint
+        .filters
+        .iter()
+        .find(|filter| filter.param == param.name)
+        .map(|filter| filter.op);
+    let mut schema = param_schema(param);
+    let mut description = String::new();
+    match op {
+        Some(FilterOp::In) => {
+            description = format!("Comma-separated values, at most {}.", param.max_values);
+            schema = json!({ "type": "string" });
+        }
+        Some(FilterOp::Between) => {
+            description = "Two comma-separated values `low,high`, both included.".into();
+            schema = json!({ "type": "string" });
+        }
+        Some(FilterOp::IsNull) => {
+            description = "true: rows where the column is empty; false: where it is not.".into();
+        }
+        _ => {}
+    }
+    if let Some(default) = &param.default {
+        schema["default"] = typed_default(param.param_type, default);
+    }
+    if !param.aliases.is_empty() {
+        let aliases: Vec<String> = param
+            .aliases
+            .iter()
+            .map(|(from, to)| format!("`{from}` → `{to}`"))
+            .collect();
+        description.push_str(&format!(" Aliases: {}.", aliases.join(", ")));
+    }
+    json!({
+        "name": param.name,
+        "in": "query",
+        "required": param.required && param.default.is_none(),
+        "schema": schema,
+        "description": description.trim(),
+    })
+}
+
+/// The parameters every endpoint has (`limit`, `offset`, `columns`, `cursor`, `format`, and `sort`
+/// where it allows one), after the declared ones.
+fn quiver_parameters(endpoint: &Endpoint) -> Vec<Value> {
+    let mut parameters = Vec::new();
+    parameters.push(json!({
+        "name": "limit", "in": "query", "required": false,
+        "schema": { "type": "integer", "minimum": 1, "maximum": endpoint.max_limit, "default": endpoint.default_limit },
+        "description": "Rows per page."
+    }));
+    parameters.push(json!({
+        "name": "offset", "in": "query", "required": false,
+        "schema": { "type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0 },
+        "description": "Rows to skip (not with `cursor`)."
+    }));
+    parameters.push(json!({
+        "name": "columns", "in": "query", "required": false,
+        "schema": { "type": "string" },
+        "description": format!("Comma-separated subset of: {}.", endpoint.columns.join(", "))
+    }));
+    if !endpoint.sort_allowlist.is_empty() {
+        parameters.push(json!({
+            "name": "sort", "in": "query", "required": false,
+            "schema": { "type": "string" },
+            "description": format!("Comma-separated columns, `-` for descending, of: {}.", endpoint.sort_allowlist.join(", "))
+        }));
+    }
+    parameters.push(json!({
+        "name": "cursor", "in": "query", "required": false,
+        "schema": { "type": "string" },
+        "description": "The previous page's `meta.next_cursor`."
+    }));
+    parameters.push(json!({
+        "name": "format", "in": "query", "required": false,
+        "schema": { "type": "string", "enum": FORMATS.iter().map(|(name, _)| *name).collect::<Vec<_>>() },
+        "description": "The response format, in place of `Accept`."
+    }));
+    parameters
+}
+
+/// The 200 answer's media types, with a row's columns typed from the dataset.
+fn content(project: &Project, endpoint: &Endpoint) -> Map<String, Value> {
+    let dataset = project.dataset(&endpoint.dataset);
+    let visible = |name: &String| {
+        endpoint
+            .select
+            .iter()
+            .find(|item| &item.output == name)
+            .zip(dataset)
+            .map_or(ColumnType::Json, |(item, dataset)| {
+                item.output_type(dataset)
+            })
+    };
+    let mut properties = Map::new();
+    for name in &endpoint.columns {
+        properties.insert(name.clone(), column_schema(visible(name)));
+    }
+    let row = json!({ "type": "object", "properties": properties });
+    let mut content = Map::new();
+    content.insert(
+        "application/json".into(),
+        json!({
+            "schema": {
+                "type": "object",
+                "required": ["data", "meta"],
+                "properties": {
+                    "data": { "type": "array", "items": row },
+                    "meta": { "$ref": "#/components/schemas/Meta" }
+                }
+            }
+        }),
+    );
+    content.insert(
+        "application/x-ndjson".into(),
+        json!({ "schema": { "type": "string", "description": "One row object per line." } }),
+    );
+    content.insert("text/csv".into(), json!({ "schema": { "type": "string" } }));
+    for media in [
+        "application/vnd.apache.arrow.stream",
+        "application/vnd.apache.parquet",
+    ] {
+        content.insert(
+            media.into(),
+            json!({ "schema": { "type": "string", "contentMediaType": media } }),
+        );
+    }
+    content
 }
 
 fn param_schema(param: &crate::project::Param) -> Value {
