@@ -119,6 +119,11 @@ java_spine() {
     java/build.sh || log "no Java worker: tests/test_java_conformance.py will fail (see above)"
 }
 
+# nginx (Debian's package), which tests/test_http_replicas.py puts in front of three worker replicas.
+nginx_balancer() {
+    tools/setup_nginx.sh || log "no nginx: tests/test_http_replicas.py will fail (see above)"
+}
+
 step "quiver's Python venv (.venv)" quiver_venv
 if [[ "$SCOPE" == demo ]]; then
     # The whole workspace even so: one cargo invocation everywhere keeps one set of resolved features, so
@@ -135,5 +140,6 @@ else
     # The Python native module (quiver_native) and the Node package: both bind quiver-client.
     step "the Python native module" tools/setup_python_native.sh
     step "the Node package" bash -c 'tools/setup_node.sh || printf "[setup] no Node package: node/ tests will fail (see above)\n" >&2'
+    step "nginx (the replica tests' load balancer)" nginx_balancer
 fi
 [[ "$QUIET" == 1 ]] || log "ready ($SCOPE) in $(seconds_since "$SETUP_START") s"

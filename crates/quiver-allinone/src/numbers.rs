@@ -6,6 +6,8 @@
 //! A batch is one tight loop over a reused buffer: at 4M rows (32 MB) the
 //! generation costs a few milliseconds and no page faults after the first batch,
 //! so the scan runs at the speed of the transport (the pipe, or shared memory).
+//! Behind a load balancer the scan resumes on any replica: its position is the
+//! counter, which travels in the stream's token.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use quiver_vgi::{Arg, Function, Scan, TableFunction};
+use quiver_vgi::{Arg, Function, Scan, ScanInit, TableFunction};
 use quiver_wire::ErrorReport;
 
 /// Largest batch a caller may ask for: 64M rows, 512 MiB.
@@ -47,14 +49,11 @@ pub fn numbers(batch_rows: i64, max_workers: u32) -> Function {
         .max_workers(max_workers)
         .shared_work(|args| Ok(args.i64("n")? as u64))
         .cardinality(|args| Ok(Some(args.i64("n")? as u64)))
-        .scan(move |init| {
-            let batch_rows = init.args.i64("batch_rows")? as u64;
-            Ok(NumbersScan {
-                schema: schema.clone(),
-                batch_rows,
-                recycled: None,
-            })
+        .resume({
+            let schema = schema.clone();
+            move |init, _| NumbersScan::new(&schema, init)
         })
+        .scan(move |init| NumbersScan::new(&schema, init))
         .comment("The integers 0..n-1, generated in parallel")
         .tag("vgi.category", "generators")
         .category("generators")
@@ -72,7 +71,22 @@ struct NumbersScan {
     recycled: Option<Buffer>,
 }
 
+impl NumbersScan {
+    fn new(schema: &SchemaRef, init: &ScanInit<'_>) -> Result<NumbersScan, ErrorReport> {
+        Ok(NumbersScan {
+            schema: schema.clone(),
+            batch_rows: init.args.i64("batch_rows")? as u64,
+            recycled: None,
+        })
+    }
+}
+
 impl quiver_vgi::TableScan for NumbersScan {
+    /// The position is the shared counter's, which the SDK carries: nothing of its own.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        Some(Vec::new())
+    }
+
     fn next_batch(&mut self, scan: &mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport> {
         let Some(rows) = scan.claim(self.batch_rows)? else {
             return Ok(None);

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_vgi::{errors, Arg, Function, Scan, TableFunction, TableInOutFunction};
+use quiver_vgi::{
+    errors, Arg, Function, Scan, ScanInit, TableFunction, TableInOutFunction, TableScan,
+};
 use quiver_wire::ErrorReport;
 
 /// Rows per batch a split emits.
@@ -57,24 +59,17 @@ pub fn split_numbers() -> Function {
         .projection_pushdown()
         .max_workers(8)
         .splits(|args| Ok(ranges(args.i64("n")?, args.i64("splits")?)))
-        .scan(move |init| {
-            let payload = init.split.ok_or_else(|| {
-                errors::invalid_argument("split_numbers() reads only planned splits")
-            })?;
-            let (mut next, end) = range_of(payload)?;
-            let schema = schema.clone();
-            Ok(move |_: &mut Scan<'_>| {
-                if next >= end {
-                    return Ok(None);
-                }
-                let stop = end.min(next + BATCH_ROWS);
-                let column = Int64Array::from_iter_values(next..stop);
-                next = stop;
-                Ok(Some(
-                    RecordBatch::try_new(schema.clone(), vec![Arc::new(column)])
-                        .expect("one int64 column"),
-                ))
-            })
+        .resume(|init, position| {
+            let (_, end) = split_of(init)?;
+            let next =
+                i64::from_be_bytes(position.try_into().map_err(|_| {
+                    errors::invalid_argument("a split_numbers position is 8 bytes")
+                })?);
+            Ok(SplitScan { next, end })
+        })
+        .scan(|init| {
+            let (next, end) = split_of(init)?;
+            Ok(SplitScan { next, end })
         })
         .comment("The integers 0..n-1, planned into splits that run in parallel")
         .tag("vgi.category", "generators")
@@ -83,6 +78,38 @@ pub fn split_numbers() -> Function {
             "SELECT sum(n) FROM allinone.main.split_numbers(1000, splits := 8)",
             "The sum of 0..999: 499500",
         )
+}
+
+fn split_of(init: &ScanInit<'_>) -> Result<(i64, i64), ErrorReport> {
+    let payload = init
+        .split
+        .ok_or_else(|| errors::invalid_argument("split_numbers() reads only planned splits"))?;
+    range_of(payload)
+}
+
+/// One split's scan: `next..end` still to emit; `next` is all it carries between turns.
+struct SplitScan {
+    next: i64,
+    end: i64,
+}
+
+impl TableScan for SplitScan {
+    fn next_batch(&mut self, scan: &mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport> {
+        if self.next >= self.end {
+            return Ok(None);
+        }
+        let stop = self.end.min(self.next + BATCH_ROWS);
+        let column = Int64Array::from_iter_values(self.next..stop);
+        self.next = stop;
+        Ok(Some(
+            RecordBatch::try_new(scan.output_schema().clone(), vec![Arc::new(column)])
+                .expect("one int64 column"),
+        ))
+    }
+
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        Some(self.next.to_be_bytes().to_vec())
+    }
 }
 
 /// `row_count`.

@@ -12,8 +12,8 @@ use crate::args::Args;
 use crate::declarations::{Arg, Capabilities, FunctionKind};
 use crate::docs::FunctionDocs;
 use crate::function::{
-    BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, ScalarInput, ScanFactory,
-    SplitsBody, WorkBody,
+    BindBody, BindInput, Body, CardinalityBody, Function, InOutFactory, InOutResume, ScalarInput,
+    ScanFactory, ScanResume, SplitsBody, WorkBody,
 };
 use crate::in_out_state::{Emitter, InOutInit, InOutState};
 use crate::scan::{ScanInit, TableScan};
@@ -109,6 +109,7 @@ pub struct TableFunction {
     work: Option<Arc<WorkBody>>,
     cardinality: Option<Arc<CardinalityBody>>,
     splits: Option<Arc<SplitsBody>>,
+    resume: Option<Arc<ScanResume>>,
 }
 
 impl TableFunction {
@@ -127,6 +128,7 @@ impl TableFunction {
             work: None,
             cardinality: None,
             splits: None,
+            resume: None,
         }
     }
 
@@ -209,6 +211,22 @@ impl TableFunction {
         self
     }
 
+    /// Lets the scan's state travel between replicas: `resume` rebuilds a scan from what its
+    /// [`TableScan::snapshot`] returned (with the same [`ScanInit`] the scan started with).
+    /// Over HTTP a resumable scan's next turn may then run on any replica sharing the token
+    /// key; the SDK carries the bound arguments, projection, filters and a shared-work counter
+    /// itself. Without it the scan stays in the process that started it.
+    pub fn resume<F, S>(mut self, resume: F) -> Self
+    where
+        F: Fn(&ScanInit<'_>, &[u8]) -> Result<S, ErrorReport> + Send + Sync + 'static,
+        S: TableScan + 'static,
+    {
+        self.resume = Some(Arc::new(move |init: &ScanInit<'_>, bytes: &[u8]| {
+            Ok(Box::new(resume(init, bytes)?) as Box<dyn TableScan>)
+        }));
+        self
+    }
+
     /// The scan: called once per connection, returns its state; completes the
     /// definition.
     pub fn scan<F, S>(self, scan: F) -> Function
@@ -231,6 +249,7 @@ impl TableFunction {
                 bind,
                 work: self.work,
                 scan: factory,
+                resume: self.resume,
                 cardinality: self.cardinality,
                 splits: self.splits,
             },
@@ -248,6 +267,7 @@ pub struct TableInOutFunction {
     args: Vec<Arg>,
     caps: Capabilities,
     bind: Arc<BindBody>,
+    resume: Option<Arc<InOutResume>>,
 }
 
 impl TableInOutFunction {
@@ -270,6 +290,7 @@ impl TableInOutFunction {
                 ..Capabilities::default()
             },
             bind: same_as_input,
+            resume: None,
         }
     }
 
@@ -327,8 +348,14 @@ impl TableInOutFunction {
     where
         F: Fn(&RecordBatch) -> Result<RecordBatch, ErrorReport> + Send + Sync + 'static,
     {
-        let map = Arc::new(map);
-        self.build(false, move |_| Ok(MapState { map: map.clone() }))
+        let map: Arc<MapBody> = Arc::new(map);
+        let resumed = map.clone();
+        self.resume(move |_, _| {
+            Ok(MapState {
+                map: resumed.clone(),
+            })
+        })
+        .build(false, move |_| Ok(MapState { map: map.clone() }))
     }
 
     /// Makes it a buffered table function (`table_buffering`): `body` runs once, with every
@@ -357,6 +384,22 @@ impl TableInOutFunction {
         };
         function.check();
         function
+    }
+
+    /// Lets the state travel between replicas: `resume` rebuilds a state from what its
+    /// [`InOutState::snapshot`] returned. Over HTTP the substream's next turn may then run on
+    /// any replica sharing the token key (the SDK carries the bound arguments, projection,
+    /// filters and output still pending). Ignored for a function with a finalize, whose state
+    /// waits in its process for FINALIZE. [`TableInOutFunction::map`] sets it itself.
+    pub fn resume<F, S>(mut self, resume: F) -> Self
+    where
+        F: Fn(&InOutInit<'_>, &[u8]) -> Result<S, ErrorReport> + Send + Sync + 'static,
+        S: InOutState,
+    {
+        self.resume = Some(Arc::new(move |init: &InOutInit<'_>, bytes: &[u8]| {
+            Ok(Box::new(resume(init, bytes)?) as Box<dyn InOutState>)
+        }));
+        self
     }
 
     /// A stateful body, one state per substream; completes the definition.
@@ -397,6 +440,7 @@ impl TableInOutFunction {
             body: Body::TableInOut {
                 bind: self.bind,
                 state: factory,
+                resume: self.resume,
             },
             docs: FunctionDocs::default(),
         };
@@ -416,6 +460,11 @@ impl InOutState for MapState {
     fn process(&mut self, input: &RecordBatch, out: &mut Emitter) -> Result<(), ErrorReport> {
         out.emit((self.map)(input)?);
         Ok(())
+    }
+
+    /// A map keeps nothing between batches.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        Some(Vec::new())
     }
 }
 

@@ -6,7 +6,9 @@
 //! how the worker was launched: with `--unix` every connection of an engine
 //! reaches this one process, so an atomic in memory suffices; on stdio each
 //! connection is its own process, so the counter is a locked file
-//! (`work_file.rs`). Both are bounded and removed when the scan ends.
+//! (`work_file.rs`). Both are bounded and removed when the scan ends. Behind a
+//! load balancer (`--http` with a shared token key) no process outlives a turn,
+//! so the counter travels in the stream's own token instead (`carry.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -35,6 +37,10 @@ pub enum Sharing {
         /// The directory holding the work files.
         dir: PathBuf,
     },
+    /// In each stream's own state: replicas behind a load balancer share nothing, so an
+    /// execution's work is its primary connection's alone, and its counter travels with the
+    /// stream from turn to turn (secondaries find no work).
+    Carried,
 }
 
 /// The executions this process takes part in.
@@ -65,9 +71,17 @@ impl Executions {
         })
     }
 
-    /// Whether an execution's connections may be separate processes.
+    /// Whether an execution's connections may be separate processes (or replicas).
     pub fn is_cross_process(&self) -> bool {
-        matches!(self.sharing, Sharing::CrossProcess { .. })
+        matches!(
+            self.sharing,
+            Sharing::CrossProcess { .. } | Sharing::Carried
+        )
+    }
+
+    /// Whether streams carry their execution's work counter (replicas behind a load balancer).
+    pub fn is_carried(&self) -> bool {
+        matches!(self.sharing, Sharing::Carried)
     }
 
     /// Starts the shared work of a new execution: `total_units` to claim. The
@@ -103,6 +117,10 @@ impl Executions {
                 })?;
                 Work::File(file)
             }
+            Sharing::Carried => Work::Carried {
+                next: 0,
+                total: total_units,
+            },
         };
         Ok(SharedWork {
             executions: self.clone(),
@@ -110,6 +128,16 @@ impl Executions {
             inner,
             primary: true,
         })
+    }
+
+    /// The work of a carried execution, resumed where its token left it.
+    pub fn resume(self: &Arc<Self>, id: ExecutionId, next: u64, total: u64) -> SharedWork {
+        SharedWork {
+            executions: self.clone(),
+            id,
+            inner: Work::Carried { next, total },
+            primary: true,
+        }
     }
 
     /// Joins the shared work of a running execution (a secondary init). An
@@ -131,6 +159,8 @@ impl Executions {
                     )))
                 }
             },
+            // The primary's counter is in its own stream: nothing is left to share.
+            Sharing::Carried => Work::Done,
         };
         Ok(SharedWork {
             executions: self.clone(),
@@ -203,6 +233,11 @@ impl Executions {
 enum Work {
     Memory(Arc<MemoryCounter>),
     File(WorkFile),
+    /// Units `next..total` are still to claim; the counter is this stream's alone.
+    Carried {
+        next: u64,
+        total: u64,
+    },
     Done,
 }
 
@@ -220,7 +255,7 @@ impl SharedWork {
     /// Claims up to `units_max` units of work; `None` when all are claimed.
     pub fn claim(&mut self, units_max: u64) -> Result<Option<Range<u64>>, ErrorReport> {
         assert!(units_max > 0, "a claim takes at least one unit");
-        let claimed = match &self.inner {
+        let claimed = match &mut self.inner {
             Work::Done => None,
             Work::Memory(counter) => {
                 let start = counter
@@ -235,6 +270,11 @@ impl SharedWork {
             Work::File(file) => file
                 .claim(units_max)
                 .map_err(|e| errors::internal(format!("claiming shared work: {e}")))?,
+            Work::Carried { next, total } => (*next < *total).then(|| {
+                let start = *next;
+                *next = start.saturating_add(units_max).min(*total);
+                start..*next
+            }),
         };
         if claimed.is_none() {
             self.finish();
@@ -242,11 +282,21 @@ impl SharedWork {
         Ok(claimed)
     }
 
+    /// Where a carried counter stands (`next`, `total`); `None` for a counter other
+    /// connections share, which cannot travel.
+    pub fn carried(&self) -> Option<(u64, u64)> {
+        match &self.inner {
+            Work::Carried { next, total } => Some((*next, *total)),
+            Work::Done => Some((0, 0)),
+            Work::Memory(_) | Work::File(_) => None,
+        }
+    }
+
     fn finish(&mut self) {
         match std::mem::replace(&mut self.inner, Work::Done) {
             Work::Memory(counter) => self.executions.retire(&self.id, &counter),
             Work::File(file) => file.remove(),
-            Work::Done => {}
+            Work::Carried { .. } | Work::Done => {}
         }
     }
 }
@@ -330,6 +380,29 @@ mod tests {
         );
         assert_eq!(secondary.claim(3).unwrap(), None);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn carried_work_is_the_primarys_alone_and_resumes_where_it_stood() {
+        let executions = Executions::new(Sharing::Carried);
+        let id = mint_id();
+        let mut primary = executions.start(id, 10).unwrap();
+        assert_eq!(primary.claim(4).unwrap(), Some(0..4));
+        let mut secondary = executions.join(id).unwrap();
+        assert_eq!(
+            secondary.claim(4).unwrap(),
+            None,
+            "secondaries share nothing"
+        );
+        let (next, total) = primary.carried().unwrap();
+        assert_eq!((next, total), (4, 10));
+        let other_replica = Executions::new(Sharing::Carried);
+        let mut resumed = other_replica.resume(id, next, total);
+        assert_eq!(resumed.claim(4).unwrap(), Some(4..8));
+        assert_eq!(resumed.claim(4).unwrap(), Some(8..10));
+        assert_eq!(resumed.claim(4).unwrap(), None);
+        assert_eq!(resumed.carried(), Some((0, 0)));
+        assert_eq!(other_replica.live_counters(), 0);
     }
 
     #[test]

@@ -46,6 +46,14 @@ pub struct BindInput<'a> {
 pub type ScanFactory =
     dyn Fn(&ScanInit<'_>) -> Result<Box<dyn TableScan>, ErrorReport> + Send + Sync;
 
+/// Rebuilds a scan state from the bytes its [`TableScan::snapshot`] gave.
+pub type ScanResume =
+    dyn Fn(&ScanInit<'_>, &[u8]) -> Result<Box<dyn TableScan>, ErrorReport> + Send + Sync;
+
+/// Rebuilds a table-in-out state from the bytes its [`InOutState::snapshot`] gave.
+pub type InOutResume =
+    dyn Fn(&InOutInit<'_>, &[u8]) -> Result<Box<dyn InOutState>, ErrorReport> + Send + Sync;
+
 /// The units of work an execution shares between its connections.
 pub type WorkBody = dyn Fn(&Args) -> Result<u64, ErrorReport> + Send + Sync;
 
@@ -74,12 +82,14 @@ pub(crate) enum Body {
         bind: Arc<BindBody>,
         work: Option<Arc<WorkBody>>,
         scan: Arc<ScanFactory>,
+        resume: Option<Arc<ScanResume>>,
         cardinality: Option<Arc<CardinalityBody>>,
         splits: Option<Arc<SplitsBody>>,
     },
     TableInOut {
         bind: Arc<BindBody>,
         state: Arc<InOutFactory>,
+        resume: Option<Arc<InOutResume>>,
     },
     Buffered {
         bind: Arc<BindBody>,

@@ -54,4 +54,13 @@ pub trait InOutState: Send + 'static {
     fn finalize(&mut self, _out: &mut Emitter) -> Result<(), ErrorReport> {
         Ok(())
     }
+
+    /// The state as bytes its function's resume hook ([`crate::TableInOutFunction::resume`])
+    /// rebuilds it from, so that over HTTP the substream's next turn can run on any replica
+    /// behind a load balancer. Keep it small: it travels in every turn's token. `None` (the
+    /// default) keeps the state in the process that started it. A function with a finalize
+    /// always stays there: its state waits in that process for FINALIZE.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        None
+    }
 }

@@ -55,6 +55,7 @@ mod args;
 mod bind;
 mod buffered;
 mod builders;
+mod carry;
 mod catalog;
 mod declarations;
 mod docs;

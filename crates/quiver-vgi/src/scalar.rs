@@ -1,5 +1,6 @@
 //! The scalar `init` stream: an exchange of input batches (the column
-//! arguments) for one-column `result` batches with the same row count.
+//! arguments) for one-column `result` batches with the same row count. Its only
+//! state is its binding, so every turn can travel in its token (`carry.rs`).
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use quiver_vgi_contract::errors;
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::args::Args;
+use crate::carry::{self, Request, Writer};
 use crate::function::{Body, Function, ScalarBody, ScalarInput};
 
 /// One connection's scalar stream.
@@ -19,6 +21,7 @@ pub struct ScalarStream {
     args: Args,
     column_types: Vec<DataType>,
     output_schema: SchemaRef,
+    request: Option<Request>,
 }
 
 impl ScalarStream {
@@ -42,7 +45,14 @@ impl ScalarStream {
                 .map(|a| a.data_type.clone())
                 .collect(),
             output_schema,
+            request: None,
         }
+    }
+
+    /// Lets the stream travel in its token: `request` is the `init` it was opened with.
+    pub fn carrying(mut self, request: Request) -> ScalarStream {
+        self.request = Some(request);
+        self
     }
 
     fn columns(&self, input: &RecordBatch) -> Result<Vec<ArrayRef>, ErrorReport> {
@@ -107,5 +117,10 @@ impl StreamState for ScalarStream {
             .map_err(|e| errors::internal(format!("{}() result: {e}", self.name)))?;
         output.emit(batch);
         Ok(())
+    }
+
+    /// A scalar body keeps nothing between batches: the binding is all there is.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        Writer::new(carry::SCALAR, self.request.as_ref()?).finish()
     }
 }

@@ -65,6 +65,16 @@ pub trait TableScan: Send {
     /// The next batch of the unprojected output schema, or `None` at the end.
     /// Columns that [`Scan::needs_column`] reports unneeded may be all-null.
     fn next_batch(&mut self, scan: &mut Scan<'_>) -> Result<Option<RecordBatch>, ErrorReport>;
+
+    /// The scan's position as bytes its function's resume hook
+    /// ([`crate::TableFunction::resume`]) rebuilds it from, so that over HTTP the scan's next
+    /// turn can run on any replica behind a load balancer. Keep it small (a cursor, not data):
+    /// it travels in every turn's token. `None` (the default, and all a closure can say) keeps
+    /// the scan in the process that started it, and a turn landing on another replica is
+    /// refused with the holder's name.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 impl<F> TableScan for F

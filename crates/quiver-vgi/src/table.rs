@@ -1,6 +1,7 @@
 //! The table function `init` stream: a producer. Per tick the scan makes the
 //! next batch of the unprojected schema; the SDK filters it, projects it, and
-//! emits it, or ends the stream when the scan is done.
+//! emits it, or ends the stream when the scan is done. A scan whose function can
+//! resume it travels between turns in its token (`carry.rs`).
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -9,7 +10,8 @@ use quiver_vgi_contract::errors;
 use quiver_wire::{BatchMetadata, ErrorReport};
 
 use crate::args::Args;
-use crate::execution::SharedWork;
+use crate::carry::{self, Request, Writer};
+use crate::execution::{ExecutionId, SharedWork};
 use crate::filters::Filters;
 use crate::logging::{self, Level};
 use crate::projection::Projection;
@@ -31,6 +33,17 @@ pub struct TableStream {
     projection: Projection,
     rows_emitted: u64,
     batches_emitted: u64,
+    carry: Option<TableCarry>,
+}
+
+/// What a resumable scan carries besides its position.
+pub struct TableCarry {
+    /// The `init` request it was opened with.
+    pub request: Request,
+    /// Its execution.
+    pub execution: ExecutionId,
+    /// Whether it is its execution's primary connection.
+    pub is_primary: bool,
 }
 
 impl TableStream {
@@ -58,7 +71,20 @@ impl TableStream {
             projection,
             rows_emitted: 0,
             batches_emitted: 0,
+            carry: None,
         }
+    }
+
+    /// Lets the stream travel in its token when its scan can say where it stands.
+    pub fn carrying(mut self, carry: Option<TableCarry>) -> TableStream {
+        self.carry = carry;
+        self
+    }
+
+    /// Resumes the counts a carried stream reached on earlier turns.
+    pub fn with_counts(mut self, rows: u64, batches: u64) -> TableStream {
+        (self.rows_emitted, self.batches_emitted) = (rows, batches);
+        self
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>, ErrorReport> {
@@ -102,6 +128,13 @@ impl StreamState for TableStream {
     ) -> Result<(), ErrorReport> {
         for _ in 0..EMPTY_BATCHES_PER_TICK_MAX {
             let Some(batch) = self.next_batch()? else {
+                logging::log(
+                    Level::Debug,
+                    format!(
+                        "{}(): connection emitted {} row(s) in {} batch(es)",
+                        self.name, self.rows_emitted, self.batches_emitted
+                    ),
+                );
                 output.finish();
                 return Ok(());
             };
@@ -116,16 +149,26 @@ impl StreamState for TableStream {
         output.emit(RecordBatch::new_empty(self.projection.schema().clone()));
         Ok(())
     }
-}
 
-impl Drop for TableStream {
-    fn drop(&mut self) {
-        logging::log(
-            Level::Debug,
-            format!(
-                "{}(): connection emitted {} row(s) in {} batch(es)",
-                self.name, self.rows_emitted, self.batches_emitted
-            ),
-        );
+    /// Where the scan stands: its `init` request, its shared-work counter and its own cursor.
+    /// `None` (held) when the scan cannot say, or shares a counter with other connections.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        let carry = self.carry.as_ref()?;
+        let work = match &self.work {
+            Some(work) => Some(work.carried()?),
+            None => None,
+        };
+        let scan = self.scan.snapshot()?;
+        let mut writer = Writer::new(carry::TABLE, &carry.request);
+        writer.blob(&carry.execution).u8(u8::from(carry.is_primary));
+        match work {
+            Some((next, total)) => writer.u8(1).u64(next).u64(total),
+            None => writer.u8(0),
+        };
+        writer
+            .u64(self.rows_emitted)
+            .u64(self.batches_emitted)
+            .blob(&scan)
+            .finish()
     }
 }

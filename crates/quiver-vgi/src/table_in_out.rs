@@ -5,7 +5,9 @@
 //! engine's `CONTINUE` tick and the batch before it carries
 //! `vgi.status = HAVE_MORE_OUTPUT`. FINALIZE is a producer over what the
 //! function's `finalize` emits, one batch per tick. Between the two, the
-//! substream's state waits in the process's [`Executions`] registry.
+//! substream's state waits in the process's [`Executions`] registry. An INPUT
+//! stream without a finalize travels in its token when its state can say where it
+//! stands (`carry.rs`), its pending output with it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use quiver_vgi_contract::errors;
 use quiver_vgi_contract::{CONTINUE, HAVE_MORE_OUTPUT, STATUS_KEY};
 use quiver_wire::{BatchMetadata, ErrorReport};
 
+use crate::carry::{self, Request, Writer};
 use crate::execution::{ExecutionId, Executions};
 use crate::filters::Filters;
 use crate::in_out_state::{Emitter, InOutState};
@@ -66,6 +69,7 @@ pub struct InputStream {
     pending: Pending,
     stash: Option<StashTarget>,
     failed: bool,
+    request: Option<Request>,
 }
 
 impl InputStream {
@@ -91,7 +95,29 @@ impl InputStream {
             pending,
             stash,
             failed: false,
+            request: None,
         }
+    }
+
+    /// Lets the stream travel in its token: `request` is the `init` it was opened with.
+    pub fn carrying(mut self, request: Option<Request>) -> InputStream {
+        self.request = request;
+        self
+    }
+
+    /// Restores the output a carried stream still owed (an IPC stream; empty for none).
+    pub fn with_pending(mut self, bytes: &[u8]) -> Result<InputStream, ErrorReport> {
+        if !bytes.is_empty() {
+            let (schema, batches) =
+                quiver_vgi_contract::ipc::decode_batches(bytes, "pending output")?;
+            if &schema != self.pending.projection.schema() {
+                return Err(errors::invalid_argument(
+                    "carried stream state: pending output of another schema",
+                ));
+            }
+            self.pending.queue = batches.into();
+        }
+        Ok(self)
     }
 
     fn step(
@@ -155,6 +181,25 @@ impl StreamState for InputStream {
 
     fn on_cancel(&mut self) {
         self.failed = true;
+    }
+
+    /// The `init` request, the function's own state and the output still pending.
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        let request = self.request.as_ref()?;
+        if self.stash.is_some() || self.failed {
+            return None;
+        }
+        let state = self.state.as_ref()?.snapshot()?;
+        let pending = if self.pending.queue.is_empty() {
+            Vec::new()
+        } else {
+            let batches: Vec<RecordBatch> = self.pending.queue.iter().cloned().collect();
+            quiver_vgi_contract::ipc::encode_batches(self.pending.projection.schema(), &batches)
+        };
+        Writer::new(carry::INPUT, request)
+            .blob(&state)
+            .blob(&pending)
+            .finish()
     }
 }
 

@@ -9,8 +9,10 @@
 //! * `--http [ADDR]`: serves vgi-rpc's HTTP transport on `ADDR` (default `127.0.0.1:0`), prints
 //!   `PORT:<n>`, and serves until `SIGTERM` (TLS with `--http-tls-cert`/`--http-tls-key`; the
 //!   bearer token and the token key replicas share come from `QUIVER_HTTP_TOKEN` and
-//!   `QUIVER_HTTP_TOKEN_KEY`). State shared between the connections of one scan lives in the
-//!   process, so a parallel scan reaches one replica (or replicas that share nothing per scan).
+//!   `QUIVER_HTTP_TOKEN_KEY`). With a shared token key the worker is one of several replicas
+//!   behind a load balancer: resumable streams carry their state in their tokens (`carry.rs`),
+//!   so a shared-work scan runs on its primary connection alone, its counter in its token.
+//!   Without one, the connections of a scan share the counter in this process.
 //!
 //! Only protocol bytes go to stdout: the stdio transport moves the protocol to a
 //! private descriptor and points fd 1 at stderr, so a stray print cannot corrupt
@@ -219,7 +221,14 @@ impl Worker {
         let name = self.catalog_name.clone();
         if let Some(address) = &args.http {
             let http = http_config(args.http_tls_cert.clone(), args.http_tls_key.clone(), None)?;
-            let server = Server::new(self.service(Sharing::InProcess), config);
+            // A key from the environment is shared with other replicas: nothing per scan may
+            // stay in this process. A random key serves this process alone.
+            let sharing = if std::env::var_os(quiver_rpc::http::TOKEN_KEY_ENV).is_some() {
+                Sharing::Carried
+            } else {
+                Sharing::InProcess
+            };
+            let server = Server::new(self.service(sharing), config);
             logging::log(Level::Info, format!("{name}: serving HTTP on {address}"));
             return serve_http(Arc::new(server), address, http);
         }
