@@ -7,7 +7,14 @@
 //! with an optional finalize). The SDK answers the engine's catalog discovery,
 //! binds and checks calls, runs the `init` streams, applies projection and the
 //! exact subset of pushed-down filters, and launches the process the way
-//! engines expect (stdio, or `--unix PATH` printing `UNIX:<path>`).
+//! engines expect (stdio, or `--unix PATH` printing `UNIX:<path>`, or `--http`).
+//!
+//! Over HTTP behind a load balancer, a stream's next turn may land on another replica: scalar
+//! streams always resume there; a scan or table-in-out state does when it implements
+//! `snapshot` ([`TableScan::snapshot`], [`InOutState::snapshot`]) and its function declares
+//! `resume` ([`TableFunction::resume`], [`TableInOutFunction::resume`]). A state that cannot be
+//! serialised (a closure, an open file) stays held by the replica that opened it, and a turn
+//! landing elsewhere is refused with that replica's name (see `docs/call-out.md`, "Scale-out").
 //!
 //! ```no_run
 //! use std::sync::Arc;
