@@ -12,6 +12,7 @@ import gzip
 import http.server
 import json
 import re
+import ssl
 import subprocess
 import threading
 import zlib
@@ -608,6 +609,43 @@ def test_a_part_named_by_an_http_url_is_downloaded(tmp_path):
             downloaded = list((project / ".quiver-gateway" / "parts").rglob("part-*.parquet"))
             assert len(downloaded) == 1, "the part is kept in the state directory"
         assert "/stats.parquet?X-Signature=abc%2Fdef" in QuietFiles.targets, "the signed URL's query is kept"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_https_part_is_fetched_over_tls_and_an_untrusted_certificate_is_named(tmp_path):
+    # A TLS server whose self-signed certificate no trust store holds: the gateway's HTTPS client (rustls
+    # on ring, installed as the process's provider) must get as far as verifying it, refuse it by name,
+    # and keep serving.
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    done = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(QuietFiles, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        project = public_project(tmp_path)
+        url = f"https://127.0.0.1:{server.server_address[1]}/stats.parquet"
+        point_part_at(project, url, "materialize_budget_seconds: 5\n")
+        with Gateway.start(project, wait_ready=False) as gateway:
+            entry = poll(
+                lambda: (entry := gateway.dataset("champion_stats"))["state"] == "failed" and entry,
+                "the https:// dataset to fail",
+            )
+            assert url in entry["last_error"], entry
+            assert "certificate" in entry["last_error"].lower(), entry
+            assert gateway.get("/healthz").status == 200
     finally:
         server.shutdown()
         server.server_close()

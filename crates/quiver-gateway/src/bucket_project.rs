@@ -213,7 +213,7 @@ async fn list(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<ObjectMeta>, 
     let mut stream = store.list(under.as_ref());
     let mut objects = Vec::new();
     while let Some(object) = stream.next().await {
-        objects.push(object.map_err(|error| error.to_string())?);
+        objects.push(object.map_err(|error| crate::snapshot::fetch::describe(&error))?);
         if objects.len() > OBJECTS_MAX {
             return Err(format!("more than {OBJECTS_MAX} objects"));
         }

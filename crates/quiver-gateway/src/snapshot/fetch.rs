@@ -360,7 +360,7 @@ async fn download_one(
     expected_bytes: Option<u64>,
     deadline: Instant,
 ) -> Result<(), String> {
-    let size = store.head(path).await.map_err(|e| e.to_string())?.size;
+    let size = store.head(path).await.map_err(|e| describe(&e))?.size;
     if size > PART_BYTES_MAX {
         return Err(format!(
             "{size} bytes, more than the limit of {PART_BYTES_MAX}"
@@ -402,14 +402,14 @@ async fn write_stream(
     let mut stream = store
         .get(path)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| describe(&e))?
         .into_stream();
     let mut written = 0u64;
     while let Some(chunk) = stream.next().await {
         if Instant::now() >= deadline {
             return Err("the download ran past the materialize budget".into());
         }
-        let chunk = chunk.map_err(|e| e.to_string())?;
+        let chunk = chunk.map_err(|e| describe(&e))?;
         written += chunk.len() as u64;
         if written > size {
             return Err(format!("the object sent more than its {size} bytes"));
@@ -420,6 +420,23 @@ async fn write_stream(
         return Err(format!("the object sent {written} of its {size} bytes"));
     }
     file.sync_all().map_err(|e| e.to_string())
+}
+
+/// An object store's error with its causes: object_store's own message ends at "error sending
+/// request", while what a user can act on (a refused connection, an untrusted certificate) is in
+/// the chain below it.
+pub(crate) fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 pub(crate) fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
