@@ -8,6 +8,7 @@
 #   ./tools/bench.sh gateway [--rows N] [--duration S] [--passes P] [--quick] [--peers a,b] [--scenarios a,b]
 #                                                                  (seed 004's suite: the gateway vs nginx, ROAPI, Datasette)
 #   ./tools/bench.sh soak [--clients N] [--duration S] [--rows N]   (a mixed load on one server: exact counts, RSS)
+#   ./tools/bench.sh remote [--warmup W] [--measured R] [--quick]  (launch: vs HTTP vs replicas behind nginx)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -57,7 +58,8 @@ case "$suite" in
         fi
         # quiver's own rows: the Rust client's bench (crates/quiver-client/examples/server_bench),
         # which starts its own server through ServerProcess.
-        cargo build --release --locked --quiet -p quiver-client --example server_bench
+        # --workspace: the features the setup's build resolved, so nothing is compiled a second time.
+        cargo build --release --locked --quiet --workspace --example server_bench
         export QUIVER_BENCH_SERVER_CMD="${QUIVER_BENCH_SERVER_CMD:-$ROOT/target/release/examples/server_bench}"
         exec "$py" bench/peers/server_bench.py run --out bench/results "$@"
         ;;
@@ -70,7 +72,7 @@ case "$suite" in
             echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
             exit 1
         fi
-        cargo build --release --locked --quiet -p quiver-gateway
+        cargo build --release --locked --quiet --workspace
         exec "$py" bench/peers/gateway_bench.py run --out bench/results "$@"
         ;;
     soak)
@@ -82,5 +84,15 @@ case "$suite" in
         fi
         exec "$py" bench/peers/server_soak.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway|soak" >&2; exit 2 ;;
+    remote)
+        shift
+        tools/setup_nginx.sh
+        py="$ROOT/.venv/bin/python"
+        if [[ ! -x "$py" ]]; then
+            echo "bench: no venv at $ROOT/.venv (run ./quiver setup)" >&2
+            exit 1
+        fi
+        exec "$py" bench/peers/remote_bench.py run --out bench/results "$@"
+        ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway|soak|remote" >&2; exit 2 ;;
 esac
