@@ -23,7 +23,7 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 HEADERS="$EXT/build/duckdb-headers"
 if [[ "${QUIVER_BENCH_FUNCTIONS:-0}" == 1 ]]; then
     BENCH=1
-    CARGO_FEATURES=(--features quiver-extension/bench-functions)
+    CARGO_FEATURES=(--features bench-functions)
     BUILD="$EXT/build/bench"
     OUT_DIR="$TARGET/extension/bench"
 else
@@ -50,10 +50,9 @@ t="$(now)"
 log "headers: $(cat "$HEADERS/VERSION") ($(cat "$HEADERS/SOURCE_ID")) [$(since "$t")]"
 
 t="$(now)"
-# The whole workspace, as tools/setup.sh builds it: cargo unifies dependency features over the packages
-# it is asked for, so `-p quiver-extension` alone would compile some 80 units (tokio, rustls, arrow, the
-# engine) a second time with fewer features; here it finds them built.
-(cd "$ROOT" && cargo build --release --locked --quiet --workspace "${CARGO_FEATURES[@]}")
+# quiver-extension alone: through crates/quiver-workspace-hack it asks for the dependency features the
+# whole workspace resolves, so after tools/setup.sh's workspace build nothing but the engine compiles.
+(cd "$ROOT" && cargo build --release --locked --quiet -p quiver-extension "${CARGO_FEATURES[@]}")
 # Both flavours' cargo builds write the same path; each flavour links its own copy (the mtime kept,
 # so make relinks only when the core changed).
 mkdir -p "$BUILD"

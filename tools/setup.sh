@@ -77,6 +77,28 @@ cargo_build() {
     cargo build --release --locked "$@"
 }
 
+# What the demo starts: the extension (the server is the extension serving), the example worker, the
+# gateway and the spine's tour.
+DEMO_CRATES=(quiver-extension quiver-allinone quiver-gateway quiver-demo)
+
+# Members built alone (the demo's binaries; the extension by extension/build.sh; quiver-python by
+# maturin) must find every dependency the workspace build compiled: cargo resolves features per
+# invocation, and crates/quiver-workspace-hack is what makes the two agree. After a dependency change
+# this names what would be compiled a second time, for that crate's list.
+members_alone_reuse_the_build() {
+    local recompiled
+    recompiled="$(cargo build --release --locked --message-format=json \
+        "${DEMO_CRATES[@]/#/--package=}" --package=quiver-python 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and not message["fresh"] and "registry+" in message["package_id"]:
+        print(message["package_id"].rsplit("#", 1)[-1])
+' | sort -u | xargs)"
+    [[ -z "$recompiled" ]] \
+        || log "note: crates/quiver-workspace-hack/Cargo.toml is stale; compiled a second time: $recompiled"
+}
+
 # ensure_venv, find_python311, find_python313.
 source "$ROOT/tools/venv.sh"
 
@@ -126,9 +148,10 @@ nginx_balancer() {
 
 step "quiver's Python venv (.venv)" quiver_venv
 if [[ "$SCOPE" == demo ]]; then
-    # The whole workspace even so: one cargo invocation everywhere keeps one set of resolved features, so
-    # no dependency is ever compiled twice (a subset of members would unify features differently).
-    step "the Rust workspace (release)" cargo_build --workspace
+    # Only the binaries the demo starts (and the extension, below). Each depends on
+    # crates/quiver-workspace-hack, so they resolve the features the whole workspace does and a later
+    # `./quiver test` compiles no dependency a second time.
+    step "the demo's Rust binaries (release)" cargo_build "${DEMO_CRATES[@]/#/--package=}"
     step "the DuckDB extension" extension/build.sh
 else
     step "the test venvs (oracles, vgi-python releases, haybarn)" test_venvs
@@ -136,6 +159,7 @@ else
     step "the Java spine" java_spine
     # quiver-node is a member like any other, so the Node module shares every compiled dependency.
     step "the Rust workspace (release)" cargo_build --workspace
+    step "the members built alone reuse the workspace's build" members_alone_reuse_the_build
     step "the DuckDB extension" extension/build.sh
     # The Python native module (quiver_native) and the Node package: both bind quiver-client.
     step "the Python native module" tools/setup_python_native.sh

@@ -15,18 +15,6 @@ if [[ ! -f "$native_stamp" || "$(cat "$native_stamp")" != "$native_sources" ]] \
     || ! .venv/bin/python -c 'import quiver_native' 2>/dev/null \
     || ! .venv-oracle/bin/python -c 'import quiver_native' 2>/dev/null; then
     log "building and installing the native module (quiver-native)"
-    # maturin builds crates/quiver-python alone; its Cargo.toml aligns the features of what it shares
-    # with the workspace, so after setup's workspace build nothing but the module itself compiles.
-    # Say so when that list has gone stale (a dependency compiled again costs every cold setup).
-    recompiled="$(cargo build --release --locked -p quiver-python --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    message = json.loads(line)
-    if message.get("reason") == "compiler-artifact" and not message["fresh"] and "registry+" in message["package_id"]:
-        print(message["package_id"].rsplit("#", 1)[-1])
-' | sort -u | xargs)"
-    [[ -z "$recompiled" ]] \
-        || log "note: crates/quiver-python's feature alignment is stale; compiled again: $recompiled"
     rm -rf "$native_wheels"
     .venv/bin/pip wheel --quiet --disable-pip-version-check --no-deps -w "$native_wheels" crates/quiver-python
     for venv in .venv .venv-oracle; do

@@ -103,9 +103,6 @@ enum KeysCommand {
 }
 
 fn main() -> ExitCode {
-    // Object storage's HTTPS client (reqwest without a provider of its own) takes the process
-    // default; an Err only says one is installed already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
         Command::Serve(args) => run_serve(args),
         Command::Check { project_dir } => check(&project_dir),

@@ -88,6 +88,8 @@ fn create_bucket(port: u16) {
 }
 
 fn put(key: &str, bytes: Vec<u8>) {
+    // The gateway's object_store has no TLS provider of its own (ring is installed as the default).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let store = AmazonS3Builder::from_env()
         .with_url(format!("s3://{BUCKET}"))
         .build()

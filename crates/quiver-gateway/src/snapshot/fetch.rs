@@ -86,6 +86,7 @@ pub fn part_url(path: &str) -> Option<Result<PartUrl, String>> {
 
 /// The store that reads `url`, and the object's path in it.
 fn part_store(url: &PartUrl) -> Result<(Box<dyn ObjectStore>, ObjectPath), String> {
+    use_ring_for_tls();
     let options = ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT);
     let store: Box<dyn ObjectStore> = match url {
         PartUrl::S3 { bucket, .. } => s3(bucket)?,
@@ -439,7 +440,15 @@ pub(crate) fn describe(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// object_store's HTTPS client (reqwest without a crypto provider of its own, so that ring stays the
+/// workspace's one provider) takes the process default: ring's, installed before any store is built.
+/// An Err only says a default is installed already.
+fn use_ring_for_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 pub(crate) fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
+    use_ring_for_tls();
     AmazonS3Builder::from_env()
         .with_url(format!("s3://{bucket}"))
         .build()
@@ -448,6 +457,7 @@ pub(crate) fn s3(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
 }
 
 pub(crate) fn gcs(bucket: &str) -> Result<Box<dyn ObjectStore>, String> {
+    use_ring_for_tls();
     GoogleCloudStorageBuilder::from_env()
         .with_bucket_name(bucket)
         .with_retry(retry_config())
