@@ -146,7 +146,10 @@ impl VgiWorker {
                     .map(|s| s.expecting(output.clone()))
             })
             .map_err(to_py)?;
-        Ok(ScanReader::spawn(output, vec![StreamHandle::new(stream, None)]))
+        Ok(ScanReader::spawn(
+            output,
+            vec![StreamHandle::new(stream, None)],
+        ))
     }
 
     /// Scans table function `function` (without a split plan) on up to `streams` connections of
@@ -402,9 +405,8 @@ impl VgiCall {
     /// Ends the input: the batches of the function's FINALIZE phase (none for a scalar or a
     /// function without one); the call is finished after.
     fn finish(&self, py: Python<'_>) -> PyResult<ScanReader> {
-        let finalize = self.with_handle(py, |handle| {
-            handle.take().ok_or_else(finished)?.finalize()
-        })?;
+        let finalize =
+            self.with_handle(py, |handle| handle.take().ok_or_else(finished)?.finalize())?;
         Ok(ScanReader::spawn(
             self.output.clone(),
             finalize.into_iter().collect(),

@@ -1,5 +1,7 @@
-"""quiver workers under Apache Spark (PySpark 4.3): a data source that reads a worker's table
-function as partitions, and a worker's scalar and table-in-out functions over DataFrames.
+"""quiver workers under Apache Spark (PySpark 4.3).
+
+A data source reads a worker's table function as partitions; a worker's scalar and table-in-out
+functions apply to DataFrames.
 
     from quiver.spark import QuiverDataSource, apply_scalar, apply_table
     spark.dataSource.register(QuiverDataSource)

@@ -1,6 +1,7 @@
-"""A call's arguments as the engine role takes them: one row, a column ``positional_<i>`` per
-positional argument and ``named_<name>`` per named one, each of the type the function declares
-(DuckDB casts a SQL literal to it the same way).
+"""A call's arguments as the engine role takes them.
+
+One row, a column ``positional_<i>`` per positional argument and ``named_<name>`` per named
+one, each of the type the function declares (DuckDB casts a SQL literal to it the same way).
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ def is_any(field: pa.Field) -> bool:
     return (field.metadata or {}).get(_TYPE) == b"any"
 
 
-def batch(declared: pa.Schema, positional: Sequence[Any] = (), named: Mapping[str, Any] | None = None) -> pa.RecordBatch:
-    """The arguments batch for a function declaring ``declared``; TABLE parameters are skipped
-    (the input travels as the stream). A wrong count or name is refused by name."""
+def batch(
+    declared: pa.Schema, positional: Sequence[Any] = (), named: Mapping[str, Any] | None = None
+) -> pa.RecordBatch:
+    """The arguments batch for a function declaring ``declared``.
+
+    TABLE parameters are skipped (the input travels as the stream). A wrong count or name is
+    refused by name.
+    """
     named = dict(named or {})
     slots = [f for f in declared if not is_named(f) and not is_table(f)]
     by_name = {f.name: f for f in declared if is_named(f)}

@@ -1,5 +1,6 @@
-"""Spark's pushed filters as VGI's filter v2 document (``vgi.filters.v2``), the same document
-quiver's DuckDB extension builds from DuckDB's filters (extension/src/filter_pushdown.cpp): one
+"""Spark's pushed filters as VGI's filter v2 document (``vgi.filters.v2``).
+
+It is the same document quiver's DuckDB extension builds from DuckDB's filters (extension/src/filter_pushdown.cpp): one
 predicate per filter Spark hands over (they are ANDed), literals as the typed columns
 ``value_<N>`` of one row, each of its column's type.
 
@@ -35,8 +36,7 @@ class Translated:
     values: list[pa.Array] = field(default_factory=list)
 
     def add(self, spark_filter: Any, required: bool) -> bool:
-        """Translates ``spark_filter`` into a predicate; ``False`` (and nothing added) when it
-        cannot be."""
+        """Translates ``spark_filter`` into a predicate; ``False`` (nothing added) when it cannot."""
         mark = len(self.values)
         expression = self._expression(spark_filter)
         if expression is None:

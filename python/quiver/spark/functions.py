@@ -1,5 +1,6 @@
-"""A worker's scalar and table-in-out functions over Spark DataFrames, through ``mapInArrow``:
-every partition is one call on the worker of the executor process that runs it (attached on first
+"""A worker's scalar and table-in-out functions over Spark DataFrames, through ``mapInArrow``.
+
+Every partition is one call on the worker of the executor process that runs it (attached on first
 use, ``launch:`` starting one per process), its batches fed to the call's exchange stream as
 DuckDB's threads feed theirs.
 
@@ -27,8 +28,11 @@ def apply_scalar(
     columns: Sequence[str],
     output: str,
 ) -> DataFrame:
-    """``df`` with the column ``output`` added: ``function`` of ``columns`` (its arguments in
-    order, each cast to the type the function declares, as DuckDB casts them)."""
+    """``df`` with the column ``output`` added: ``function`` of ``columns``.
+
+    The columns are its arguments in order, each cast to the type the function declares, as
+    DuckDB casts them.
+    """
     declared = workers.function(worker, function)["arguments"]
     parameters = [f for f in declared if not arguments.is_named(f)]
     if len(columns) != len(parameters):
@@ -49,7 +53,9 @@ def apply_scalar(
         # Built here: a batch of no columns loses its one row when pickled.
         call = workers.attach(worker).call(function, arguments.batch(pa.schema([])), inputs)
         for batch in batches:
-            data = pa.RecordBatch.from_arrays([batch.column(c).cast(f.type) for c, f in zip(columns, inputs)], schema=inputs)
+            data = pa.RecordBatch.from_arrays(
+                [batch.column(c).cast(f.type) for c, f in zip(columns, inputs, strict=True)], schema=inputs
+            )
             answer, _ = call.exchange(data)
             merged = pa.RecordBatch.from_arrays([*batch.columns, answer.column(0)], names=wanted.names)
             yield merged.cast(wanted)
@@ -59,10 +65,14 @@ def apply_scalar(
     return df.mapInArrow(run, schema)
 
 
-def apply_table(df: DataFrame, worker: str, function: str, positional: Sequence[Any] = (), named: dict[str, Any] | None = None) -> DataFrame:
-    """``function`` (table-in-out) over each partition of ``df``: every input batch in, every
-    output batch out (a batch answered in parts is read to its last part), then the output of its
-    finalize phase, if it has one."""
+def apply_table(
+    df: DataFrame, worker: str, function: str, positional: Sequence[Any] = (), named: dict[str, Any] | None = None
+) -> DataFrame:
+    """``function`` (table-in-out) over each partition of ``df``.
+
+    Every input batch goes in and every output batch comes out (a batch answered in parts is read
+    to its last part), then the output of its finalize phase, if it has one.
+    """
     declared = workers.function(worker, function)["arguments"]
     constants = arguments.batch(declared, positional, named)
     inputs = to_arrow_schema(df.schema, timezone="UTC")
@@ -86,8 +96,7 @@ def apply_table(df: DataFrame, worker: str, function: str, positional: Sequence[
 
 
 def _output_schema(worker: str, function: str, constants: pa.RecordBatch, inputs: pa.Schema) -> pa.Schema:
-    """The columns a call over ``inputs`` answers, as the worker binds it (the call is closed at
-    once)."""
+    """The columns a call over ``inputs`` answers, as the worker binds it (then closed)."""
     call = workers.attach(worker).call(function, constants, inputs)
     schema = call.output_schema
     for _ in call.finish():

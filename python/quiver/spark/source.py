@@ -39,8 +39,7 @@ from quiver.spark.filters import Translated
 
 
 class QuiverPartition(InputPartition):
-    """One split's encoded ``init`` (``request``), or ``None``: the whole scan of a function
-    without a split plan."""
+    """One split's encoded ``init`` (``request``); ``None``: a whole scan without a split plan."""
 
     def __init__(self, request: bytes | None) -> None:
         super().__init__(request)
@@ -163,8 +162,10 @@ class QuiverReader(DataSourceReader):
 
 
 def _shaped(batch: pa.RecordBatch, names: list[str], wanted: pa.Schema) -> pa.RecordBatch:
-    """``batch`` as Spark checks it: the read's columns in its order (a function that ignores the
-    projection answers them all), each of the Arrow type Spark expects."""
+    """``batch`` as Spark checks it: the read's columns in order, of the Arrow types it expects.
+
+    A function that ignores the projection answers every column.
+    """
     if batch.schema.names != names:
         batch = pa.RecordBatch.from_arrays([batch.column(n) for n in names], names=names)
     if not batch.schema.equals(wanted):

@@ -1,7 +1,9 @@
-"""One attached worker per location per process: every Spark Python worker process (driver or
-executor) reaches a worker of its own, started on first use (``launch:<command>`` starts it on a
-private socket) and kept for the process's later tasks, as Spark keeps its Python workers. The
-worker ends with the process (a parent-death signal), never outliving it.
+"""One attached worker per location per process.
+
+Every Spark Python worker process (driver or executor) reaches a worker of its own, started on
+first use (``launch:<command>`` starts it on a private socket) and kept for the process's later
+tasks, as Spark keeps its Python workers. The worker ends with the process (a parent-death
+signal), never outliving it.
 """
 
 from __future__ import annotations
