@@ -89,6 +89,22 @@ impl VgiWorker {
         Ok(all)
     }
 
+    /// The columns table function `function` answers for `arguments` (as in
+    /// [`VgiWorker::plan_scan`]), from its bind alone.
+    fn output_schema<'py>(
+        &self,
+        py: Python<'py>,
+        function: &str,
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = RecordBatch::from_pyarrow_bound(arguments)?;
+        let output = py
+            .detach(|| self.bind(function, &arguments, None, &[Kind::Table]))
+            .map_err(to_py)?
+            .output_schema;
+        output.as_ref().to_pyarrow(py)
+    }
+
     /// Binds table function `function` with `arguments` (a one-row batch of columns
     /// `positional_<i>` / `named_<name>`) and plans its scan: `schema` (the columns every part
     /// answers, projected to `columns`, indices into the unprojected output, where the function
@@ -106,7 +122,7 @@ impl VgiWorker {
         filter_spec: Option<String>,
         filter_values: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let call = ScanCall::new(py, arguments, columns, filter_spec, filter_values)?;
+        let call = ScanCall::new(arguments, columns, filter_spec, filter_values)?;
         let (bound, output, requests) = py
             .detach(|| -> Result<_, Failure> {
                 let bound = self.bind(function, &call.arguments, None, &[Kind::Table])?;
@@ -167,7 +183,7 @@ impl VgiWorker {
         filter_values: Option<&Bound<'py, PyAny>>,
         streams: i64,
     ) -> PyResult<ScanReader> {
-        let call = ScanCall::new(py, arguments, columns, filter_spec, filter_values)?;
+        let call = ScanCall::new(arguments, columns, filter_spec, filter_values)?;
         let (output, handles) = py
             .detach(|| -> Result<_, Failure> {
                 let bound = self.bind(function, &call.arguments, None, &[Kind::Table])?;
@@ -259,7 +275,6 @@ struct ScanCall {
 
 impl ScanCall {
     fn new(
-        _py: Python<'_>,
         arguments: &Bound<'_, PyAny>,
         columns: Option<Vec<i64>>,
         filter_spec: Option<String>,

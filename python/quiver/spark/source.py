@@ -58,7 +58,7 @@ class QuiverDataSource(DataSource):
         self.call = Call.of(options)
 
     def schema(self) -> StructType:
-        return from_arrow_schema(self.call.plan()["unprojected"])
+        return from_arrow_schema(self.call.output_schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return QuiverReader(self.call, schema)
@@ -92,6 +92,9 @@ class Call:
         declared = workers.function(self.worker, self.function)["arguments"]
         return arguments.batch(declared, self.positional, self.named)
 
+    def output_schema(self) -> pa.Schema:
+        return workers.attach(self.worker).output_schema(self.function, self.arguments())
+
     def plan(self, columns: list[int] | None = None, spec: str | None = None, values: Any = None) -> dict[str, Any]:
         worker = workers.attach(self.worker)
         return worker.plan_scan(self.function, self.arguments(), columns, spec, values)
@@ -102,7 +105,7 @@ class QuiverReader(DataSourceReader):
         self.call = call
         self.schema = schema
         self.facts = workers.function(call.worker, call.function)
-        self.unprojected: pa.Schema = call.plan()["unprojected"]
+        self.unprojected: pa.Schema = call.output_schema()
         self.columns = self._projection(schema)
         self.spec: str | None = None
         self.values: pa.RecordBatch | None = None
