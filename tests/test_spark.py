@@ -173,6 +173,35 @@ def test_a_table_in_out_function_over_a_dataframe_matches_duckdb(
     duck.unregister("input_rows")
 
 
+def test_finalize_and_answers_in_parts_add_up_as_in_duckdb(
+    spark: SparkSession, duck: duckdb.DuckDBPyConnection
+) -> None:
+    table = pa.table({"i": pa.array(range(30000), pa.int64())})
+    df = spark.createDataFrame(table.to_pandas()).repartition(3)
+    out = apply_table(df, READINGS, "tally")
+    w = attached(duck, READINGS)
+    duck.register("tallied", table)
+    expected = duck.execute(f"SELECT sum(rows) FROM {w}.tally((SELECT * FROM tallied))").fetchall()[0][0]
+    duck.unregister("tallied")
+    assert expected == 2 * 30000
+    assert out.agg({"rows": "sum"}).collect()[0][0] == expected
+    # Three calls: each answers its batches in two parts and ends with its total.
+    assert out.filter("rows = 0").count() == out.filter("rows > 0").count() - 3
+
+
+def test_a_worker_error_fails_the_job_by_its_message_and_the_worker_serves_on(
+    spark: SparkSession, duck: duckdb.DuckDBPyConnection
+) -> None:
+    df = spark.createDataFrame([(4.0,), (-9.0,), (16.0,)], "x double").repartition(2)
+    with pytest.raises(Exception, match="cannot take the square root of -9"):
+        apply_scalar(df, READINGS, "checked_sqrt", ["x"], "root").collect()
+    w = attached(duck, READINGS)
+    with pytest.raises(duckdb.Error, match="cannot take the square root of -9"):
+        duck.execute(f"SELECT {w}.checked_sqrt(x) FROM (VALUES (4.0), (-9.0)) t(x)").fetchall()
+    good = apply_scalar(df.filter("x >= 0"), READINGS, "checked_sqrt", ["x"], "root")
+    assert rows(good) == [(16.0, 4.0), (4.0, 2.0)]
+
+
 def test_each_executor_reaches_its_own_worker(spark: SparkSession) -> None:
     def worker_of(_: Iterator) -> Iterator[tuple[int, tuple[int, ...]]]:
         yield os.getpid(), tuple(workers.attach(RUST).pids())
