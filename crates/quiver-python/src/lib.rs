@@ -31,6 +31,7 @@ mod server;
 mod session;
 mod values;
 mod vgi;
+mod vgi_streams;
 
 use pyo3::prelude::*;
 
@@ -45,8 +46,8 @@ fn quiver_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<rpc::RpcClient>()?;
     module.add_class::<rpc::RpcService>()?;
     module.add_class::<vgi::VgiWorker>()?;
-    module.add_class::<vgi::ScanReader>()?;
-    module.add_class::<vgi::VgiCall>()?;
+    module.add_class::<vgi_streams::ScanReader>()?;
+    module.add_class::<vgi_streams::VgiCall>()?;
     errors::register(module)?;
     Ok(())
 }
