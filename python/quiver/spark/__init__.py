@@ -42,4 +42,11 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'quiver.spark' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as error:
+        if error.name != "pyspark":
+            raise
+        raise ImportError(
+            f"quiver.spark.{name} needs pyspark (4.3; ./quiver test-spark sets up .venv-spark)"
+        ) from error
