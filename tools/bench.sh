@@ -9,6 +9,7 @@
 #                                                                  (seed 004's suite: the gateway vs nginx, ROAPI, Datasette)
 #   ./tools/bench.sh soak [--clients N] [--duration S] [--rows N]   (a mixed load on one server: exact counts, RSS)
 #   ./tools/bench.sh remote [--warmup W] [--measured R] [--quick]  (launch: vs HTTP vs replicas behind nginx)
+#   ./tools/bench.sh spark [--rows N] [--warmup W] [--measured R]   (Spark + a quiver worker vs Spark's own Arrow UDF)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -46,6 +47,13 @@ case "$suite" in
         # The ceiling, quiver_numbers(n), lives only in the bench flavour of the extension.
         QUIVER_BENCH_FUNCTIONS=1 extension/build.sh
         exec "$py" bench/peers/vgi_bench.py run --out bench/results "$@"
+        ;;
+    spark)
+        shift
+        # PySpark in .venv-spark (tools/setup_spark.sh) and the Rust example worker whose add_one it calls.
+        tools/setup_spark.sh
+        cargo build --release --locked --workspace --example hello_worker
+        exec .venv-spark/bin/python bench/peers/spark_bench.py --out bench/results "$@"
         ;;
     server)
         shift
@@ -94,5 +102,5 @@ case "$suite" in
         fi
         exec "$py" bench/peers/remote_bench.py run --out bench/results "$@"
         ;;
-    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway|soak|remote" >&2; exit 2 ;;
+    *) echo "usage: ./quiver bench rpc|python|vgi|server|gateway|soak|remote|spark" >&2; exit 2 ;;
 esac

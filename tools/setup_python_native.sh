@@ -8,8 +8,8 @@ log() { printf '[setup-native] %s\n' "$*" >&2; }
 
 native_stamp=.venv/.quiver-native.sha256
 native_wheels=target/wheels/quiver-native
-native_sources="$(find crates/quiver-python crates/quiver-client crates/quiver-process crates/quiver-rpc \
-    crates/quiver-wire crates/quiver-shm crates/quiver-transport crates/quiver-server-protocol -type f | sort \
+native_sources="$(find crates/quiver-python crates/quiver-client crates/quiver-duckdb crates/quiver-vgi-contract \
+    crates/quiver-secret crates/quiver-process crates/quiver-rpc crates/quiver-wire crates/quiver-shm crates/quiver-transport crates/quiver-server-protocol -type f | sort \
     | xargs sha256sum | cat - Cargo.lock | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$native_stamp" || "$(cat "$native_stamp")" != "$native_sources" ]] \
     || ! .venv/bin/python -c 'import quiver_native' 2>/dev/null \

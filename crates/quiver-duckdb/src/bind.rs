@@ -87,7 +87,7 @@ impl Bound {
 }
 
 /// Splits a one-row batch with columns `positional_<i>` / `named_<name>` into `RawArguments`.
-pub(crate) fn arguments_of(batch: &RecordBatch) -> Outcome<RawArguments> {
+pub fn arguments_of(batch: &RecordBatch) -> Outcome<RawArguments> {
     let mut positional: Vec<(usize, arrow_array::ArrayRef)> = Vec::new();
     let mut named = Vec::new();
     if batch.num_rows() != 1 {

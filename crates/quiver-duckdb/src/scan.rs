@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_schema::SchemaRef;
+use quiver_vgi_contract::InitRequest;
 
 use crate::arrow_c;
 use crate::bind::Bound;
@@ -54,17 +55,7 @@ pub fn start(
     filters: Option<Vec<u8>>,
 ) -> Outcome<(TableExecution, StreamHandle)> {
     let desc = bound.desc();
-    let mut init = bound.init_request();
-    let mut output = bound.output_schema.clone();
-    if desc.projection_pushdown {
-        if let Some(ids) = &projection {
-            output = projected(&output, ids)?;
-        }
-        init.projection_ids = projection;
-    }
-    if desc.filter_pushdown {
-        init.pushdown_filters = filters;
-    }
+    let (mut init, output) = primary_init(bound, projection, filters)?;
     let during = format!("the scan of {}", bound.call_name());
     let worker = bound.attached.worker.clone();
     if desc.supports_splits {
@@ -94,6 +85,28 @@ pub fn start(
         splits: None,
     };
     Ok((execution, StreamHandle::new(primary, None)))
+}
+
+/// The primary `init` of a table call, carrying `projection` and `filters` where the function
+/// accepts them, and the (projected) columns every stream of the scan answers.
+pub fn primary_init(
+    bound: &Bound,
+    projection: Option<Vec<i64>>,
+    filters: Option<Vec<u8>>,
+) -> Outcome<(InitRequest, SchemaRef)> {
+    let desc = bound.desc();
+    let mut init = bound.init_request();
+    let mut output = bound.output_schema.clone();
+    if desc.projection_pushdown {
+        if let Some(ids) = &projection {
+            output = projected(&output, ids)?;
+        }
+        init.projection_ids = projection;
+    }
+    if desc.filter_pushdown {
+        init.pushdown_filters = filters;
+    }
+    Ok((init, output))
 }
 
 /// The columns a scan projected to `ids` answers, in `ids` order.

@@ -140,6 +140,16 @@ impl SplitPlan {
             .expecting(self.output.clone()))
     }
 
+    /// The encoded `init` of every split, in plan order: what an engine that redeems splits in
+    /// other processes (quiver's Spark source) hands to each, to open with [`Stream::open`] on a
+    /// worker of its own.
+    pub fn requests(&mut self) -> Vec<Vec<u8>> {
+        let tokens = std::mem::take(&mut self.tokens);
+        let requests = tokens.iter().map(|t| self.request_for(t.clone())).collect();
+        self.tokens = tokens;
+        requests
+    }
+
     /// The encoded `init` redeeming `token`.
     fn request_for(&mut self, token: Vec<u8>) -> Vec<u8> {
         self.init.split_tokens = Some(vec![token]);

@@ -1,6 +1,7 @@
 //! The engine core driving the real `quiver-allinone` worker, without DuckDB: discovery, bind,
 //! parallel table scans (stdio and `launch:`, shared memory off and on), scalar and table-in-out
-//! calls, a worker killed mid-scan, and no process left behind.
+//! calls, a worker killed mid-scan, split requests redeemed on another worker, and no process left
+//! behind.
 //!
 //! Needs `target/<profile>/quiver-allinone` (built by `cargo build --workspace`; `./quiver test`
 //! builds it before running the tests).
@@ -15,7 +16,8 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_duckdb::attached::Attached;
 use quiver_duckdb::bind::{bind, Bound};
-use quiver_duckdb::{catalog, scalar, scan, table_in_out, worker::Worker, FailureCode};
+use quiver_duckdb::stream::Stream;
+use quiver_duckdb::{catalog, scalar, scan, splits, table_in_out, worker::Worker, FailureCode};
 use quiver_vgi_contract::RawArguments;
 
 use common::{allinone, attach};
@@ -291,4 +293,48 @@ fn unknown_workers_fail_to_attach_with_their_words() {
         error.message
     );
     let _ = Worker::open("w", "unix:///nonexistent.sock").map(|w| w.label());
+}
+
+#[test]
+fn split_requests_redeem_on_another_worker() {
+    // What a distributed engine does (quiver's Spark source): plan on one worker, hand each
+    // split's request to another process, which opens it on a worker of its own.
+    let planner = attach(&allinone());
+    let args = RawArguments {
+        positional: vec![Arc::new(Int64Array::from(vec![1000])) as ArrayRef],
+        named: vec![(
+            "splits".into(),
+            Arc::new(Int64Array::from(vec![7])) as ArrayRef,
+        )],
+    };
+    let bound = bind(&planner, function(&planner, "split_numbers"), args, None).expect("bind");
+    let (init, output) = scan::primary_init(&bound, None, None).expect("init");
+    let requests = splits::plan(init, &bound, output.clone())
+        .expect("plan")
+        .requests();
+    assert_eq!(requests.len(), 7);
+    let redeemer = Worker::open("redeemer", &allinone()).expect("open");
+    let mut seen = Vec::new();
+    for request in &requests {
+        let mut stream = Stream::open(&redeemer, request, "a split".into())
+            .expect("redeem")
+            .expecting(output.clone());
+        while let Some(batch) = stream.next_batch().expect("batch") {
+            seen.extend(
+                batch
+                    .column(0)
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .iter()
+                    .copied(),
+            );
+        }
+        stream.close().expect("close");
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..1000).collect::<Vec<i64>>());
+    assert!(redeemer
+        .pids()
+        .iter()
+        .all(|pid| !planner.worker.pids().contains(pid)));
 }

@@ -9,6 +9,9 @@
 //! any vgi-rpc v1 server, `RpcService` serves unary methods whose bodies are Python callables,
 //! both with Rust framing, transports and shared memory.
 //!
+//! The engine role of VGI is here too (`vgi.rs`): `VgiWorker` attaches a worker through
+//! `quiver-duckdb` and plans, redeems and calls its functions; `quiver.spark` drives it.
+//!
 //! ```python
 //! import quiver_native
 //! with quiver_native.ServerProcess() as server, server.connect() as db:
@@ -27,6 +30,8 @@ mod rpc;
 mod server;
 mod session;
 mod values;
+mod vgi;
+mod vgi_streams;
 
 use pyo3::prelude::*;
 
@@ -40,6 +45,9 @@ fn quiver_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<server::ServerProcess>()?;
     module.add_class::<rpc::RpcClient>()?;
     module.add_class::<rpc::RpcService>()?;
+    module.add_class::<vgi::VgiWorker>()?;
+    module.add_class::<vgi_streams::ScanReader>()?;
+    module.add_class::<vgi_streams::VgiCall>()?;
     errors::register(module)?;
     Ok(())
 }
