@@ -16,6 +16,7 @@ export QUIVER_JAVA_ALT="${QUIVER_JAVA_ALT:-/usr/lib/jvm/temurin-25-jdk-amd64/bin
 tools/lint.sh
 cargo test --release --workspace --locked
 # tests/test_spark.py runs in .venv-spark, by ./quiver test-spark (opt-in: a JVM and executors).
-.venv/bin/python -m pytest -q tests python/tests --ignore=tests/test_spark.py "$@"
+# The slowest tests are named at the end, so a run that grows shows where.
+.venv/bin/python -m pytest -q --durations=15 tests python/tests --ignore=tests/test_spark.py "$@"
 # The Node package against a real server (node/test/; the server is python -m quiver.serve).
 (cd node && PYTHONPATH="$ROOT/python" node --test test/*.test.js)
