@@ -20,8 +20,13 @@ pub(crate) mod turns;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use app::{ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM, RESPONSE_BYTES_MIN, RPC_ERROR_HEADER};
-pub use client::{HttpOptions, HttpPeer, HttpReply};
+pub use app::{
+    ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM, RESPONSE_BYTES_MIN, RPC_ERROR_HEADER, TURN_BATCHES,
+    TURN_BYTES_DEFAULT, TURN_TIME_MAX,
+};
+pub use client::{
+    HttpOptions, HttpPeer, HttpReply, ACCEPT_MAX_RESPONSE_BYTES_DEFAULT, MAX_RESPONSE_BYTES_DEFAULT,
+};
 pub use codec::ENCODINGS;
 pub use server::{serve_http, HttpServer};
 pub use streams::HELD_STREAMS_MAX;
