@@ -15,13 +15,13 @@
 //!
 //! A turn is one step, as vgi-rpc 0.52's lockstep wants it (its client refuses a producer
 //! response of two data batches): one tick or input batch, one answer. A client that sends
-//! [`TURN_BATCHES`] with the value `many` (quiver's) gets many-batch producer turns instead, as vgi-rpc 0.42's
-//! server made them: the producer steps into the one response stream until it finishes or the
-//! body reaches the turn's budget ([`turn_bytes`]) or its time ([`TURN_TIME_MAX`]); then the
-//! cursor follows and the client resumes with `/exchange`. One request then carries hundreds of
-//! batches instead of one. Such a turn's cap is soft (it passes it by its last batch at most);
-//! any other answer over the cap (the server's, or the client's `VGI-Accept-Max-Response-Bytes`)
-//! is replaced by a `ResponseTooLargeError` and ends the stream.
+//! [`TURN_BATCHES`] with the value `many` (quiver's) gets producer turns of many batches, as
+//! vgi-rpc 0.42's server made them: the producer steps into the one response stream until it
+//! finishes, or the body reaches the turn's budget ([`HttpConfig::turn_bytes`], lowered by the
+//! response caps), or the turn has run [`TURN_TIME_MAX`]; then the cursor follows and the client
+//! resumes with `/exchange`. Such a turn's cap is soft (passed by its last batch at most); any
+//! other answer over the cap (the server's, or the client's `VGI-Accept-Max-Response-Bytes`) is
+//! replaced by a `ResponseTooLargeError` and ends the stream.
 //! Transport-independent and synchronous: `server.rs` runs it on a blocking thread per request.
 
 use std::sync::Arc;
@@ -58,7 +58,7 @@ pub const TURN_BATCHES: &str = "Quiver-Turn-Batches";
 /// The smallest response cap a server or client may set (vgi-rpc's rule).
 pub const RESPONSE_BYTES_MIN: u64 = 65_536;
 const BUDGET_BYTES_MAX: u64 = (1 << 53) - 1;
-/// A producer turn's body budget when the server sets no `max_response_bytes`. Large enough to
+/// The default of [`HttpConfig::turn_bytes`], a producer turn's body budget. Large enough to
 /// spread a request's fixed cost (the round trip, the token seal, the state snapshot) over
 /// hundreds of typical batches, small enough that the body buffered on either end (this server
 /// builds a turn in memory; the client reads it whole) and a turn replayed after a replica's
@@ -256,7 +256,8 @@ impl App {
             Err(refused) => return self.refusal(refused, inbound_id),
         };
         let many = request.header(&TURN_BATCHES.to_ascii_lowercase()) == Some("many");
-        let turn = many.then(|| turn_bytes(budget, self.config.max_response_bytes.is_some()));
+        let turn_bytes = self.config.turn_bytes;
+        let turn = many.then(|| budget.map_or(turn_bytes, |cap| cap.min(turn_bytes)));
         let outcome = self.post(request, parts[0], parts[1], kind, inbound_id, turn);
         match outcome {
             Ok((method, reply)) => self.capped(reply, budget, &method),
@@ -814,16 +815,6 @@ struct Turn<'a> {
     logs: &'a [LogRecord],
     /// A producer turn ends once its body reaches this many bytes; `None`: after one step.
     bytes: Option<u64>,
-}
-
-/// A producer turn's byte budget: the response cap when the server sets one (as vgi-rpc fills
-/// a turn up to it), else the client's cap or [`TURN_BYTES_DEFAULT`], whichever is lower.
-fn turn_bytes(cap: Option<u64>, server_capped: bool) -> u64 {
-    match cap {
-        Some(cap) if server_capped => cap,
-        Some(cap) => cap.min(TURN_BYTES_DEFAULT),
-        None => TURN_BYTES_DEFAULT,
-    }
 }
 
 /// One `process` step of `stream`: its logs and conformed batches, and whether it finished.
