@@ -289,3 +289,16 @@ def test_a_replica_killed_mid_scan_leaves_the_query_to_the_others(extension: Pat
         100000,
         4_999_950_000,
     )
+
+
+def test_a_malformed_turn_size_stops_the_worker_naming_it(allinone: Path) -> None:
+    worker = subprocess.run(
+        [str(allinone), "--http", "127.0.0.1:0"],
+        env={**os.environ, "QUIVER_HTTP_TURN_BYTES": "8M"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert worker.returncode != 0
+    assert "QUIVER_HTTP_TURN_BYTES" in worker.stderr and '"8M"' in worker.stderr, worker.stderr

@@ -282,10 +282,12 @@ impl HttpPeer {
             .header(codec::CONTENT_ENCODING)
             .or_else(|| reply.header(codec::VGI_CONTENT_ENCODING))
             .map(str::to_string);
+        // A body that arrived as one piece converts to a Vec without a copy.
+        let body = Vec::from(body);
         reply.body = match coding {
-            Some(coding) => codec::decode(body.to_vec(), &coding, max)
+            Some(coding) => codec::decode(body, &coding, max)
                 .map_err(|e| Failure::Sent(io::Error::new(io::ErrorKind::InvalidData, e)))?,
-            None => body.to_vec(),
+            None => body,
         };
         Ok(reply)
     }
