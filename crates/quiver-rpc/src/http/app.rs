@@ -104,7 +104,8 @@ struct Reply {
     failed: bool,
     /// The call this reply continues; its held state is dropped if the reply breaks the cap.
     parked: Option<[u8; 16]>,
-    /// A producer turn: the cap ended it, so a body past the cap by its last batch stands.
+    /// A many-batch producer turn: its budget ended it, so a body past the cap by its last batch
+    /// stands.
     soft_cap: bool,
     request_id: String,
 }
