@@ -5,7 +5,10 @@ travels in its sealed token and any replica serves its next turn. nginx (Debian'
 by tools/setup_nginx.sh) is started here in the foreground with its own configuration under the test's
 temporary directory: round robin, no stickiness, no response buffering, and a turn whose replica is
 gone retried on the next one (`proxy_next_upstream`; a carried cursor can be replayed). Its access
-log records the replica (`$upstream_addr`) of every request, which shows the turns really spread.
+log records the replica (`$upstream_addr`) of every request, which shows the turns really spread,
+and the bytes of its response. The replicas keep their producer turns small
+(`QUIVER_HTTP_TURN_BYTES`), so a turn carries a few batches and a scan takes many turns; every turn,
+the one nginx retries after a kill included, stays within that size and one batch.
 
 The workloads are a scan (the shared-work `numbers`, and `split_numbers` planned into splits), a
 table-in-out function and a scalar, each compared with plain SQL. Then a replica is SIGKILLed in the
@@ -35,11 +38,16 @@ from extension_support import connect
 from test_extension_http import start_allinone, stop
 
 REPLICAS = 3
+#: What the replicas' producer turns fill up to: a few batches of these scans.
+TURN_BYTES = 65536
+#: The zero-row batch after a turn's last data batch: its cursor carries the scan's state (the
+#: init request and the position), and the framing of both batches, generously.
+CURSOR_BYTES_MAX = 32 * 1024
 #: How long nginx may take to listen, and a condition to come true, on a loaded machine.
 DEADLINE_S = 60.0
 #: The access log's line: the route, the status, the replica(s) tried, and their statuses.
-LOG_FORMAT = "$request_uri $status $upstream_addr $upstream_status"
-LINE = re.compile(r"^(\S+) (\d+) (.+?) ([\d, :-]+)$")
+LOG_FORMAT = "$request_uri $status $body_bytes_sent $upstream_addr $upstream_status"
+LINE = re.compile(r"^(\S+) (\d+) (\d+) (.+?) ([\d, :-]+)$")
 
 
 def nginx_binary() -> str:
@@ -100,6 +108,7 @@ http {{
 class Entry:
     route: str
     status: int
+    bytes: int
     upstreams: list[str]
 
 
@@ -114,8 +123,8 @@ class Cluster:
         for line in self.access_log.read_text().splitlines():
             match = LINE.match(line)
             assert match, f"unexpected access log line {line!r}"
-            route, status, upstreams, _ = match.groups()
-            entries.append(Entry(route, int(status), [u.strip() for u in upstreams.split(",")]))
+            route, status, size, upstreams, _ = match.groups()
+            entries.append(Entry(route, int(status), int(size), [u.strip() for u in upstreams.split(",")]))
         return entries
 
     def turns(self, since: int) -> list[Entry]:
@@ -145,7 +154,7 @@ def wait_listening(port: int, process: subprocess.Popen, errors: Path) -> None:
 @pytest.fixture
 def cluster(allinone: Path, tmp_path: Path) -> Iterator[Cluster]:
     nginx = nginx_binary()
-    env = {"QUIVER_HTTP_TOKEN_KEY": secrets.token_hex(32)}
+    env = {"QUIVER_HTTP_TOKEN_KEY": secrets.token_hex(32), "QUIVER_HTTP_TURN_BYTES": str(TURN_BYTES)}
     replicas: list[tuple[subprocess.Popen, int]] = []
     balancer = None
     try:
@@ -183,24 +192,35 @@ def spread(turns: list[Entry]) -> set[str]:
     return {entry.upstreams[-1] for entry in turns}
 
 
+def assert_bounded(entries: list[Entry], batch_bytes: int) -> None:
+    """Every response within the replicas' turn size, one batch of `batch_bytes` and the cursor's."""
+    over = [e for e in entries if e.bytes > TURN_BYTES + batch_bytes + CURSOR_BYTES_MAX]
+    assert not over, over
+
+
 def test_scan_table_in_out_and_scalar_turns_spread_over_the_replicas(extension: Path, cluster: Cluster) -> None:
     con = attached(cluster, extension)
+    # Each scan with its largest output batch in bytes: a producer's turn passes its size by one at
+    # most. An exchange's turn (table-in-out, scalar) is one answer to its input, not sized: None.
     workloads = [
-        # A shared-work scan, 300 turns of 1000 rows.
+        # A shared-work scan, batches of 1000 rows, a few a turn.
         (
             "SELECT count(*), sum(n), min(n), max(n) FROM w.numbers(300000, batch_rows := 1000)",
             "SELECT count(*), sum(range), min(range), max(range) FROM range(300000)",
+            1000 * 8,
         ),
-        # A scan planned into splits, each split its own stream.
+        # A scan planned into splits, each split its own stream (of batches of up to 2^20 rows).
         (
             "SELECT count(*), sum(n) FROM w.split_numbers(5000000, splits := 6)",
             "SELECT count(*), sum(range) FROM range(5000000)",
+            (1 << 20) * 8,
         ),
         # Table-in-out: every input batch is a turn.
         (
             "SELECT count(*), sum(n), count(DISTINCT s) FROM w.echo((SELECT range AS n, range::VARCHAR AS s "
             "FROM range(600000)))",
             "SELECT count(*), sum(range), count(DISTINCT range::VARCHAR) FROM range(600000)",
+            None,
         ),
         # A scalar: every input chunk is a turn.
         (
@@ -208,9 +228,10 @@ def test_scan_table_in_out_and_scalar_turns_spread_over_the_replicas(extension: 
             "count(w.upper_case(s)) FROM (SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'ab' || i::VARCHAR END AS s "
             "FROM range(200000) t(i))",
             "SELECT 200000, 0, count(*) FILTER (WHERE i % 7 <> 0) FROM range(200000) t(i)",
+            None,
         ),
     ]
-    for remote, local in workloads:
+    for remote, local, batch_bytes in workloads:
         since = len(cluster.log())
         assert con.execute(remote).fetchall() == con.execute(local).fetchall(), remote
         turns = cluster.turns(since)
@@ -218,6 +239,8 @@ def test_scan_table_in_out_and_scalar_turns_spread_over_the_replicas(extension: 
         assert all(entry.status == 200 for entry in turns), [e for e in turns if e.status != 200]
         replicas = spread(turns)
         assert len(replicas) > 1, f"{remote}: every turn went to {replicas}"
+        if batch_bytes is not None:
+            assert_bounded(cluster.log()[since:], batch_bytes)
     con.execute("DETACH w")
 
 
@@ -232,7 +255,8 @@ def test_a_replica_killed_mid_scan_leaves_the_query_to_the_others(extension: Pat
     assert first.num_rows > 0
     cluster.wait_for("logged turn", lambda: cluster.turns(since))
     before = cluster.turns(since)
-    assert len(before) < rows // batch_rows // 2, f"the scan ran ahead: {len(before)} turns already"
+    turns_total = rows * 8 // TURN_BYTES
+    assert len(before) < turns_total // 2, f"the scan ran ahead: {len(before)} of ~{turns_total} turns already"
     # Kill the replica that served the latest finished turn: a turn still in flight went to the
     # next one in the rotation.
     victim_address = before[-1].upstreams[-1]
@@ -258,8 +282,23 @@ def test_a_replica_killed_mid_scan_leaves_the_query_to_the_others(extension: Pat
     retried = [entry for entry in since_kill if len(entry.upstreams) > 1]
     assert retried, "no request was retried: the dead replica was never tried"
     assert all(entry.upstreams[0] == victim_address and entry.status == 200 for entry in retried), retried
+    # The replayed turn is a turn like any other: within the turn size and one batch.
+    assert_bounded(cluster.log()[since:], batch_rows * 8)
     # The survivors serve the next query.
     assert con.execute("SELECT count(*), sum(n) FROM w.numbers(100000, batch_rows := 1000)").fetchone() == (
         100000,
         4_999_950_000,
     )
+
+
+def test_a_malformed_turn_size_stops_the_worker_naming_it(allinone: Path) -> None:
+    worker = subprocess.run(
+        [str(allinone), "--http", "127.0.0.1:0"],
+        env={**os.environ, "QUIVER_HTTP_TURN_BYTES": "8M"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert worker.returncode != 0
+    assert "QUIVER_HTTP_TURN_BYTES" in worker.stderr and '"8M"' in worker.stderr, worker.stderr

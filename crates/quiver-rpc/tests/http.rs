@@ -242,7 +242,8 @@ fn unary_producer_and_exchange_calls_answer_exactly() {
 
 /// Two replicas sharing a key behind a client that alternates between them, as a round-robin
 /// load balancer without stickiness does: a carried state continues on either; a held one is
-/// refused by the other replica, which names the holder.
+/// refused by the other replica, which names the holder. The client's smallest cap cuts the
+/// streams into many turns of many batches.
 #[test]
 fn a_carried_stream_continues_on_another_replica_and_a_held_one_names_its_holder() {
     let key = TokenKey::from_hex(&"5a".repeat(32)).unwrap();
@@ -251,11 +252,19 @@ fn a_carried_stream_continues_on_another_replica_and_a_held_one_names_its_holder
         ..HttpConfig::default()
     };
     let (a, b) = (start(config.clone()), start(config));
-    let on_a = client(&a.url(false), HttpOptions::default());
-    let on_b = client(&b.url(false), HttpOptions::default());
+    let small = HttpOptions {
+        accept_max_response_bytes: Some(quiver_rpc::http::RESPONSE_BYTES_MIN),
+        ..HttpOptions::default()
+    };
+    let pair = || {
+        let on_a = client(&a.url(false), small.clone());
+        let on_b = client(&b.url(false), small.clone());
+        Switch::new(vec![on_a, on_b])
+    };
+    let end = 3000;
     // A fresh call, its turns alternating between the replicas.
     let mut turns = Vec::new();
-    let mut call = ClientStream::open(Switch::new(vec![on_a, on_b]), "count", &one_i64(5), false)
+    let mut call = ClientStream::open(pair(), "count", &one_i64(end), false)
         .map_err(|(e, _)| e)
         .unwrap();
     loop {
@@ -265,22 +274,28 @@ fn a_carried_stream_continues_on_another_replica_and_a_held_one_names_its_holder
             None => break,
         }
     }
-    assert_eq!(turns, [0, 1, 2, 3, 4]);
+    assert_eq!(turns, (0..end).collect::<Vec<_>>());
     assert!(call.release().served_by_both());
 
-    let on_a = client(&a.url(false), HttpOptions::default());
-    let on_b = client(&b.url(false), HttpOptions::default());
-    let mut held = ClientStream::open(
-        Switch::new(vec![on_a, on_b]),
-        "held_count",
-        &one_i64(5),
-        false,
-    )
-    .map_err(|(e, _)| e)
-    .unwrap();
-    assert_eq!(value(&held.tick().unwrap().unwrap()), 0);
-    call_switch(&mut held);
-    let refused = held.tick().unwrap_err();
+    let mut held = ClientStream::open(pair(), "held_count", &one_i64(end), false)
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let mut taken = 0;
+    let refused = loop {
+        call_switch(&mut held);
+        match held.tick() {
+            Ok(Some(batch)) => {
+                assert_eq!(value(&batch), taken);
+                taken += 1;
+            }
+            Ok(None) => panic!("the held stream ended on one replica"),
+            Err(refused) => break refused,
+        }
+    };
+    assert!(
+        taken > 1 && taken < end,
+        "the first turn's {taken} batches came first"
+    );
     let message = refused
         .remote()
         .expect("the replica's refusal")

@@ -202,9 +202,15 @@ fn switch(call: &mut ClientStream<Alternate>) -> &mut ClientStream<Alternate> {
     call
 }
 
+/// Clients of both replicas asking for the smallest responses, so that a scan of a few thousand
+/// rows takes several turns (a turn carries as many batches as its cap holds).
 fn alternate(a: &HttpServer, b: &HttpServer) -> Alternate {
+    let options = HttpOptions {
+        accept_max_response_bytes: Some(quiver_rpc::http::RESPONSE_BYTES_MIN),
+        ..HttpOptions::default()
+    };
     let client = |server: &HttpServer| {
-        Client::http(&server.url(false), HttpOptions::default())
+        Client::http(&server.url(false), options.clone())
             .unwrap()
             .with_protocol("vgi.v2", "2.2.0")
     };
@@ -316,17 +322,18 @@ fn a_scan_resumes_on_either_replica_with_its_counter_and_projection() {
     );
     assert_eq!(drain(&mut call), (0..20).map(|v| -v).collect::<Vec<_>>());
 
-    // The scan's own cursor travels too: 3 rows a turn, every other turn on the other replica.
+    // The scan's own cursor travels too: 3 rows a batch, many batches a turn, the turns
+    // alternating between the replicas.
     let mut calls = alternate(&a, &b);
     let init = bind(
         calls.as_mut(),
         "countdown",
         "TABLE",
         None,
-        vec![int64_value(10)],
+        vec![int64_value(3000)],
     );
     let mut call = open(calls, &init);
-    assert_eq!(drain(&mut call), (0..10).collect::<Vec<_>>());
+    assert_eq!(drain(&mut call), (0..3000).collect::<Vec<_>>());
 }
 
 #[test]
@@ -397,11 +404,25 @@ fn a_scan_that_cannot_say_where_it_stands_stays_held_and_the_other_replica_names
         "closure_count",
         "TABLE",
         None,
-        vec![int64_value(10)],
+        vec![int64_value(3000)],
     );
     let mut call = open(calls, &init);
-    assert_eq!(ints(&call.tick().unwrap().unwrap()), [0, 1, 2]);
-    let refused = switch(&mut call).tick().unwrap_err();
+    // The first turn's batches come from the holder; the next turn, on the other replica, is
+    // refused.
+    let mut taken = Vec::new();
+    let refused = loop {
+        match switch(&mut call).tick() {
+            Ok(Some(batch)) => taken.extend(ints(&batch)),
+            Ok(None) => panic!("the held scan ended on one replica"),
+            Err(refused) => break refused,
+        }
+    };
+    assert!(
+        taken.len() > 3 && taken.len() < 3000,
+        "{} rows",
+        taken.len()
+    );
+    assert_eq!(taken, (0..taken.len() as i64).collect::<Vec<_>>());
     let message = &refused.remote().expect("the replica's refusal").message;
     assert!(message.contains("held by replica"), "{message}");
 }

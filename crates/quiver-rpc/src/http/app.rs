@@ -11,12 +11,21 @@
 //! 415 wrong content type or coding, and a method's own error as 200 with `X-VGI-RPC-Error:
 //! true`; every refusal still carries an Arrow error body. A stream's output ends each response
 //! with its sealed cursor (see [`super::streams`]): on an exchange's data batch, or as a zero-row
-//! batch after a producer's. A response over the cap (the server's, or the client's
-//! `VGI-Accept-Max-Response-Bytes`) is replaced by a `ResponseTooLargeError` and ends the stream;
-//! the cap bounds one turn, and the stream continues turn by turn below it.
+//! batch after a producer's.
+//!
+//! A turn is one step, as vgi-rpc 0.52's lockstep wants it (its client refuses a producer
+//! response of two data batches): one tick or input batch, one answer. A client that sends
+//! [`TURN_BATCHES`] with the value `many` (quiver's) gets producer turns of many batches, as
+//! vgi-rpc 0.42's server made them: the producer steps into the one response stream until it
+//! finishes, or the body reaches the turn's budget ([`HttpConfig::turn_bytes`], lowered by the
+//! response caps), or the turn has run [`TURN_TIME_MAX`]; then the cursor follows and the client
+//! resumes with `/exchange`. Such a turn's cap is soft (passed by its last batch at most); any
+//! other answer over the cap (the server's, or the client's `VGI-Accept-Max-Response-Bytes`) is
+//! replaced by a `ResponseTooLargeError` and ends the stream.
 //! Transport-independent and synchronous: `server.rs` runs it on a blocking thread per request.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -43,9 +52,21 @@ pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 pub const RPC_ERROR_HEADER: &str = "X-VGI-RPC-Error";
 /// The client's cap on one response's bytes.
 pub const ACCEPT_MAX_RESPONSE_BYTES: &str = "VGI-Accept-Max-Response-Bytes";
+/// A client that reads producer turns of many batches sends this header with the value `many`;
+/// a server that makes them advertises it with the same value.
+pub const TURN_BATCHES: &str = "Quiver-Turn-Batches";
 /// The smallest response cap a server or client may set (vgi-rpc's rule).
 pub const RESPONSE_BYTES_MIN: u64 = 65_536;
 const BUDGET_BYTES_MAX: u64 = (1 << 53) - 1;
+/// The default of [`HttpConfig::turn_bytes`], a producer turn's body budget. Large enough to
+/// spread a request's fixed cost (the round trip, the token seal, the state snapshot) over
+/// hundreds of typical batches, small enough that the body buffered on either end (this server
+/// builds a turn in memory; the client reads it whole) and a turn replayed after a replica's
+/// failure stay small.
+pub const TURN_BYTES_DEFAULT: u64 = 8 << 20;
+/// Longest a producer turn keeps stepping: a slow producer still hands the client its rows
+/// about once a second, and a client that wants to stop (an interrupted query) waits no longer.
+pub const TURN_TIME_MAX: Duration = Duration::from_secs(1);
 const REQUEST_ID_CHARS_MAX: usize = 1024;
 const TEXT: &str = "text/plain; charset=utf-8";
 
@@ -55,7 +76,6 @@ pub(crate) struct AppRequest {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    pub peer: String,
 }
 
 impl AppRequest {
@@ -84,6 +104,9 @@ struct Reply {
     failed: bool,
     /// The call this reply continues; its held state is dropped if the reply breaks the cap.
     parked: Option<[u8; 16]>,
+    /// A many-batch producer turn: its budget ended it, so a body past the cap by its last batch
+    /// stands.
+    soft_cap: bool,
     request_id: String,
 }
 
@@ -109,6 +132,7 @@ impl App {
                 "true".into(),
             ),
             ("VGI-Externalization-Enabled".into(), "false".into()),
+            (TURN_BATCHES.into(), "many".into()),
             (
                 "VGI-Supported-Encodings".into(),
                 config.response_codings.join(", "),
@@ -232,7 +256,10 @@ impl App {
             Ok(budget) => budget,
             Err(refused) => return self.refusal(refused, inbound_id),
         };
-        let outcome = self.post(request, parts[0], parts[1], kind, inbound_id);
+        let many = request.header(&TURN_BATCHES.to_ascii_lowercase()) == Some("many");
+        let turn_bytes = self.config.turn_bytes;
+        let turn = many.then(|| budget.map_or(turn_bytes, |cap| cap.min(turn_bytes)));
+        let outcome = self.post(request, parts[0], parts[1], kind, inbound_id, turn);
         match outcome {
             Ok((method, reply)) => self.capped(reply, budget, &method),
             Err(refused) => self.refusal(refused, inbound_id),
@@ -246,6 +273,7 @@ impl App {
         method_name: &str,
         kind: &str,
         inbound_id: Option<&str>,
+        turn_bytes: Option<u64>,
     ) -> Result<(String, Reply), Refused> {
         let service = self.server.hosted(protocol).ok_or_else(|| {
             let hosted: Vec<String> = self
@@ -292,12 +320,12 @@ impl App {
             if method.is_unary() {
                 return Err(Refused(400, misrouted(method_name, false)));
             }
-            self.exchange(&binding, method, body, &request.peer)?
+            self.exchange(&binding, method, body, turn_bytes)?
         } else {
             if method.is_unary() == (kind == "init") {
                 return Err(Refused(400, misrouted(method_name, !method.is_unary())));
             }
-            self.call(service, &binding, method, body, inbound_id)?
+            self.call(service, &binding, method, body, inbound_id, turn_bytes)?
         };
         Ok((method_name.to_string(), reply))
     }
@@ -383,6 +411,7 @@ impl App {
         method: &Method,
         body: Vec<u8>,
         inbound_id: Option<&str>,
+        turn_bytes: Option<u64>,
     ) -> Result<Reply, Refused> {
         let mut batches = self.stream(body)?;
         if batches.len() != 1 {
@@ -455,7 +484,9 @@ impl App {
         let stamp = Stamp::new(&self.server, &request_id);
         match &method.body {
             Body::Unary(body) => Ok(self.unary(method, body, &params, &metadata, stamp)),
-            Body::Stream(body) => Ok(self.open(binding, method, body, &params, &metadata, stamp)),
+            Body::Stream(body) => {
+                Ok(self.open(binding, method, body, &params, &metadata, stamp, turn_bytes))
+            }
         }
     }
 
@@ -489,6 +520,7 @@ impl App {
         stamp.reply(out, failed, None)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn open(
         &self,
         binding: &str,
@@ -497,6 +529,7 @@ impl App {
         params: &Params,
         metadata: &BatchMetadata,
         stamp: Stamp,
+        turn_bytes: Option<u64>,
     ) -> Reply {
         let mut ctx = CallContext::new(&method.name, metadata);
         let setup = body(params, &mut ctx).and_then(|setup| conform::check_header(method, setup));
@@ -533,18 +566,20 @@ impl App {
             // request's own metadata.
             let tick = RecordBatch::new_empty(empty_schema());
             let user = user_metadata(metadata);
-            let (turn, parked) = self.turn(
+            let turn = Turn {
                 binding,
                 method,
-                stream,
-                &tick,
-                &user,
-                Some(&call_token),
-                &stamp,
-                &logs,
-            );
-            out.extend_from_slice(&turn.0);
-            return stamp.reply(out, turn.1, parked);
+                input: &tick,
+                input_metadata: &user,
+                call_token: Some(&call_token),
+                stamp: &stamp,
+                logs: &logs,
+                bytes: turn_bytes,
+            };
+            let (failed, parked) = self.turn(stream, &turn, &mut out);
+            let mut reply = stamp.reply(out, failed, parked);
+            reply.soft_cap = turn_bytes.is_some();
+            return reply;
         }
         let call_id = stream.call_id;
         let cursor = self.streams.park(binding, method, stream);
@@ -563,9 +598,8 @@ impl App {
         binding: &str,
         method: &Method,
         body: Vec<u8>,
-        peer: &str,
+        turn_bytes: Option<u64>,
     ) -> Result<Reply, Refused> {
-        let _ = peer;
         let mut batches = self.stream(body)?;
         if batches.is_empty() {
             return Err(Refused(
@@ -602,82 +636,82 @@ impl App {
             return Ok(stamp.reply(out, false, None));
         }
         let user = user_metadata(&metadata);
-        let ((out, failed), parked) =
-            self.turn(binding, method, stream, &batch, &user, None, &stamp, &[]);
-        Ok(stamp.reply(out, failed, parked))
+        let producer = stream.is_producer(method);
+        let turn = Turn {
+            binding,
+            method,
+            input: &batch,
+            input_metadata: &user,
+            call_token: None,
+            stamp: &stamp,
+            logs: &[],
+            bytes: turn_bytes,
+        };
+        let mut out = Vec::new();
+        let (failed, parked) = self.turn(stream, &turn, &mut out);
+        let mut reply = stamp.reply(out, failed, parked);
+        reply.soft_cap = producer && turn_bytes.is_some();
+        Ok(reply)
     }
 
-    /// Runs one turn and writes its output stream, the next cursor included; the body and
-    /// whether it failed, and the call id when the stream goes on.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs one turn and appends its output stream to `out`, the next cursor included: whether
+    /// it failed, and the call id when the stream goes on. An exchange steps once; a producer
+    /// once too, or, given a byte budget, until it finishes, fails, or the turn's bytes or time
+    /// run out.
     fn turn(
         &self,
-        binding: &str,
-        method: &Method,
         mut stream: OpenStream,
-        input: &RecordBatch,
-        input_metadata: &BatchMetadata,
-        call_token: Option<&str>,
-        stamp: &Stamp,
-        logs: &[LogRecord],
-    ) -> ((Vec<u8>, bool), Option<[u8; 16]>) {
+        turn: &Turn<'_>,
+        out: &mut Vec<u8>,
+    ) -> (bool, Option<[u8; 16]>) {
+        let (binding, method, stamp) = (turn.binding, turn.method, turn.stamp);
         let producer = stream.is_producer(method);
         let output_schema = stream.output_schema.clone();
-        let step = conform::conform_input(&stream.input_schema, input.clone()).and_then(|batch| {
-            let mut ctx = CallContext::new(&method.name, input_metadata);
-            let mut step = StreamOutput::default();
-            let outcome = stream
-                .state
-                .process(&batch, input_metadata, &mut step, &mut ctx);
-            let mut items: Vec<OutputItem> =
-                ctx.take_logs().into_iter().map(OutputItem::Log).collect();
-            outcome?;
-            conform::check_step(&step, producer)?;
-            for item in step.items {
-                items.push(match item {
-                    OutputItem::Batch(batch, metadata) => {
-                        OutputItem::Batch(conform::conform_output(&output_schema, batch)?, metadata)
-                    }
-                    log => log,
-                });
-            }
-            Ok((items, step.finished))
-        });
-        let mut out = Vec::new();
-        let (items, finished) = match step {
-            Ok(step) => step,
-            Err(report) => {
-                let report = report.with_synthesized_traceback(binding);
-                write_stream(&mut out, &output_schema, stamp, logs, |writer, out| {
-                    stamp.record(writer, out, &report.to_record())
-                });
-                return ((out, true), None);
-            }
-        };
-        let call_id = stream.call_id;
-        let cursor = (!finished).then(|| self.streams.park(binding, method, stream));
-        write_stream(&mut out, &output_schema, stamp, logs, |writer, out| {
-            for item in items {
-                match item {
-                    OutputItem::Log(record) => stamp.record(writer, out, &record)?,
-                    OutputItem::Batch(batch, mut metadata) => {
-                        if let (Some(cursor), false) = (&cursor, producer) {
-                            metadata.insert(keys::STREAM_STATE, cursor.as_str());
-                        }
-                        writer.write(&batch, &metadata, out)?;
-                    }
+        let started = Instant::now();
+        let budget = turn
+            .bytes
+            .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
+        let no_metadata = BatchMetadata::new();
+        let mut input_metadata = turn.input_metadata;
+        let mut failed = false;
+        let mut parked = None;
+        write_stream(out, &output_schema, stamp, turn.logs, |writer, out| loop {
+            let (items, finished) = match step(method, &mut stream, turn.input, input_metadata) {
+                Ok(step) => step,
+                Err(report) => {
+                    // Batches already written stay: the client takes them, then the error.
+                    failed = true;
+                    let report = report.with_synthesized_traceback(binding);
+                    return stamp.record(writer, out, &report.to_record());
                 }
+            };
+            // The request's metadata is the first step's; the steps after it see a bare tick.
+            input_metadata = &no_metadata;
+            if !producer {
+                let call_id = stream.call_id;
+                let cursor = (!finished).then(|| self.streams.park(binding, method, stream));
+                parked = cursor.as_ref().map(|_| call_id);
+                return write_items(writer, out, stamp, items, cursor.as_deref());
             }
-            if let (Some(cursor), true) = (&cursor, producer) {
-                let mut tokens = BatchMetadata::from_pairs([(keys::STREAM_STATE, cursor.as_str())]);
-                if let Some(call_token) = call_token {
-                    tokens.insert(keys::CALL_STATE, call_token);
-                }
-                writer.write(&RecordBatch::new_empty(output_schema.clone()), &tokens, out)?;
+            write_items(writer, out, stamp, items, None)?;
+            if finished {
+                return Ok(());
             }
-            Ok(())
+            if budget.is_some_and(|budget| out.len() < budget) && started.elapsed() < TURN_TIME_MAX
+            {
+                continue;
+            }
+            let call_id = stream.call_id;
+            let cursor = self.streams.park(binding, method, stream);
+            parked = Some(call_id);
+            let mut tokens = BatchMetadata::from_pairs([(keys::STREAM_STATE, cursor.as_str())]);
+            if let Some(call_token) = turn.call_token {
+                tokens.insert(keys::CALL_STATE, call_token);
+            }
+            writer.write(&RecordBatch::new_empty(output_schema.clone()), &tokens, out)?;
+            return Ok(());
         });
-        ((out, false), cursor.map(|_| call_id))
+        (failed, parked)
     }
 
     // -- answers ----------------------------------------------------------------------------
@@ -687,7 +721,8 @@ impl App {
     fn capped(&self, reply: Reply, budget: Option<u64>, method: &str) -> AppResponse {
         let size = reply.body.len() as u64;
         let mut headers = vec![("x-request-id".to_string(), reply.request_id.clone())];
-        if let Some(budget) = budget.filter(|budget| size > *budget && !reply.failed) {
+        let over = |budget: &u64| size > *budget && !reply.failed && !reply.soft_cap;
+        if let Some(budget) = budget.filter(over) {
             if let Some(call_id) = reply.parked {
                 self.streams.discard(&call_id);
             }
@@ -760,9 +795,78 @@ impl Stamp {
             body,
             failed,
             parked,
+            soft_cap: false,
             request_id: self.request_id.clone(),
         }
     }
+}
+
+/// What one stream turn runs on, besides the stream itself.
+struct Turn<'a> {
+    binding: &'a str,
+    method: &'a Method,
+    /// The request's batch: an exchange's input, or a producer's tick (every step's tick).
+    input: &'a RecordBatch,
+    /// The request's own metadata, which the turn's first step sees.
+    input_metadata: &'a BatchMetadata,
+    /// Rides on the first cursor, in the `/init` response alone.
+    call_token: Option<&'a str>,
+    stamp: &'a Stamp,
+    /// Records to write ahead of the turn's output (the `/init` call's own logs).
+    logs: &'a [LogRecord],
+    /// A producer turn ends once its body reaches this many bytes; `None`: after one step.
+    bytes: Option<u64>,
+}
+
+/// One `process` step of `stream`: its logs and conformed batches, and whether it finished.
+fn step(
+    method: &Method,
+    stream: &mut OpenStream,
+    input: &RecordBatch,
+    input_metadata: &BatchMetadata,
+) -> Result<(Vec<OutputItem>, bool), ErrorReport> {
+    let producer = stream.is_producer(method);
+    let batch = conform::conform_input(&stream.input_schema, input.clone())?;
+    let mut ctx = CallContext::new(&method.name, input_metadata);
+    let mut step = StreamOutput::default();
+    let outcome = stream
+        .state
+        .process(&batch, input_metadata, &mut step, &mut ctx);
+    let mut items: Vec<OutputItem> = ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+    outcome?;
+    conform::check_step(&step, producer)?;
+    for item in step.items {
+        items.push(match item {
+            OutputItem::Batch(batch, metadata) => OutputItem::Batch(
+                conform::conform_output(&stream.output_schema, batch)?,
+                metadata,
+            ),
+            log => log,
+        });
+    }
+    Ok((items, step.finished))
+}
+
+/// Writes a step's logs and batches; `cursor`, an exchange's next one, rides on its batch.
+fn write_items(
+    writer: &mut StreamWriter,
+    out: &mut Vec<u8>,
+    stamp: &Stamp,
+    items: Vec<OutputItem>,
+    cursor: Option<&str>,
+) -> Result<(), WireError> {
+    for item in items {
+        match item {
+            OutputItem::Log(record) => stamp.record(writer, out, &record)?,
+            OutputItem::Batch(batch, mut metadata) => {
+                if let Some(cursor) = cursor {
+                    metadata.insert(keys::STREAM_STATE, cursor);
+                }
+                writer.write(&batch, &metadata, out)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes one complete stream on `schema`: `logs`, then what `fill` writes.

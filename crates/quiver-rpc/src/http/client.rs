@@ -21,7 +21,7 @@ use quiver_transport::fd_io::{stop_reason, Stopped};
 use tokio_rustls::rustls;
 use tokio_rustls::TlsConnector;
 
-use super::app::{ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM};
+use super::app::{ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM, TURN_BATCHES};
 use super::codec;
 
 /// How often a waiting request looks at the caller's interrupt check and deadline.
@@ -30,6 +30,14 @@ const CHECK_SLICE: Duration = Duration::from_millis(50);
 /// (quiver's after its 60 s head timeout, nginx after 75 s, waitress after 120 s), and a request
 /// racing that close could have reached the server or not, so it cannot be sent again.
 const IDLE_REUSE_MAX: Duration = Duration::from_secs(20);
+/// The default hard limit on one response body.
+pub const MAX_RESPONSE_BYTES_DEFAULT: usize = 1 << 30;
+/// The default cap asked of the server: half the hard limit, so that a producer's turn cut at
+/// the cap plus the one batch that passed it still fits, and a server without a cap of its own
+/// answers a too large result with a named error rather than a body this client must refuse
+/// mid-read. It does not size a producer's turns: a quiver server keeps those far smaller
+/// (`TURN_BYTES_DEFAULT`) unless its operator sets a cap.
+pub const ACCEPT_MAX_RESPONSE_BYTES_DEFAULT: u64 = (MAX_RESPONSE_BYTES_DEFAULT / 2) as u64;
 
 /// How a client reaches an HTTP worker.
 #[derive(Clone, Debug)]
@@ -46,8 +54,15 @@ pub struct HttpOptions {
     /// Largest response accepted, compressed and decoded alike.
     pub max_response_bytes: usize,
     /// Asks the server to keep each response under this many bytes
-    /// (`VGI-Accept-Max-Response-Bytes`); `None`: the server's own cap alone.
+    /// (`VGI-Accept-Max-Response-Bytes`): a larger answer comes back as a
+    /// `ResponseTooLargeError`, and a producer's turn ends there (passing it by its last batch at
+    /// most); `None`: the server's own cap alone.
     pub accept_max_response_bytes: Option<u64>,
+    /// Whether a producer's turn may answer many batches in one response (sends
+    /// [`TURN_BATCHES`] with the value `many`; a quiver server then fills each turn up to its budget, and a
+    /// server that does not know the header answers one batch a turn). A tick answered by a
+    /// batch already received sends nothing, so its metadata reaches no step.
+    pub many_batch_turns: bool,
     /// Whether responses may come compressed (`Accept-Encoding: zstd, gzip`); off by default,
     /// the fastest choice on a local network.
     pub compression: bool,
@@ -62,8 +77,9 @@ impl Default for HttpOptions {
             ca_file: None,
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(3600),
-            max_response_bytes: 1 << 30,
-            accept_max_response_bytes: None,
+            max_response_bytes: MAX_RESPONSE_BYTES_DEFAULT,
+            accept_max_response_bytes: Some(ACCEPT_MAX_RESPONSE_BYTES_DEFAULT),
+            many_batch_turns: true,
             compression: false,
             headers: Vec::new(),
         }
@@ -197,6 +213,9 @@ impl HttpPeer {
         if self.options.compression {
             builder = builder.header(ACCEPT_ENCODING, "zstd, gzip");
         }
+        if self.options.many_batch_turns {
+            builder = builder.header(TURN_BATCHES, "many");
+        }
         if let Some(max) = self.options.accept_max_response_bytes {
             builder = builder.header(ACCEPT_MAX_RESPONSE_BYTES, max.to_string());
         }
@@ -263,10 +282,12 @@ impl HttpPeer {
             .header(codec::CONTENT_ENCODING)
             .or_else(|| reply.header(codec::VGI_CONTENT_ENCODING))
             .map(str::to_string);
+        // A body that arrived as one piece converts to a Vec without a copy.
+        let body = Vec::from(body);
         reply.body = match coding {
-            Some(coding) => codec::decode(body.to_vec(), &coding, max)
+            Some(coding) => codec::decode(body, &coding, max)
                 .map_err(|e| Failure::Sent(io::Error::new(io::ErrorKind::InvalidData, e)))?,
-            None => body.to_vec(),
+            None => body,
         };
         Ok(reply)
     }

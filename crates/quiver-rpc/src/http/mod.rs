@@ -20,8 +20,13 @@ pub(crate) mod turns;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use app::{ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM, RESPONSE_BYTES_MIN, RPC_ERROR_HEADER};
-pub use client::{HttpOptions, HttpPeer, HttpReply};
+pub use app::{
+    ACCEPT_MAX_RESPONSE_BYTES, ARROW_STREAM, RESPONSE_BYTES_MIN, RPC_ERROR_HEADER, TURN_BATCHES,
+    TURN_BYTES_DEFAULT, TURN_TIME_MAX,
+};
+pub use client::{
+    HttpOptions, HttpPeer, HttpReply, ACCEPT_MAX_RESPONSE_BYTES_DEFAULT, MAX_RESPONSE_BYTES_DEFAULT,
+};
 pub use codec::ENCODINGS;
 pub use server::{serve_http, HttpServer};
 pub use streams::HELD_STREAMS_MAX;
@@ -36,6 +41,10 @@ pub struct HttpConfig {
     pub max_response_bytes: Option<u64>,
     /// Cap on one request body, compressed and decoded alike.
     pub max_request_bytes: usize,
+    /// Bytes a producer's turn fills up to before it hands back its cursor, for a client that
+    /// reads many batches a turn ([`TURN_BATCHES`]); the response caps lower it. Smaller turns
+    /// spread a stream over more requests (and replicas), larger ones cost fewer round trips.
+    pub turn_bytes: u64,
     /// Codings responses may be compressed with (advertised in `VGI-Supported-Encodings`).
     pub response_codings: Vec<&'static str>,
     /// Seals stream tokens; replicas behind one load balancer share it.
@@ -62,6 +71,7 @@ impl Default for HttpConfig {
             prefix: String::new(),
             max_response_bytes: None,
             max_request_bytes: 256 << 20,
+            turn_bytes: TURN_BYTES_DEFAULT,
             response_codings: ENCODINGS.to_vec(),
             token_key: TokenKey::random(),
             stream_ttl: STREAM_TTL,
@@ -79,10 +89,14 @@ impl Default for HttpConfig {
 pub const TOKEN_KEY_ENV: &str = "QUIVER_HTTP_TOKEN_KEY";
 /// The environment variable holding the bearer token a server requires.
 pub const BEARER_ENV: &str = "QUIVER_HTTP_TOKEN";
+/// The environment variable holding the bytes a producer's turn fills up to
+/// ([`HttpConfig::turn_bytes`]).
+pub const TURN_BYTES_ENV: &str = "QUIVER_HTTP_TURN_BYTES";
 
 impl HttpConfig {
-    /// Defaults, with the token key and the bearer token from the environment
-    /// ([`TOKEN_KEY_ENV`], [`BEARER_ENV`]) when set; a malformed key is an error.
+    /// Defaults, with the token key, the bearer token and the turn size from the environment
+    /// ([`TOKEN_KEY_ENV`], [`BEARER_ENV`], [`TURN_BYTES_ENV`]) when set; a malformed value is
+    /// an error.
     pub fn from_env() -> Result<HttpConfig, String> {
         let mut config = HttpConfig::default();
         if let Ok(hex) = std::env::var(TOKEN_KEY_ENV) {
@@ -94,6 +108,16 @@ impl HttpConfig {
                 return Err(format!("{BEARER_ENV} is set but empty"));
             }
             config.bearer = Some(quiver_secret::Secret::new(&token));
+        }
+        if let Ok(raw) = std::env::var(TURN_BYTES_ENV) {
+            config.turn_bytes = raw
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|bytes| *bytes > 0)
+                .ok_or_else(|| {
+                    format!("{TURN_BYTES_ENV} must be a positive number of bytes; got {raw:?}")
+                })?;
         }
         Ok(config)
     }

@@ -192,10 +192,10 @@ async fn accept_loop(
             let _slot = slot;
             let deadline = app.config().body_timeout;
             match tls {
-                None => serve_connection(TokioIo::new(socket), app, peer).await,
+                None => serve_connection(TokioIo::new(socket), app).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(deadline, acceptor.accept(socket)).await {
-                        Ok(Ok(stream)) => serve_connection(TokioIo::new(stream), app, peer).await,
+                        Ok(Ok(stream)) => serve_connection(TokioIo::new(stream), app).await,
                         Ok(Err(error)) => {
                             log_line!("quiver: TLS handshake with {peer} failed: {error}")
                         }
@@ -207,14 +207,14 @@ async fn accept_loop(
     }
 }
 
-async fn serve_connection<I>(io: TokioIo<I>, app: Arc<App>, peer: SocketAddr)
+async fn serve_connection<I>(io: TokioIo<I>, app: Arc<App>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let header_timeout = app.config().header_timeout;
     let service = hyper::service::service_fn(move |request| {
         let app = Arc::clone(&app);
-        async move { Ok::<_, Infallible>(answer(app, request, peer).await) }
+        async move { Ok::<_, Infallible>(answer(app, request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -225,11 +225,7 @@ where
     let _ = connection.await;
 }
 
-async fn answer(
-    app: Arc<App>,
-    request: Request<Incoming>,
-    peer: SocketAddr,
-) -> Response<Full<Bytes>> {
+async fn answer(app: Arc<App>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let config = app.config();
     if let Some(bearer) = &config.bearer {
         let presented = request
@@ -281,7 +277,6 @@ async fn answer(
         path: percent_decoded(parts.uri.path()),
         headers,
         body,
-        peer: format!("http:{peer}"),
     };
     let handled = tokio::task::spawn_blocking(move || app.handle(app_request)).await;
     let Ok(answer) = handled else {

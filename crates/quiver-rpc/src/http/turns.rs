@@ -2,10 +2,12 @@
 //! response carried that the caller has not taken yet.
 //!
 //! `/init` answers with the header (if any) and the first output stream: for a producer its
-//! first turn (a batch, then a zero-row batch carrying the cursor and the call token, or no
+//! first turn (batches, then a zero-row batch carrying the cursor and the call token, or no
 //! token once it finished); for an exchange only that token batch. Each `/exchange` answers one
-//! turn: an exchange's data batch carries the next cursor in its metadata, a producer's batch is
-//! followed by a zero-row token batch; no cursor means the stream ended.
+//! turn: an exchange's one data batch carries the next cursor in its metadata; a producer's turn
+//! is any number of batches (as many as the server's turn budget holds) followed by a zero-row
+//! token batch; no cursor means the stream ended. A producer's ticks are answered from the
+//! queued batches, and only an empty queue sends the next `/exchange`.
 
 use std::collections::VecDeque;
 
@@ -23,8 +25,6 @@ pub(crate) struct HttpTurns {
     error: Option<ErrorReport>,
     /// The last response carried no cursor: nothing follows what is buffered.
     ended: bool,
-    /// The `/init` response's turn has not been taken by the caller's first send yet.
-    fresh: bool,
 }
 
 impl HttpTurns {
@@ -32,7 +32,6 @@ impl HttpTurns {
         HttpTurns {
             protocol,
             method: method.to_string(),
-            fresh: true,
             ..HttpTurns::default()
         }
     }
@@ -65,11 +64,10 @@ impl HttpTurns {
         self.ended = true;
     }
 
-    /// Whether the next send must go on the wire (not answered by `/init`, not ended).
-    pub fn needs_request(&mut self) -> bool {
-        let fresh = std::mem::take(&mut self.fresh);
-        let answered_by_init = fresh && !self.answers.is_empty();
-        !(answered_by_init || self.ended || self.error.is_some())
+    /// Whether the next send must go on the wire: nothing is queued (a producer's turn answers
+    /// many ticks; an exchange's answer is taken before its next send) and the stream goes on.
+    pub fn needs_request(&self) -> bool {
+        self.answers.is_empty() && !self.ended && self.error.is_none()
     }
 
     /// The metadata of the next request: the caller's, plus the tokens.
