@@ -157,7 +157,12 @@ http {{
             proxy_pass http://workers;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            # Turns stream through; the buffer nginx relays them in is 1 MiB, not its 4-8 KiB default
+            # (a turn is up to 8 MiB: small buffers cost a syscall pair per few KiB).
             proxy_buffering off;
+            proxy_buffer_size 1m;
+            proxy_buffers 4 1m;
+            proxy_busy_buffers_size 2m;
             proxy_request_buffering off;
             proxy_next_upstream error timeout non_idempotent;
             proxy_read_timeout 300s;
