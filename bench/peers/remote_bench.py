@@ -285,6 +285,7 @@ def measure(location: str, shm: bool, w: dict[str, Any], warmup: int, measured: 
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    load_at_start = round(os.getloadavg()[0], 2)
     scan_rows, scalar_rows = (SCAN_ROWS // 20, SCALAR_ROWS // 10) if args.quick else (SCAN_ROWS, SCALAR_ROWS)
     for path in (EXTENSION, WORKER):
         if not path.exists():
@@ -320,7 +321,8 @@ def run(args: argparse.Namespace) -> int:
             stop(worker)
     saved = {
         "suite": "remote",
-        "info": results.machine_facts(ROOT, started) | {"threads": THREADS, "quick": args.quick},
+        "info": results.machine_facts(ROOT, started)
+        | {"threads": THREADS, "quick": args.quick, "load_average_at_start": load_at_start},
         "loopback_bytes_per_s": loopback,
         "rows": rows,
         "targets": targets(rows, loopback),
@@ -364,7 +366,7 @@ def write_reports(out: Path, saved: dict[str, Any]) -> None:
         "# Remote call-out: launch:, HTTP, and replicas behind nginx",
         "",
         f"{info['cpu']}, {info['nproc']} vCPU, {info['memory_gb']:.0f} GiB, Linux {info['kernel']}; commit "
-        f"{info['commit']}; {info['date']}; DuckDB threads = {info['threads']}"
+        f"{info['commit']}; {info['date']}; load average {info['load_average_at_start']} at start, {info['load_average']} at end; DuckDB threads = {info['threads']}"
         + ("; quick sizes" if info["quick"] else "")
         + ".",
         "",

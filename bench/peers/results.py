@@ -40,6 +40,9 @@ def machine_facts(root: Path, started: float) -> dict[str, Any]:
         "commit": (commit or "unknown") + (" (with uncommitted changes)" if status else ""),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "wall_s": time.perf_counter() - started,
+        # The 1-minute load average when the report is written: a figure taken beside other work
+        # says so.
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
