@@ -43,6 +43,12 @@ log() { printf '[extension] %s\n' "$*" >&2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 
+# One build at a time (two test workers, a bench beside a test run): both flavours write
+# target/release/libquiver_extension.a and the temporary files below.
+mkdir -p "$EXT/build"
+exec 9>"$EXT/build/.lock"
+flock 9
+
 t_all="$(now)"
 
 t="$(now)"
