@@ -16,6 +16,7 @@ use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
 use crate::compile::cursor;
 use crate::gateway::Gateway;
+use crate::lookup::Lookups;
 use crate::project::{
     AuthMode, CachePolicy, Dataset, Endpoint, Key, Project, RepeatedParams, ServingMode,
 };
@@ -135,6 +136,7 @@ async fn respond(
         format,
         encoding,
         meta: body_meta(endpoint, &snapshot),
+        lookups: snapshot.lookups.clone(),
         request_id,
     };
     let (body, cache_state) = call.body(compiled, body_key).await?;
@@ -236,6 +238,8 @@ struct Call<'a> {
     format: Format,
     encoding: Encoding,
     meta: BodyMeta,
+    /// The snapshot's rows in memory, when it keeps them for keyed lookups.
+    lookups: Option<Arc<Lookups>>,
     request_id: &'a str,
 }
 
@@ -254,6 +258,7 @@ impl Call<'_> {
             compiled,
             self.format,
             self.meta.clone(),
+            self.lookups.clone(),
             self.request_id,
         );
         if self.endpoint.cache == CachePolicy::None {
