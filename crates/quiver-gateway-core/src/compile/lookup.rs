@@ -161,3 +161,113 @@ pub(super) fn lookup(
         offset,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::tests::{key, project};
+    use crate::compile::{compile, Compiled};
+    use crate::project::{Filter, Param, Project};
+
+    /// `usage_daily` of the fixture project reshaped: an `account` eq filter (required or not),
+    /// a `min_calls` gte filter, no JSON output, no other filter.
+    fn by_account(project: &Project, required: bool, param_type: ParamType) -> Endpoint {
+        let mut endpoint = project.endpoint("usage_daily").unwrap().clone();
+        endpoint.select.retain(|item| item.column != "stats");
+        endpoint.columns.retain(|column| column != "stats");
+        endpoint.tenant_column = None;
+        let mut account = endpoint.param("account_prefix").unwrap().clone();
+        account.name = "account".into();
+        account.required = required;
+        account.param_type = param_type;
+        let min_calls: Param = endpoint.param("min_calls").unwrap().clone();
+        endpoint.params = vec![account, min_calls];
+        endpoint.filters = vec![
+            Filter {
+                column: "account_id".into(),
+                op: FilterOp::Eq,
+                param: "account".into(),
+            },
+            Filter {
+                column: "api_calls".into(),
+                op: FilterOp::Gte,
+                param: "min_calls".into(),
+            },
+        ];
+        endpoint
+    }
+
+    fn compiled(project: &Project, endpoint: &Endpoint, query: &[(&str, &str)]) -> Compiled {
+        let dataset = project.dataset(&endpoint.dataset).unwrap();
+        let query: Vec<(String, String)> = query
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        compile(endpoint, dataset, "\"t\"", "s1", &query, None, &key()).unwrap()
+    }
+
+    #[test]
+    fn an_always_given_equality_is_the_key_and_the_rest_is_residual() {
+        let project = project();
+        let endpoint = by_account(&project, true, ParamType::String);
+        let dataset = project.dataset("usage").unwrap();
+        assert_eq!(
+            key_columns(&endpoint, dataset),
+            Some(vec![("account_id".to_string(), ColumnType::Varchar)])
+        );
+        let lookup = compiled(&project, &endpoint, &[("account", "a1"), ("offset", "3")])
+            .lookup
+            .expect("a lookup");
+        assert_eq!(lookup.values, vec![Value::Str("a1".into())]);
+        assert_eq!(lookup.offset, 3);
+        // `min_calls` defaults to 0: always a residual comparison.
+        assert_eq!(
+            lookup.residual,
+            vec![Residual {
+                column: "api_calls".into(),
+                op: FilterOp::Gte,
+                value: Value::I64(0),
+                column_type: ColumnType::Bigint,
+            }]
+        );
+    }
+
+    #[test]
+    fn what_a_lookup_cannot_answer_stays_a_statement() {
+        let project = project();
+        let dataset = project.dataset("usage").unwrap();
+        // No always-given equality: nothing to find rows by.
+        let optional = by_account(&project, false, ParamType::String);
+        assert_eq!(key_columns(&optional, dataset), None);
+        // A JSON output, an aggregate, a filter that is not a comparison, a file scan.
+        let original = project.endpoint("usage_daily").unwrap();
+        assert_eq!(key_columns(original, dataset), None);
+        assert_eq!(
+            key_columns(project.endpoint("usage_summary").unwrap(), dataset),
+            None
+        );
+        let mut remote = by_account(&project, true, ParamType::String);
+        remote.serving_mode = ServingMode::RemoteScan;
+        assert_eq!(key_columns(&remote, dataset), None);
+        // A cursor continues with the statement's predicate.
+        let endpoint = by_account(&project, true, ParamType::String);
+        let first = compiled(&project, &endpoint, &[("account", "a1"), ("limit", "1")]);
+        assert!(first.lookup.is_some());
+        let page = arrow_array::RecordBatch::try_from_iter(first.selected.iter().map(|name| {
+            let column: arrow_array::ArrayRef = match name.as_str() {
+                "usage_date" => std::sync::Arc::new(arrow_array::Date32Array::from(vec![1, 2])),
+                "api_calls" => std::sync::Arc::new(arrow_array::Int64Array::from(vec![1, 2])),
+                _ => std::sync::Arc::new(arrow_array::StringArray::from(vec!["a", "b"])),
+            };
+            (name.clone(), column)
+        }))
+        .unwrap();
+        let cursor = first.finish(vec![page]).unwrap().next_cursor.unwrap();
+        let next = compiled(
+            &project,
+            &endpoint,
+            &[("account", "a1"), ("cursor", cursor.as_str())],
+        );
+        assert!(next.lookup.is_none());
+    }
+}
