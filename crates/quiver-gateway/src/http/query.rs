@@ -33,6 +33,8 @@ const INLINE_LOOKUP_ROWS_MAX: usize = 4096;
 /// endpoint and params allow (see `crate::lookup`), else run on the server, cut to the page and
 /// encoded, all on one blocking thread (a hop between threads costs a wake-up; the query and
 /// its encoding need no async thread).
+// What a body depends on, as `endpoint.rs`'s `Call` holds it: one call site, no bundle to make.
+#[allow(clippy::too_many_arguments)]
 pub async fn answer(
     gateway: &Gateway,
     endpoint: &Endpoint,

@@ -30,12 +30,15 @@ use key::KeyPart;
 /// vector headers, the table's spare room).
 const ENTRY_OVERHEAD_BYTES: usize = 64;
 
+/// An index: each key's row positions.
+type Index = HashMap<Box<[KeyPart]>, Vec<u32>>;
+
 /// One snapshot's rows and their indexes.
 pub struct Lookups {
     /// Every column of the snapshot's table, in one batch.
     rows: RecordBatch,
     /// By key columns (in `Lookup::columns` order): each key's row positions in `rows`.
-    indexes: HashMap<Vec<String>, HashMap<Box<[KeyPart]>, Vec<u32>>>,
+    indexes: HashMap<Vec<String>, Index>,
     _reservation: Reservation,
 }
 
@@ -134,11 +137,7 @@ fn read_rows(
 }
 
 /// The index of `rows` on `columns`, and its bytes; `None` when a column cannot be indexed.
-#[allow(clippy::type_complexity)]
-fn index(
-    rows: &RecordBatch,
-    columns: &[String],
-) -> Option<(HashMap<Box<[KeyPart]>, Vec<u32>>, usize)> {
+fn index(rows: &RecordBatch, columns: &[String]) -> Option<(Index, usize)> {
     let arrays: Vec<&ArrayRef> = columns
         .iter()
         .map(|name| rows.column_by_name(name))
@@ -146,7 +145,7 @@ fn index(
     if !arrays.iter().all(|array| key::indexable(array.data_type())) {
         return None;
     }
-    let mut index: HashMap<Box<[KeyPart]>, Vec<u32>> = HashMap::new();
+    let mut index = Index::new();
     'rows: for row in 0..rows.num_rows() {
         let mut parts = Vec::with_capacity(arrays.len());
         for array in &arrays {
