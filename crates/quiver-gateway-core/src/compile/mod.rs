@@ -230,11 +230,16 @@ pub fn compile(
     })
 }
 
+/// Lower-case hex of a SHA-256 (every request hashes its shape: one allocation, not one a byte).
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 0xf)] as char);
+    }
+    hex
 }
 
 #[cfg(test)]
