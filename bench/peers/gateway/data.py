@@ -89,6 +89,8 @@ def write_project(project: Path, parquet: Path, rows: int) -> None:
     (project / "offloader.yml").write_text(
         "version: 1\nauth: required\ndatasets_dir: datasets\nendpoints_dir: endpoints\nkeys: keys/keys.yml\n"
         "gateway:\n  ready: all\n  cache:\n    max_bytes: 268435456\n  pool:\n    size: 4\n    wait_ms: 2000\n"
+        # The part is a link to the suite's one parquet file: its directory is a data root too.
+        f"  data_roots:\n    - .\n    - {json.dumps(str(parquet.resolve().parent))}\n"
         # Keyed responses carry an ETag only when asked (offloader's are no-store): revalidate_304.
         "  keyed_revalidation: true\n"
     )

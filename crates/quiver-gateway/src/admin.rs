@@ -222,6 +222,7 @@ fn scrape(gateway: &Gateway) -> Scrape {
         cache_entries: cache.entries as i64,
         cache_bytes: cache.bytes as i64,
         cache_evictions: cache.evictions,
+        lookup_bytes: gateway.snapshots.lookup_bytes() as i64,
         keys_reload_failed: gateway.keys.reloads_failed(),
         datasets: snapshot_metrics
             .datasets

@@ -37,6 +37,9 @@ pub fn allocation_bytes(len: u64) -> u64 {
     len.div_ceil(step) * step
 }
 
+/// Lower-case hex digits, for ETags written per response.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// Everything a body depends on besides its content coding.
 #[derive(Clone, Copy, Debug)]
 pub struct KeyParts<'a> {
@@ -69,7 +72,7 @@ impl BodyKey {
         text("quiver.gateway.body.v1");
         text(parts.dataset);
         text(parts.endpoint);
-        text(&parts.version.to_string());
+        text(itoa(u64::from(parts.version), &mut [0; 20]));
         match parts.tenant {
             None => text("public"),
             Some(tenant) => {
@@ -80,7 +83,7 @@ impl BodyKey {
         text(parts.canonical);
         text(parts.snapshot_id);
         text(parts.format.name());
-        text(&parts.project_generation.to_string());
+        text(itoa(parts.project_generation, &mut [0; 20]));
         BodyKey(hasher.finalize().into())
     }
 
@@ -94,7 +97,8 @@ impl BodyKey {
         let mut etag = String::with_capacity(22);
         etag.push('"');
         for byte in &digest[..10] {
-            etag.push_str(&format!("{byte:02x}"));
+            etag.push(HEX[usize::from(byte >> 4)] as char);
+            etag.push(HEX[usize::from(byte & 0xf)] as char);
         }
         etag.push('"');
         etag
@@ -104,7 +108,6 @@ impl BodyKey {
     /// keyed_revalidation`): weak because the bytes on the wire also depend on the content
     /// coding, while the representation's meaning does not.
     pub fn etag(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut etag = String::with_capacity(2 + 2 + 64 + 1);
         etag.push_str("W/\"");
         for byte in self.0 {
@@ -114,6 +117,20 @@ impl BodyKey {
         etag.push('"');
         etag
     }
+}
+
+/// `value` in decimal, written into `buffer` (a cache hit hashes two numbers: no allocation).
+fn itoa(mut value: u64, buffer: &mut [u8; 20]) -> &str {
+    let mut at = buffer.len();
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buffer[at..]).expect("ASCII digits")
 }
 
 /// A finished response body.

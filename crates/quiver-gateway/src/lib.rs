@@ -8,6 +8,7 @@
 //! - [`snapshot`]: manifests, materialize, swap, rollback, warm start, readiness, reload.
 //! - `representation`: a response's format (`Accept`), body and content coding.
 //! - `cache`: finished bodies, bounded by bytes, one load per key at a time.
+//! - [`lookup`]: snapshot rows in memory, indexed for requests that equality alone selects.
 //! - [`http`]: the public port: auth, limits, the request flow, errors, ETags.
 //! - `admin`: the admin port: liveness, readiness, status, OpenAPI, metrics, refresh.
 //! - `metrics`: the Prometheus exposition.
@@ -26,6 +27,7 @@ pub(crate) mod bucket_project;
 pub(crate) mod cache;
 pub(crate) mod gateway;
 pub mod http;
+pub mod lookup;
 pub(crate) mod metrics;
 pub(crate) mod project_sync;
 pub(crate) mod representation;

@@ -45,6 +45,8 @@ pub struct Scrape {
     pub cache_bytes: i64,
     /// Evictions since start, as the cache counts them.
     pub cache_evictions: u64,
+    /// Bytes keyed lookups hold (snapshot rows and their indexes).
+    pub lookup_bytes: i64,
     pub keys_reload_failed: u64,
     pub datasets: Vec<DatasetScrape>,
 }
@@ -75,6 +77,8 @@ pub struct Metrics {
     cache_evictions: Counter,
     cache_bytes: Gauge,
     cache_entries: Gauge,
+    lookups: Counter,
+    lookup_bytes: Gauge,
     pool_wait_seconds: Histogram,
     load_shed: Counter,
     keys_reload_failed: Counter,
@@ -109,6 +113,8 @@ impl Metrics {
             cache_evictions: Counter::default(),
             cache_bytes: Gauge::default(),
             cache_entries: Gauge::default(),
+            lookups: Counter::default(),
+            lookup_bytes: Gauge::default(),
             pool_wait_seconds: seconds_histogram(),
             load_shed: Counter::default(),
             keys_reload_failed: Counter::default(),
@@ -197,6 +203,16 @@ impl Metrics {
             "Responses the cache holds",
             self.cache_entries.clone(),
         );
+        registry.register(
+            "lookups",
+            "Bodies made from snapshot rows in memory, without a statement on the server",
+            self.lookups.clone(),
+        );
+        registry.register(
+            "lookup_bytes",
+            "Bytes the snapshot rows and indexes of keyed lookups hold",
+            self.lookup_bytes.clone(),
+        );
     }
 
     /// Waiting and refusals: for a connection, at admission, and of a keys file.
@@ -244,6 +260,10 @@ impl Metrics {
         }
     }
 
+    pub fn record_lookup(&self) {
+        self.lookups.inc();
+    }
+
     pub fn record_pool_wait(&self, seconds: f64) {
         self.pool_wait_seconds.observe(seconds);
     }
@@ -259,6 +279,7 @@ impl Metrics {
         self.pool_busy.set(scrape.pool_busy);
         self.cache_entries.set(scrape.cache_entries);
         self.cache_bytes.set(scrape.cache_bytes);
+        self.lookup_bytes.set(scrape.lookup_bytes);
         {
             let mut seen = self
                 .evictions_seen

@@ -108,6 +108,14 @@ fn cursor_bind(
 }
 
 impl Compiled {
+    /// The response's total order: each key's output column and whether it descends (NULLs
+    /// last either way).
+    pub fn order_keys(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.order
+            .iter()
+            .map(|key| (key.output.as_str(), key.descending))
+    }
+
     /// Cuts the statement's result to the page: at most `limit` rows, only the caller's columns,
     /// and a next cursor when the statement found one row more.
     pub fn finish(&self, batches: Vec<RecordBatch>) -> Result<Page, ArrowError> {

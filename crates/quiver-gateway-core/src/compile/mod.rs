@@ -21,6 +21,8 @@
 //! (`request.rs`: declared, reserved and quiver's extra params), the select list and grouping
 //! (`select.rs`), the conditions (`filter.rs`: the tenant's, then each filter's), and the page
 //! (`page.rs`: the cursor's predicate, the total order from `keyset.rs`, limit and offset).
+//! A request that equality alone selects is described as a keyed lookup too (`lookup.rs`), so
+//! the serving side may answer it from the snapshot's rows in memory.
 //! Cursors are signed in `cursor.rs`.
 
 use crate::value::Value;
@@ -30,11 +32,13 @@ use sha2::{Digest, Sha256};
 pub mod cursor;
 mod filter;
 mod keyset;
+pub mod lookup;
 mod page;
 mod request;
 mod select;
 
 pub use crate::project::{EXTRA_PARAMS, RESERVED_PARAMS};
+pub use lookup::{key_columns, Lookup};
 pub use request::extra_param;
 
 use crate::project::yaml::is_identifier;
@@ -105,6 +109,8 @@ pub struct Compiled {
     /// A canonical text of everything that shapes the result (params after defaults and aliases,
     /// tenant, columns, limit, offset, sort, cursor), used in the cache key and the ETag.
     pub canonical: String,
+    /// The same request as a keyed lookup, when equality alone picks its rows (see `lookup.rs`).
+    pub lookup: Option<Lookup>,
     cursor_seed: CursorSeed,
 }
 
@@ -187,6 +193,7 @@ pub fn compile(
     };
     let cursor = extra_param(endpoint, &sent, "cursor");
     let after = page::after(cursor, sent.contains_key("offset"), &seed, order.len())?;
+    let lookup = lookup::lookup(endpoint, dataset, &given, tenant, after.is_some(), offset);
 
     // The statement: its values are bound in the order its text names them.
     let mut values = Vec::new();
@@ -218,15 +225,21 @@ pub fn compile(
         order,
         limit,
         canonical,
+        lookup,
         cursor_seed: seed,
     })
 }
 
+/// Lower-case hex of a SHA-256 (every request hashes its shape: one allocation, not one a byte).
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 0xf)] as char);
+    }
+    hex
 }
 
 #[cfg(test)]

@@ -54,6 +54,9 @@ pub struct Settings {
     pub refresh_interval: Option<Duration>,
     /// quiver: the response cache's bound in bytes (all formats and encodings together).
     pub cache_max_bytes: u64,
+    /// `gateway: lookup: max_bytes`: the snapshot rows (and their indexes) held in memory for
+    /// keyed lookups, all datasets together; 0 turns keyed lookups off.
+    pub lookup_max_bytes: u64,
     /// quiver: how many connections to the server the pool holds.
     pub pool_size: usize,
     /// quiver: how long a request waits for a free connection before it answers `503`.

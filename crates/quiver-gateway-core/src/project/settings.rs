@@ -13,6 +13,7 @@ use super::yaml::{Node, Reader, Value};
 pub const DEFAULT_MATERIALIZE_PARALLELISM: usize = 2;
 pub const DEFAULT_MATERIALIZE_BUDGET_SECONDS: u64 = 300;
 pub const DEFAULT_CACHE_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_LOOKUP_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_POOL_SIZE: usize = 4;
 pub const DEFAULT_POOL_WAIT_MS: u64 = 2000;
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
@@ -43,6 +44,7 @@ pub(super) fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path
             materialize_budget: Duration::from_secs(DEFAULT_MATERIALIZE_BUDGET_SECONDS),
             refresh_interval: None,
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+            lookup_max_bytes: DEFAULT_LOOKUP_MAX_BYTES,
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
@@ -150,6 +152,15 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
     {
         settings.cache_max_bytes = value as u64;
     }
+    let lookup = fields
+        .get("lookup")
+        .and_then(|node| reader.mapping(node, "`lookup`", &["max_bytes"], &[]));
+    if let Some(value) = lookup
+        .and_then(|lookup| lookup.get("max_bytes"))
+        .and_then(|node| reader.integer(node, "`max_bytes`", 0, 1 << 40))
+    {
+        settings.lookup_max_bytes = value as u64;
+    }
     if let Some(node) = fields.get("pool") {
         read_pool(reader, node, settings);
     }
@@ -189,11 +200,12 @@ fn read_gateway_section(reader: &mut Reader<'_>, node: &Node, layout: &mut Layou
 }
 
 /// The fields the `gateway:` section may set.
-const GATEWAY_FIELDS: [&str; 12] = [
+const GATEWAY_FIELDS: [&str; 13] = [
     "ready",
     "materialize",
     "refresh_interval_seconds",
     "cache",
+    "lookup",
     "pool",
     "request_timeout_ms",
     "connections",

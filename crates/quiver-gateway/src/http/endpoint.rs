@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -16,9 +16,11 @@ use crate::cache::{BodyKey, CachedBody, KeyParts};
 use crate::compile;
 use crate::compile::cursor;
 use crate::gateway::Gateway;
+use crate::lookup::Lookups;
 use crate::project::{
     AuthMode, CachePolicy, Dataset, Endpoint, Key, Project, RepeatedParams, ServingMode,
 };
+use crate::representation::chunks::Chunks;
 use crate::representation::encoding::COMPRESS_BYTES_MIN;
 use crate::representation::{self, splice, BodyMeta, Encoding, Format, Freshness, RequestFacts};
 use crate::snapshot::{Snapshot, View};
@@ -42,18 +44,22 @@ pub async fn handle(
     Extension(RequestId(request_id)): Extension<RequestId>,
     Path(name): Path<String>,
     RawQuery(raw_query): RawQuery,
-    headers: HeaderMap,
+    // The request itself, not a `HeaderMap` extractor: that one copies every header.
+    request: Request,
 ) -> Response {
+    let headers = request.headers();
     let timeout = gateway.project().settings.request_timeout;
     let mut key_id = None;
-    let flow = respond(
+    // Boxed: the router's layers move this handler's future by value, a pointer rather than
+    // the whole flow's state.
+    let flow = Box::pin(respond(
         &gateway,
         &name,
         raw_query.as_deref(),
-        &headers,
+        headers,
         &request_id,
         &mut key_id,
-    );
+    ));
     let outcome = match tokio::time::timeout(timeout, flow).await {
         Ok(outcome) => outcome,
         Err(_elapsed) => Err(ApiError::new(
@@ -135,6 +141,7 @@ async fn respond(
         format,
         encoding,
         meta: body_meta(endpoint, &snapshot),
+        lookups: snapshot.lookups.clone(),
         request_id,
     };
     let (body, cache_state) = call.body(compiled, body_key).await?;
@@ -236,6 +243,8 @@ struct Call<'a> {
     format: Format,
     encoding: Encoding,
     meta: BodyMeta,
+    /// The snapshot's rows in memory, when it keeps them for keyed lookups.
+    lookups: Option<Arc<Lookups>>,
     request_id: &'a str,
 }
 
@@ -247,15 +256,22 @@ impl Call<'_> {
         body_key: BodyKey,
     ) -> Result<(Arc<CachedBody>, &'static str), ApiError> {
         let gateway = self.gateway;
-        let answer = query::answer(
-            gateway,
-            self.endpoint,
-            self.dataset,
-            compiled,
-            self.format,
-            self.meta.clone(),
-            self.request_id,
-        );
+        // The query's future is large (a statement's or a lookup's whole flow): made, and boxed,
+        // only when the cache misses; until then this future holds a few references, which a
+        // cache hit moves through the router's layers instead of kilobytes.
+        let answer = async move {
+            Box::pin(query::answer(
+                gateway,
+                self.endpoint,
+                self.dataset,
+                compiled,
+                self.format,
+                self.meta.clone(),
+                self.lookups.clone(),
+                self.request_id,
+            ))
+            .await
+        };
         if self.endpoint.cache == CachePolicy::None {
             let identity = answer.await?;
             let body = match self.format {
@@ -279,16 +295,16 @@ impl Call<'_> {
         Ok((body, if hit { "hit" } else { "miss" }))
     }
 
-    /// The bytes sent: a JSON body's cached head joined to this response's `meta`; any other
-    /// format's body as cached.
+    /// The bytes sent, in chunks: a JSON body's cached head and this response's `meta`; any
+    /// other format's body as cached.
     async fn wire_bytes(
         &self,
         body: &Arc<CachedBody>,
         facts: &Facts,
         cache_state: &str,
-    ) -> (Bytes, Encoding) {
+    ) -> (Vec<Bytes>, Encoding) {
         if self.format != Format::Json {
-            return (body.bytes.clone(), body.encoding);
+            return (vec![body.bytes.clone()], body.encoding);
         }
         let request = facts.request_facts(self.request_id, cache_state);
         let mut meta = self.meta.clone();
@@ -300,14 +316,14 @@ impl Call<'_> {
 
 /// A `200` with its body and the headers that describe it.
 fn ok_response(
-    bytes: Bytes,
+    chunks: Vec<Bytes>,
     coding: Encoding,
     body: &CachedBody,
     facts: &Facts,
-    cache_state: &str,
+    cache_state: &'static str,
     timings: &Timings,
 ) -> Response {
-    let mut response = (StatusCode::OK, bytes).into_response();
+    let mut response = (StatusCode::OK, Body::new(Chunks::new(chunks))).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -325,17 +341,23 @@ fn ok_response(
     response
 }
 
-/// A JSON body: its head and this response's tail, in the caller's coding. Compressing a whole
-/// body (an uncached one, or brotli) runs on a blocking thread; joining a compressed head to its
-/// small tail does not need one.
-async fn joined(body: Arc<CachedBody>, tail: Vec<u8>, wanted: Encoding) -> (Bytes, Encoding) {
-    let whole = body.encoding == Encoding::Identity
-        && wanted != Encoding::Identity
-        && body.bytes.len() + tail.len() >= COMPRESS_BYTES_MIN;
+/// A JSON body: its head and this response's tail, in the caller's coding. An identity body is
+/// sent as the cached head and the tail, neither copied. Compressing a whole body (an uncached
+/// one, or brotli) runs on a blocking thread; joining a compressed head to its small tail does
+/// not need one.
+async fn joined(body: Arc<CachedBody>, tail: Vec<u8>, wanted: Encoding) -> (Vec<Bytes>, Encoding) {
+    let small = body.bytes.len() + tail.len() < COMPRESS_BYTES_MIN;
+    if body.encoding == Encoding::Identity && (wanted == Encoding::Identity || small) {
+        return (
+            vec![body.bytes.clone(), Bytes::from(tail)],
+            Encoding::Identity,
+        );
+    }
+    let whole = body.encoding == Encoding::Identity && wanted != Encoding::Identity && !small;
     let join = move || {
         let (bytes, coding) =
             splice::join(&body.bytes, body.encoding, body.head_crc, &tail, wanted);
-        (Bytes::from(bytes), coding)
+        (vec![Bytes::from(bytes)], coding)
     };
     if whole {
         tokio::task::spawn_blocking(join)
@@ -433,6 +455,10 @@ enum HttpCaching {
     Public { max_age_seconds: u64 },
 }
 
+/// A keyed response's Cache-Control, without and with keyed revalidation.
+const KEYED_NO_STORE: &str = "private, no-store";
+const KEYED_NO_CACHE: &str = "private, no-cache";
+
 /// A public response's lifetime without a staleness bound, and its cap with one.
 const PUBLIC_MAX_AGE_DEFAULT_SECONDS: u64 = 60;
 const PUBLIC_MAX_AGE_CAP_SECONDS: u64 = 3600;
@@ -467,8 +493,8 @@ impl HttpCaching {
 
     fn cache_control(self) -> String {
         match self {
-            HttpCaching::Keyed { revalidate: false } => "private, no-store".into(),
-            HttpCaching::Keyed { revalidate: true } => "private, no-cache".into(),
+            HttpCaching::Keyed { revalidate: false } => KEYED_NO_STORE.into(),
+            HttpCaching::Keyed { revalidate: true } => KEYED_NO_CACHE.into(),
             HttpCaching::Public { max_age_seconds } => {
                 format!("public, max-age={max_age_seconds}, stale-while-revalidate=60")
             }
@@ -529,7 +555,7 @@ impl Facts {
         }
     }
 
-    fn write(&self, headers: &mut HeaderMap, cache_state: &str, timings: &Timings) {
+    fn write(&self, headers: &mut HeaderMap, cache_state: &'static str, timings: &Timings) {
         let mut put = |name: &'static str, value: &str| {
             if let Ok(value) = HeaderValue::from_str(value) {
                 headers.insert(name, value);
@@ -538,14 +564,26 @@ impl Facts {
         if let Some(etag) = &self.etag {
             put("etag", etag);
         }
-        put("cache-control", &self.caching.cache_control());
-        put("vary", self.caching.vary());
-        put("x-cache", cache_state);
+        if let HttpCaching::Public { .. } = self.caching {
+            put("cache-control", &self.caching.cache_control());
+        }
         put("x-snapshot-id", &self.snapshot_id);
         if let Some(age) = self.age_seconds {
             put("x-freshness-age", &age.max(0).to_string());
         }
-        put("x-stale", if self.stale { "true" } else { "false" });
         put("server-timing", &timings.header());
+        // The rest are fixed texts: no copy or check per response.
+        if let HttpCaching::Keyed { revalidate } = self.caching {
+            let control = if revalidate {
+                KEYED_NO_CACHE
+            } else {
+                KEYED_NO_STORE
+            };
+            headers.insert("cache-control", HeaderValue::from_static(control));
+        }
+        headers.insert("vary", HeaderValue::from_static(self.caching.vary()));
+        headers.insert("x-cache", HeaderValue::from_static(cache_state));
+        let stale = if self.stale { "true" } else { "false" };
+        headers.insert("x-stale", HeaderValue::from_static(stale));
     }
 }

@@ -13,6 +13,7 @@ use quiver_client::{params, CancelHandle, Pool};
 use crate::cache::{self, CachedBody};
 use crate::compile::Compiled;
 use crate::gateway::Gateway;
+use crate::lookup::Lookups;
 use crate::project::{ColumnType, Dataset, Endpoint};
 use crate::representation::{self, BodyMeta, Encoding, Format};
 
@@ -25,17 +26,111 @@ pub const BUSY_MESSAGE: &str = "service is busy, retry shortly";
 /// Seconds an overloaded gateway asks a caller to wait.
 const OVERLOADED_RETRY_SECONDS: u64 = 1;
 
-/// The identity body of one request: run, cut to the page, encoded, all on one blocking thread
-/// (a hop between threads costs a wake-up; the query and its encoding need no async thread).
+/// Rows a keyed lookup sorts on the async thread; more move to a blocking thread.
+const INLINE_LOOKUP_ROWS_MAX: usize = 4096;
+
+/// The identity body of one request: looked up in the snapshot's rows in memory when its
+/// endpoint and params allow (see `crate::lookup`), else run on the server, cut to the page and
+/// encoded, all on one blocking thread (a hop between threads costs a wake-up; the query and
+/// its encoding need no async thread).
+// What a body depends on, as `endpoint.rs`'s `Call` holds it: one call site, no bundle to make.
+#[allow(clippy::too_many_arguments)]
 pub async fn answer(
     gateway: &Gateway,
     endpoint: &Endpoint,
     dataset: &Dataset,
     compiled: Compiled,
     format: Format,
-    mut meta: BodyMeta,
+    meta: BodyMeta,
+    lookups: Option<Arc<Lookups>>,
     request_id: &str,
 ) -> Result<CachedBody, ApiError> {
+    let looked_up = match lookups {
+        Some(lookups) => looked_up(lookups, endpoint, dataset, &compiled, format, &meta).await,
+        None => None,
+    };
+    let answered = match looked_up {
+        Some(answered) => {
+            gateway.metrics.record_lookup();
+            answered
+        }
+        None => queried(gateway, endpoint, dataset, compiled, format, meta).await?,
+    };
+    match answered {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(failure)) => {
+            failure.log(request_id);
+            Err(ApiError::internal())
+        }
+        Err(join_error) => {
+            tracing::error!(request_id, error = %join_error, "query task failed");
+            Err(ApiError::internal())
+        }
+    }
+}
+
+/// A body's page encoded, or why not; or the blocking task's failure.
+type Answered = Result<Result<CachedBody, Failure>, tokio::task::JoinError>;
+
+/// The body from the snapshot's keyed lookups; `None` when they cannot answer this request.
+async fn looked_up(
+    lookups: Arc<Lookups>,
+    endpoint: &Endpoint,
+    dataset: &Dataset,
+    compiled: &Compiled,
+    format: Format,
+    meta: &BodyMeta,
+) -> Option<Answered> {
+    let lookup = compiled.lookup.as_ref()?;
+    let found = lookups.positions(lookup)?.len();
+    let schema_if_empty = schema_without_rows(endpoint, dataset, &compiled.columns);
+    let work = {
+        let (endpoint, compiled, meta) = (endpoint.clone(), compiled.clone(), meta.clone());
+        move || {
+            let lookup = compiled.lookup.as_ref().expect("checked above");
+            let positions = lookups.positions(lookup).expect("checked above");
+            let batch = lookups
+                .page(&endpoint, &compiled, lookup, positions)
+                .expect("`positions` checked the residual values")
+                .map_err(Failure::Shape)?;
+            encoded(&compiled, vec![batch], schema_if_empty, format, meta)
+        }
+    };
+    if found <= INLINE_LOOKUP_ROWS_MAX {
+        Some(Ok(work()))
+    } else {
+        Some(tokio::task::spawn_blocking(work).await)
+    }
+}
+
+/// The page of a statement's (or a lookup's) batches, encoded.
+fn encoded(
+    compiled: &Compiled,
+    batches: Vec<RecordBatch>,
+    schema_if_empty: SchemaRef,
+    format: Format,
+    mut meta: BodyMeta,
+) -> Result<CachedBody, Failure> {
+    let page = compiled.finish(batches).map_err(Failure::Shape)?;
+    meta.next_cursor = page.next_cursor.clone();
+    let schema = page
+        .batches
+        .first()
+        .map_or(schema_if_empty, RecordBatch::schema);
+    representation::encode(format, &schema, &page.batches, &meta)
+        .map(|bytes| CachedBody::identity(bytes, format, page.row_count, page.next_cursor))
+        .map_err(Failure::Encode)
+}
+
+/// The body from a statement on the server.
+async fn queried(
+    gateway: &Gateway,
+    endpoint: &Endpoint,
+    dataset: &Dataset,
+    compiled: Compiled,
+    format: Format,
+    meta: BodyMeta,
+) -> Result<Answered, ApiError> {
     let (permit, waited) = gateway.admission.enter().await.map_err(|refused| {
         if refused == Refused::Shed {
             gateway.metrics.record_load_shed();
@@ -52,39 +147,11 @@ pub async fn answer(
     let answered = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let batches = fetch(&pool, &compiled, &cancel_slot).map_err(Failure::Query)?;
-        let page = compiled.finish(batches).map_err(Failure::Shape)?;
-        meta.next_cursor = page.next_cursor.clone();
-        let schema = page
-            .batches
-            .first()
-            .map_or(schema_if_empty, RecordBatch::schema);
-        representation::encode(format, &schema, &page.batches, &meta)
-            .map(|bytes| CachedBody::identity(bytes, format, page.row_count, page.next_cursor))
-            .map_err(Failure::Encode)
+        encoded(&compiled, batches, schema_if_empty, format, meta)
     })
     .await;
     cancel.disarm();
-    match answered {
-        Ok(Ok(body)) => Ok(body),
-        Ok(Err(failure)) => {
-            match failure {
-                Failure::Query(error) => {
-                    tracing::error!(request_id, error = %error, "query failed")
-                }
-                Failure::Shape(error) => tracing::error!(
-                    request_id, error = %error, "the result did not fit the compiled shape"
-                ),
-                Failure::Encode(error) => {
-                    tracing::error!(request_id, error = %error, "encoding the response failed");
-                }
-            }
-            Err(ApiError::internal())
-        }
-        Err(join_error) => {
-            tracing::error!(request_id, error = %join_error, "query task failed");
-            Err(ApiError::internal())
-        }
-    }
+    Ok(answered)
 }
 
 /// An uncached body in the caller's coding (the cache makes its own copies).
@@ -97,6 +164,20 @@ enum Failure {
     Query(quiver_client::Error),
     Shape(arrow_schema::ArrowError),
     Encode(representation::EncodeError),
+}
+
+impl Failure {
+    fn log(&self, request_id: &str) {
+        match self {
+            Failure::Query(error) => tracing::error!(request_id, error = %error, "query failed"),
+            Failure::Shape(error) => tracing::error!(
+                request_id, error = %error, "the result did not fit the compiled shape"
+            ),
+            Failure::Encode(error) => {
+                tracing::error!(request_id, error = %error, "encoding the response failed");
+            }
+        }
+    }
 }
 
 /// Runs the statement on a pooled connection (prepared once per connection: endpoints ask the

@@ -30,15 +30,18 @@ impl Timings {
         self.last = now;
     }
 
+    /// `name;dur=<ms>, …, total;dur=<ms>`, written into one string (every response has one).
     pub fn header(&self) -> String {
-        let mut parts: Vec<String> = self
-            .phases
-            .iter()
-            .map(|(name, ms)| format!("{name};dur={ms:.3}"))
-            .collect();
+        use std::fmt::Write;
         let total = self.started.elapsed().as_secs_f64() * 1000.0;
-        parts.push(format!("total;dur={total:.3}"));
-        parts.join(", ")
+        let mut header = String::with_capacity(24 * (self.phases.len() + 1));
+        for (name, ms) in self.phases.iter().chain([&("total", total)]) {
+            if !header.is_empty() {
+                header.push_str(", ");
+            }
+            let _ = write!(header, "{name};dur={ms:.3}");
+        }
+        header
     }
 }
 

@@ -9,6 +9,7 @@
 //! offloader's clients read them): its body is the cached head ([`encode`]) joined to a tail
 //! written per response ([`envelope_tail`], [`splice`]).
 
+pub mod chunks;
 pub mod columnar;
 mod csv;
 pub mod encoding;

@@ -2,7 +2,10 @@
 //! a table of the server, swapped in atomically, the previous one kept for rollback, a sidecar for
 //! warm starts, readiness per dataset.
 
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use crate::lookup::Lookups;
 
 pub mod check;
 pub(crate) mod fetch;
@@ -40,4 +43,6 @@ pub struct Snapshot {
     pub materialized_at: SystemTime,
     /// How many rows it holds.
     pub row_count: u64,
+    /// Its rows in memory, indexed for keyed lookups; `None`: every request runs a statement.
+    pub lookups: Option<Arc<Lookups>>,
 }

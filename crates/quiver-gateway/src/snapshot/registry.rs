@@ -24,6 +24,7 @@ use super::status::{self, DatasetMetrics, SnapshotMetrics};
 use super::warm::{path_component, restore, snapshot_tables, TABLE_PREFIX};
 use super::Snapshot;
 use crate::backend::Backend;
+use crate::lookup::{self, Budget, Lookups};
 use crate::project::{Project, ReadyPolicy};
 
 mod cleanup;
@@ -104,6 +105,8 @@ pub struct Snapshots {
     replaced: Mutex<Vec<Arc<Slot>>>,
     /// One reload at a time.
     reloading: Mutex<()>,
+    /// The memory keyed lookups hold, all snapshots together.
+    lookup_budget: Arc<Budget>,
 }
 
 /// A project and the slots of its datasets: what one request reads, whole, whatever a reload
@@ -209,6 +212,7 @@ impl Snapshots {
             stop: Arc::new(Stop::default()),
             replaced: Mutex::new(Vec::new()),
             reloading: Mutex::new(()),
+            lookup_budget: Arc::new(Budget::default()),
         });
         // Without the server's tables, the sidecar is left as it is for the next start.
         if listed.is_ok() {
@@ -417,6 +421,7 @@ impl Snapshots {
         let _work = lock(&slot.work);
         lock(&slot.record).refreshing = true;
         let result = self.try_refresh(project, slot);
+        self.attach_lookups(project, slot);
         let mut record = lock(&slot.record);
         record.refreshing = false;
         match result {
@@ -456,8 +461,7 @@ impl Snapshots {
         let permit = self.permits.acquire();
         let started = Instant::now();
         lock(&slot.record).attempts += 1;
-        let roots = &project.settings.data_roots;
-        let result = self.build(slot, &location, &manifest, roots, started + budget);
+        let result = self.build(project, slot, &location, &manifest, started + budget);
         drop(permit);
         lock(&slot.record).last_materialize = Some(started.elapsed());
         let kept = result?;
@@ -516,12 +520,13 @@ impl Snapshots {
 
     fn build(
         &self,
+        project: &Project,
         slot: &Slot,
         location: &ManifestLocation,
         manifest: &Manifest,
-        data_roots: &[PathBuf],
         deadline: Instant,
     ) -> Result<Kept, String> {
+        let data_roots = &project.settings.data_roots;
         let dataset = &slot.dataset;
         // Parts are downloaded for an object-store manifest, and for any part named by URL.
         let downloads = matches!(location, ManifestLocation::ObjectStore { .. })
@@ -550,6 +555,7 @@ impl Snapshots {
                 .connection()
                 .map_err(|error| format!("cannot reach the server: {error}"))?;
             let built = materialize(&mut connection, dataset, manifest, &parts, &table, deadline)?;
+            let lookups = self.lookups(&mut connection, project, dataset, &table);
             Ok(Kept {
                 snapshot: Arc::new(Snapshot {
                     dataset: dataset.id.clone(),
@@ -560,10 +566,12 @@ impl Snapshots {
                     watermark_unix: manifest.watermark_unix,
                     materialized_at: SystemTime::now(),
                     row_count: built.row_count,
+                    lookups,
                 }),
                 table_name,
                 manifest_sha256: manifest.sha256.clone(),
                 parts_dir: parts_dir.clone(),
+                lookups_tried: true,
             })
         });
         if built.is_err() {
@@ -574,6 +582,64 @@ impl Snapshots {
             }
         }
         built
+    }
+}
+
+impl Snapshots {
+    /// A snapshot's keyed lookups, if its endpoints use them and its rows fit (a failure to read
+    /// them only costs speed: every request runs its statement).
+    fn lookups(
+        &self,
+        connection: &mut quiver_client::Connection,
+        project: &Project,
+        dataset: &crate::project::Dataset,
+        table: &str,
+    ) -> Option<Arc<Lookups>> {
+        match lookup::build(connection, project, dataset, table, &self.lookup_budget) {
+            Ok(lookups) => lookups.map(Arc::new),
+            Err(error) => {
+                tracing::warn!(dataset = %dataset.id, %error, "keyed lookups are off for this snapshot");
+                None
+            }
+        }
+    }
+
+    /// Builds the keyed lookups of a snapshot restored at start (its refresh found nothing to
+    /// do), and swaps it for the same snapshot with them. Called with the dataset's `work` held.
+    fn attach_lookups(&self, project: &Project, slot: &Slot) {
+        let Some(kept) = lock(&slot.serving).current.clone() else {
+            return;
+        };
+        if kept.lookups_tried {
+            return;
+        }
+        let lookups = match self.backend.connection() {
+            Ok(mut connection) => self.lookups(
+                &mut connection,
+                project,
+                &slot.dataset,
+                &kept.snapshot.table,
+            ),
+            Err(error) => {
+                tracing::warn!(dataset = %slot.dataset.id, %error, "keyed lookups are off for this snapshot");
+                None
+            }
+        };
+        let mut serving = lock(&slot.serving);
+        if let Some(current) = serving.current.as_mut() {
+            if Arc::ptr_eq(&current.snapshot, &kept.snapshot) {
+                current.lookups_tried = true;
+                current.snapshot = Arc::new(Snapshot {
+                    lookups,
+                    ..(*kept.snapshot).clone()
+                });
+            }
+        }
+    }
+
+    /// Bytes keyed lookups hold now.
+    pub fn lookup_bytes(&self) -> u64 {
+        self.lookup_budget.used()
     }
 }
 

@@ -18,6 +18,9 @@ pub(super) struct Kept {
     pub(super) table_name: String,
     pub(super) manifest_sha256: String,
     pub(super) parts_dir: Option<PathBuf>,
+    /// Whether keyed lookups were built for it (or found not to apply); a restored snapshot's
+    /// are built by its dataset's first refresh.
+    pub(super) lookups_tried: bool,
 }
 
 #[derive(Default)]

@@ -158,6 +158,7 @@ mod tests {
             watermark_unix: Some(7_200),
             materialized_at: now,
             row_count: 1,
+            lookups: None,
         };
         assert_eq!(age_seconds(&snapshot, now), 2_800.0);
         let record = Record::default();

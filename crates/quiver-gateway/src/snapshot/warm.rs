@@ -71,10 +71,12 @@ pub(super) fn from_sidecar(dataset: &str, saved: &SidecarSnapshot) -> Kept {
             watermark_unix: saved.watermark_unix,
             materialized_at: UNIX_EPOCH + Duration::from_secs(saved.materialized_at_unix),
             row_count: saved.row_count,
+            lookups: None,
         }),
         table_name: saved.table.clone(),
         manifest_sha256: saved.manifest_sha256.clone(),
         parts_dir: saved.parts_dir.clone(),
+        lookups_tried: false,
     }
 }
 

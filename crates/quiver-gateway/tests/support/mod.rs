@@ -97,6 +97,7 @@ pub fn settings() -> Settings {
         materialize_budget: Duration::from_secs(300),
         refresh_interval: None,
         cache_max_bytes: 1 << 20,
+        lookup_max_bytes: 0,
         pool_size: 2,
         pool_wait: Duration::from_secs(30),
         request_timeout: Duration::from_secs(30),
