@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from charts import write_log_bars
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -132,13 +133,47 @@ def main() -> None:
     for name, times in results.items():
         median = statistics.median(times)
         lines.append(f"| {name} | {median:.3f} | {min(times):.3f}–{max(times):.3f} | {rows / median / 1e6:.1f} |")
+    medians = {name: statistics.median(times) for name, times in results.items()}
+    ratio = medians["add_one: Spark @arrow_udf (pyarrow)"] / medians["add_one: quiver worker (Rust, mapInArrow)"]
+    targets = [
+        {
+            "target": "add_one: quiver worker rows/s ≥ 1× Spark's @arrow_udf (same run)",
+            "measured": round(ratio, 3),
+            "threshold": 1.0,
+            "met": ratio >= 1.0,
+        }
+    ]
+    lines += ["", "| target | measured | threshold | met |", "|---|---|---|---|"]
+    lines += [
+        f"| {t['target']} | {t['measured']}× | {t['threshold']}× | {'yes' if t['met'] else 'no'} |" for t in targets
+    ]
+    lines += ["", "![rows/s per query (log scale)](spark.svg)"]
     report = "\n".join(lines) + "\n"
     print(report)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "spark.md").write_text(report)
-        record = {"rows": rows, "load_before": load_before, "load_after": load_after, "seconds": results}
+        record = {
+            "suite": "spark",
+            "rows": rows,
+            "load_before": load_before,
+            "load_after": load_after,
+            "seconds": results,
+            "targets": targets,
+        }
         (args.out / "spark.json").write_text(json.dumps(record, indent=2) + "\n")
+        bars = [(name.split(":")[0], name.split(": ", 1)[1], rows / median) for name, median in medians.items()]
+        write_log_bars(
+            args.out / "spark.svg",
+            bars,
+            title=f"Spark, {rows:,} rows: rows/s (log scale), same run",
+            lo=1e5,
+            fmt=lambda v: f"{v / 1e6:.1f} M rows",
+            colors={},
+            default_color="#27b",
+            label_width=330,
+            group_count=len({bar[0] for bar in bars}),
+        )
 
 
 if __name__ == "__main__":
