@@ -78,8 +78,8 @@ cargo_build() {
 }
 
 # What the demo starts: the extension (the server is the extension serving), the example worker, the
-# gateway and the spine's tour.
-DEMO_CRATES=(quiver-extension quiver-allinone quiver-gateway quiver-demo)
+# gateway, and the spine's tour (quiver-demo) with the conformance worker it calls.
+DEMO_CRATES=(quiver-extension quiver-allinone quiver-gateway quiver-demo quiver-conformance)
 
 # Members built alone (the demo's binaries; the extension by extension/build.sh; quiver-python by
 # maturin) must find every dependency the workspace build compiled: cargo resolves features per
