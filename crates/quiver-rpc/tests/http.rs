@@ -4,6 +4,8 @@
 #[allow(dead_code)] // the raw-bytes helpers; this file shares `add_method` alone
 mod common;
 
+use common::counter::{count_method, count_params, held_count_method};
+
 use std::process::Command;
 use std::sync::Arc;
 
@@ -15,53 +17,6 @@ use quiver_rpc::{
     StreamSetup, StreamState,
 };
 use quiver_wire::{BatchMetadata, ErrorReport};
-
-/// Counts from `next` up to `end`, one row per tick; its state is two integers, so it travels in
-/// its cursor token.
-struct Count {
-    next: i64,
-    end: i64,
-}
-
-impl StreamState for Count {
-    fn process(
-        &mut self,
-        _: &RecordBatch,
-        _: &BatchMetadata,
-        output: &mut StreamOutput,
-        _: &mut quiver_rpc::CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        if self.next >= self.end {
-            output.finish();
-            return Ok(());
-        }
-        let column: ArrayRef = Arc::new(Int64Array::from(vec![self.next]));
-        output.emit(RecordBatch::try_new(count_schema(), vec![column]).expect("one column"));
-        self.next += 1;
-        Ok(())
-    }
-
-    fn snapshot(&self) -> Option<Vec<u8>> {
-        let mut bytes = self.next.to_be_bytes().to_vec();
-        bytes.extend_from_slice(&self.end.to_be_bytes());
-        Some(bytes)
-    }
-}
-
-/// The same counter without a snapshot: held by the replica that opened it.
-struct HeldCount(Count);
-
-impl StreamState for HeldCount {
-    fn process(
-        &mut self,
-        input: &RecordBatch,
-        metadata: &BatchMetadata,
-        output: &mut StreamOutput,
-        ctx: &mut quiver_rpc::CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        self.0.process(input, metadata, output, ctx)
-    }
-}
 
 /// Doubles every value of its input.
 struct Double;
@@ -87,10 +42,6 @@ impl StreamState for Double {
     }
 }
 
-fn count_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]))
-}
-
 fn value_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![Field::new(
         "value",
@@ -99,37 +50,8 @@ fn value_schema() -> SchemaRef {
     )]))
 }
 
-fn count_params() -> Vec<Field> {
-    vec![field("end", DataType::Int64, false)]
-}
-
 fn service() -> Service {
-    let count = Method::stream("count", count_params(), None, |params, _| {
-        let end = params.i64("end")?;
-        Ok(StreamSetup::producer(
-            count_schema(),
-            Count { next: 0, end },
-        ))
-    })
-    .with_stream_kind(StreamKind::Producer)
-    .with_resume(|bytes| {
-        let int = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        if bytes.len() != 16 {
-            return Err(ErrorReport::new("ValueError", "a count state is 16 bytes"));
-        }
-        Ok(Box::new(Count {
-            next: int(0),
-            end: int(8),
-        }) as Box<dyn StreamState>)
-    });
-    let held = Method::stream("held_count", count_params(), None, |params, _| {
-        let end = params.i64("end")?;
-        Ok(StreamSetup::producer(
-            count_schema(),
-            HeldCount(Count { next: 0, end }),
-        ))
-    })
-    .with_stream_kind(StreamKind::Producer);
+    let (count, held) = (count_method(), held_count_method());
     let double = Method::stream("double", vec![], None, |_, _| {
         Ok(StreamSetup::exchange(
             value_schema(),

@@ -8,113 +8,23 @@
 #[allow(dead_code)] // the raw-bytes reply reader; this file builds requests alone
 mod common;
 
+use common::counter::{count_method, count_params, count_schema, counter, held_count_method, Held};
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Schema};
 use quiver_rpc::http::{
     HttpConfig, HttpOptions, HttpPeer, HttpServer, RESPONSE_BYTES_MIN, RPC_ERROR_HEADER,
 };
-use quiver_rpc::{
-    field, Client, Method, Server, ServerConfig, Service, StreamKind, StreamOutput, StreamSetup,
-    StreamState,
-};
-use quiver_wire::{decode_stream, keys, BatchMetadata, ErrorReport, Limits, StreamWriter};
-
-/// Counts from `next` up to `end`, one row per step; fails at `fail_at` when set; sleeps `pause`
-/// before each step. Its state travels in its cursor when `carried`.
-#[derive(Clone)]
-struct Count {
-    next: i64,
-    end: i64,
-    fail_at: Option<i64>,
-    pause: Duration,
-}
-
-impl StreamState for Count {
-    fn process(
-        &mut self,
-        _: &RecordBatch,
-        _: &BatchMetadata,
-        output: &mut StreamOutput,
-        _: &mut quiver_rpc::CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        std::thread::sleep(self.pause);
-        if self.fail_at == Some(self.next) {
-            return Err(ErrorReport::new("ValueError", format!("no {}", self.next)));
-        }
-        if self.next >= self.end {
-            output.finish();
-            return Ok(());
-        }
-        let column: ArrayRef = Arc::new(Int64Array::from(vec![self.next]));
-        output.emit(RecordBatch::try_new(count_schema(), vec![column]).expect("one column"));
-        self.next += 1;
-        Ok(())
-    }
-
-    fn snapshot(&self) -> Option<Vec<u8>> {
-        let mut bytes = self.next.to_be_bytes().to_vec();
-        bytes.extend_from_slice(&self.end.to_be_bytes());
-        Some(bytes)
-    }
-}
-
-/// The counter without a snapshot: its state stays in the server between turns.
-struct Held(Count);
-
-impl StreamState for Held {
-    fn process(
-        &mut self,
-        input: &RecordBatch,
-        metadata: &BatchMetadata,
-        output: &mut StreamOutput,
-        ctx: &mut quiver_rpc::CallContext<'_>,
-    ) -> Result<(), ErrorReport> {
-        self.0.process(input, metadata, output, ctx)
-    }
-}
-
-fn count_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]))
-}
-
-fn counter(end: i64) -> Count {
-    Count {
-        next: 0,
-        end,
-        fail_at: None,
-        pause: Duration::ZERO,
-    }
-}
+use quiver_rpc::{field, Client, Method, Server, ServerConfig, Service, StreamKind, StreamSetup};
+use quiver_wire::{decode_stream, keys, BatchMetadata, Limits, StreamWriter};
 
 fn service() -> Service {
-    let params = || vec![field("end", DataType::Int64, false)];
-    let count = Method::stream("count", params(), None, |params, _| {
-        Ok(StreamSetup::producer(
-            count_schema(),
-            counter(params.i64("end")?),
-        ))
-    })
-    .with_stream_kind(StreamKind::Producer)
-    .with_resume(|bytes| {
-        let int = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        if bytes.len() != 16 {
-            return Err(ErrorReport::new("ValueError", "a count state is 16 bytes"));
-        }
-        let mut state = counter(int(8));
-        state.next = int(0);
-        Ok(Box::new(state) as Box<dyn StreamState>)
-    });
-    let held = Method::stream("held_count", params(), None, |params, _| {
-        Ok(StreamSetup::producer(
-            count_schema(),
-            Held(counter(params.i64("end")?)),
-        ))
-    })
-    .with_stream_kind(StreamKind::Producer);
+    let params = count_params;
+    let (count, held) = (count_method(), held_count_method());
     let failing = Method::stream("fail_at", params(), None, |params, _| {
         let mut state = counter(i64::MAX);
         state.fail_at = Some(params.i64("end")?);

@@ -1,6 +1,8 @@
 //! What the raw-bytes server tests share: the `add` method they call, the metadata of a request
 //! on their `Test` 1.0.0 service, and reading one reply stream.
 
+pub mod counter;
+
 use std::io::{BufReader, Read};
 use std::sync::Arc;
 
