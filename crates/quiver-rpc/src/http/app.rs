@@ -29,19 +29,18 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
-use arrow_schema::SchemaRef;
 use quiver_wire::{
-    decode_stream, empty_schema, keys, BatchMetadata, ErrorCode, ErrorReport, LogRecord,
-    StreamWriter, WireError,
+    decode_stream, empty_schema, keys, BatchMetadata, ErrorCode, ErrorReport, LogRecord, WireError,
 };
 
 use super::codec;
+use super::output::{step, write_items, write_stream, Stamp};
 use super::streams::{OpenStream, StreamTable};
 use super::HttpConfig;
 use crate::conform;
 use crate::context::CallContext;
 use crate::errors;
-use crate::method::{Body, Method, OutputItem, StreamOutput};
+use crate::method::{Body, Method};
 use crate::params::Params;
 use crate::server::{is_reserved, origin, version_gate, Server};
 use crate::service::Service;
@@ -99,15 +98,15 @@ pub(crate) struct AppResponse {
 struct Refused(u16, ErrorReport);
 
 /// What one call or turn produced, before the cap is applied.
-struct Reply {
-    body: Vec<u8>,
-    failed: bool,
+pub(super) struct Reply {
+    pub(super) body: Vec<u8>,
+    pub(super) failed: bool,
     /// The call this reply continues; its held state is dropped if the reply breaks the cap.
-    parked: Option<[u8; 16]>,
+    pub(super) parked: Option<[u8; 16]>,
     /// A many-batch producer turn: its budget ended it, so a body past the cap by its last batch
     /// stands.
-    soft_cap: bool,
-    request_id: String,
+    pub(super) soft_cap: bool,
+    pub(super) request_id: String,
 }
 
 /// The app: a server's protocols behind vgi-rpc's routes.
@@ -761,46 +760,6 @@ impl App {
     }
 }
 
-/// The server and request ids every log and error record of a call carries.
-struct Stamp {
-    server_id: String,
-    request_id: String,
-}
-
-impl Stamp {
-    fn new(server: &Server, request_id: &str) -> Stamp {
-        Stamp {
-            server_id: server.config().server_id.clone(),
-            request_id: request_id.to_string(),
-        }
-    }
-
-    fn record(
-        &self,
-        writer: &mut StreamWriter,
-        out: &mut Vec<u8>,
-        record: &LogRecord,
-    ) -> Result<(), WireError> {
-        let mut metadata = record.to_metadata();
-        metadata.insert(keys::SERVER_ID, self.server_id.as_str());
-        if !self.request_id.is_empty() {
-            metadata.insert(keys::REQUEST_ID, self.request_id.as_str());
-        }
-        let empty = RecordBatch::new_empty(writer.schema().clone());
-        writer.write(&empty, &metadata, out)
-    }
-
-    fn reply(&self, body: Vec<u8>, failed: bool, parked: Option<[u8; 16]>) -> Reply {
-        Reply {
-            body,
-            failed,
-            parked,
-            soft_cap: false,
-            request_id: self.request_id.clone(),
-        }
-    }
-}
-
 /// What one stream turn runs on, besides the stream itself.
 struct Turn<'a> {
     binding: &'a str,
@@ -816,81 +775,6 @@ struct Turn<'a> {
     logs: &'a [LogRecord],
     /// A producer turn ends once its body reaches this many bytes; `None`: after one step.
     bytes: Option<u64>,
-}
-
-/// One `process` step of `stream`: its logs and conformed batches, and whether it finished.
-fn step(
-    method: &Method,
-    stream: &mut OpenStream,
-    input: &RecordBatch,
-    input_metadata: &BatchMetadata,
-) -> Result<(Vec<OutputItem>, bool), ErrorReport> {
-    let producer = stream.is_producer(method);
-    let batch = conform::conform_input(&stream.input_schema, input.clone())?;
-    let mut ctx = CallContext::new(&method.name, input_metadata);
-    let mut step = StreamOutput::default();
-    let outcome = stream
-        .state
-        .process(&batch, input_metadata, &mut step, &mut ctx);
-    let mut items: Vec<OutputItem> = ctx.take_logs().into_iter().map(OutputItem::Log).collect();
-    outcome?;
-    conform::check_step(&step, producer)?;
-    for item in step.items {
-        items.push(match item {
-            OutputItem::Batch(batch, metadata) => OutputItem::Batch(
-                conform::conform_output(&stream.output_schema, batch)?,
-                metadata,
-            ),
-            log => log,
-        });
-    }
-    Ok((items, step.finished))
-}
-
-/// Writes a step's logs and batches; `cursor`, an exchange's next one, rides on its batch.
-fn write_items(
-    writer: &mut StreamWriter,
-    out: &mut Vec<u8>,
-    stamp: &Stamp,
-    items: Vec<OutputItem>,
-    cursor: Option<&str>,
-) -> Result<(), WireError> {
-    for item in items {
-        match item {
-            OutputItem::Log(record) => stamp.record(writer, out, &record)?,
-            OutputItem::Batch(batch, mut metadata) => {
-                if let Some(cursor) = cursor {
-                    metadata.insert(keys::STREAM_STATE, cursor);
-                }
-                writer.write(&batch, &metadata, out)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes one complete stream on `schema`: `logs`, then what `fill` writes.
-fn write_stream(
-    out: &mut Vec<u8>,
-    schema: &SchemaRef,
-    stamp: &Stamp,
-    logs: &[LogRecord],
-    fill: impl FnOnce(&mut StreamWriter, &mut Vec<u8>) -> Result<(), WireError>,
-) {
-    let written = (|| {
-        let mut writer = StreamWriter::begin(schema, out)?;
-        for record in logs {
-            stamp.record(&mut writer, out, record)?;
-        }
-        fill(&mut writer, out)?;
-        writer.finish(out);
-        Ok::<(), WireError>(())
-    })();
-    // Writing into memory fails only on a batch the writer cannot encode; the conform checks
-    // ran before, so this names a bug rather than a peer's mistake.
-    if let Err(error) = written {
-        panic!("encoding an HTTP reply in memory failed: {error}");
-    }
 }
 
 fn user_metadata(metadata: &BatchMetadata) -> BatchMetadata {

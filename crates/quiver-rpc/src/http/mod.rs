@@ -12,6 +12,7 @@ mod app;
 mod client;
 mod codec;
 pub(crate) mod feed;
+mod output;
 mod server;
 mod streams;
 pub mod token;
