@@ -16,7 +16,9 @@ export QUIVER_JAVA_ALT="${QUIVER_JAVA_ALT:-/usr/lib/jvm/temurin-25-jdk-amd64/bin
 tools/lint.sh
 cargo test --release --workspace --locked
 # tests/test_spark.py runs in .venv-spark, by ./quiver test-spark (opt-in: a JVM and executors).
-# The slowest tests are named at the end, so a run that grows shows where.
-.venv/bin/python -m pytest -q --durations=15 tests python/tests --ignore=tests/test_spark.py "$@"
+# One pytest worker per core, each taking whole files (a file's module fixtures start once); the
+# slowest tests are named at the end, so a run that grows shows where.
+.venv/bin/python -m pytest -q --numprocesses auto --dist loadfile --durations=15 \
+    tests python/tests --ignore=tests/test_spark.py "$@"
 # The Node package against a real server (node/test/; the server is python -m quiver.serve).
 (cd node && PYTHONPATH="$ROOT/python" node --test test/*.test.js)

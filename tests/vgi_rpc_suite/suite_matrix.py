@@ -30,11 +30,12 @@ MIN_CLIENT_PASSES = {"pipe": 180, "shm": 180, "unix": 180, "http": 180}
 
 #: quiver's clients, each with the transports its driver runs over by default. Every connection
 #: starts a driver process, and over pipe and shm the harness also starts a reference worker for
-#: it (about 0.35 s of Python start-up each, ~70 s per target on a quiet 2-core machine), as does
-#: the Python driver itself (~45-75 s per target, over unix and over HTTP alike): the default runs
-#: unix and HTTP for both clients (the reference's HTTP server is already running; the Rust driver
-#: starts in milliseconds, ~4 s per target), about 130 s added in all. QUIVER_SUITE_CLIENTS=all runs
-#: CLIENT_TRANSPORTS_ALL (RESULTS.md says which ran); QUIVER_SUITE_TARGETS names any single target.
+#: it (about 0.35 s of Python start-up each, ~70 s per target on a quiet 2-core machine). The
+#: drivers start in milliseconds (the Rust binary; the Python driver forked from
+#: driver_forkserver.py with its imports done: ~15 s per target instead of ~45), so the default
+#: runs unix and HTTP for both clients (the reference's HTTP server is already running), about
+#: 40 s in all. QUIVER_SUITE_CLIENTS=all runs CLIENT_TRANSPORTS_ALL (RESULTS.md says which ran);
+#: QUIVER_SUITE_TARGETS names any single target.
 CLIENT_TRANSPORTS = {"rust": ("unix", "http"), "python": ("unix", "http")}
 #: What each driver can serve (both reach HTTP through their own HTTP client: quiver-rpc's
 #: `Client::http`, quiver's Python `HttpClient`).

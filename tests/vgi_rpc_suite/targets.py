@@ -7,7 +7,8 @@ A target is "<transport>-<worker>", e.g. ``pipe-rust`` or ``http-reference``, or
 Servers (Unix socket, HTTP) start once per target and serve one connection per test; a client
 target shares the reference worker's server on its transport. Over pipe and shm a client target's
 driver starts its own reference worker for each connection (the client-driver protocol spawns the
-argv it is given), and every driver process lives for one connection. A pipe
+argv it is given), and every driver process lives for one connection (the Python driver's
+process is forked from driver_forkserver.py, which imported it once). A pipe
 worker is one long-lived subprocess per target, the way a host uses it, replaced whenever a test
 leaves it dead or ends with an exception (the stream may then be mid-message, and the next test
 must not inherit that).
@@ -45,6 +46,8 @@ STARTUP_TIMEOUT_S = 60.0
 #: How many pipe workers one session may start: more than the matrix has pipe and shm test cases
 #: (about 820), so only a runaway respawn loop reaches it.
 MAX_PIPE_RESPAWNS = 1000
+#: Forks quiver's Python client driver with its imports done (see the file).
+FORKSERVER_SCRIPT = Path(__file__).resolve().parent / "driver_forkserver.py"
 
 
 def selected_targets() -> list[str]:
@@ -80,14 +83,23 @@ def worker_command(worker: str, transport: str = "pipe") -> list[str]:
     return [str(oracle / "vgi-rpc-conformance"), "--describe"]
 
 
-def driver_command(client: str) -> list[str]:
-    """The command that starts one of quiver's client drivers (one connection per process)."""
+def driver_command(client: str, forkserver: str | None = None) -> list[str]:
+    """The command that starts one of quiver's client drivers (one connection per process).
+
+    With `forkserver` (the socket of a running driver_forkserver.py), the Python driver is forked
+    from it instead of started and imported anew: the same driver code, in milliseconds.
+    """
     if client == "rust":
         binary = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release")) / "quiver-client-driver"
         assert binary.exists(), f"{binary} not built; run cargo build --release"
         return [str(binary)]
-    python = os.environ.get("QUIVER_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
-    return [python, "-m", "quiver.conformance.client_driver"]
+    if forkserver is not None:
+        return [_quiver_python(), "-I", "-S", str(FORKSERVER_SCRIPT), "launch", forkserver]
+    return [_quiver_python(), "-m", "quiver.conformance.client_driver"]
+
+
+def _quiver_python() -> str:
+    return os.environ.get("QUIVER_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 
 
 #: The client-driver protocol's transport names, by the suite's.
@@ -177,6 +189,7 @@ class Targets:
     _pipes: dict[str, _Pipe] = field(default_factory=dict)
     _servers: dict[str, tuple[subprocess.Popen[bytes], str]] = field(default_factory=dict)
     _respawns: int = 0
+    _forkserver: tuple[subprocess.Popen[bytes], str] | None = None
 
     def ensure(self, target: str) -> None:
         """Starts the target's worker now, so a test's timeout does not pay for a worker's start."""
@@ -228,7 +241,22 @@ class Targets:
         """The vgi-rpc harness that starts the target's client driver (a client target only)."""
         client = driven_client(target)
         assert client is not None, target
-        return ClientDriver(driver_command(client), service=protocol)
+        forkserver = self._python_forkserver() if client == "python" else None
+        return ClientDriver(driver_command(client, forkserver), service=protocol)
+
+    def _python_forkserver(self) -> str:
+        """The socket of the Python driver's fork server, started on first use."""
+        if self._forkserver is not None and self._forkserver[0].poll() is None:
+            return self._forkserver[1]
+        path = str(self.directory / "python-driver.sock")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        process = subprocess.Popen(
+            [_quiver_python(), str(FORKSERVER_SCRIPT), "serve", path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+        )
+        _read_announcement(process, "READY")
+        self._forkserver = (process, path)
+        return path
 
     def _driven(self, target: str, protocol: type, on_log: Callable[..., None] | None) -> Any:
         """A client driver's proxy (its own context manager) on the reference worker."""
@@ -308,6 +336,9 @@ class Targets:
         for process, _ in self._servers.values():
             _stop(process)
         self._servers.clear()
+        if self._forkserver is not None:
+            _stop(self._forkserver[0])
+            self._forkserver = None
         for leftover in self.directory.glob("*"):
             with contextlib.suppress(OSError):
                 leftover.unlink()
