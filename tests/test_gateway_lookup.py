@@ -231,9 +231,9 @@ ORDERS_SCHEMA = [
 ]
 
 
-def write_orders(part: Path, version: int) -> None:
-    """600 orders of two tenants; customer 1 of acme has 300 (several pages); NULL customers,
-    amounts and statuses; codes that read as integers (`007`, `7`).
+def write_orders(part: Path, version: int, count: int | None = None) -> None:
+    """600 orders of two tenants (or `count`); customer 1 of acme has 300 (several pages); NULL
+    customers, amounts and statuses; codes that read as integers (`007`, `7`).
     """
     con = duckdb.connect()
     con.execute(
@@ -247,17 +247,17 @@ def write_orders(part: Path, version: int) -> None:
                    DATE '2026-01-01' + (i % 40)::INTEGER AS day,
                    CASE WHEN i % 11 = 0 THEN NULL ELSE round((i * 37 % 1000) / 10.0, 1) END AS amount,
                    CASE WHEN i % 7 = 0 THEN NULL ELSE ['open', 'paid', 'void'][i % 3 + 1] END AS status
-            FROM range({600 + (version - 1) * 10}) t(i)
+            FROM range({count or 600 + (version - 1) * 10}) t(i)
         ) TO '{part}' (FORMAT parquet)
         """
     )
     con.close()
 
 
-def write_manifest(project: Path, version: int) -> None:
+def write_manifest(project: Path, version: int, count: int | None = None) -> None:
     data = project / "data"
     part = data / f"orders-{version}.parquet"
-    write_orders(part, version)
+    write_orders(part, version, count)
     manifest = {
         "dataset_id": "orders",
         "snapshot_id": f"orders-{version}",
@@ -310,11 +310,11 @@ def endpoint(name: str, params: list[str], filters: list[str], cache: str = "non
     )
 
 
-def orders_project(root: Path) -> Path:
+def orders_project(root: Path, count: int | None = None) -> Path:
     project = root / "orders"
     for sub in ("data", "datasets", "endpoints", "keys"):
         (project / sub).mkdir(parents=True)
-    write_manifest(project, 1)
+    write_manifest(project, 1, count)
     schema = "\n".join(f"  - {{ name: {n}, type: {t} }}" for n, t in ORDERS_SCHEMA)
     (project / "datasets" / "orders.yml").write_text(
         f"id: orders\nmanifest: data/manifest.json\ntenant_column: tenant_id\nschema:\n{schema}\n"
@@ -484,3 +484,22 @@ def test_rows_over_the_memory_bound_are_not_held(tmp_path):
         assert len(reply.json()["data"]) == 50
         assert gauge(gateway, "quiver_gateway_lookup_bytes") == 0
         assert gauge(gateway, LOOKUPS) == 0
+
+
+def test_rows_within_the_bound_are_held_however_they_arrive(tmp_path):
+    # 200,000 rows come from the server in many batches, each a slice of a larger allocation (an
+    # IPC message body, a shared-memory region) whose memory size counts that allocation once per
+    # buffer: the bound is on the rows' own bytes (a 1M-row snapshot of 55 MB was once refused
+    # under 256 MiB).
+    project = orders_project(tmp_path, count=200_000)
+    rows = pq.read_table(project / "data" / "orders-1.parquet")
+    bound = 3 * rows.nbytes
+    settings = project / "offloader.yml"
+    settings.write_text(settings.read_text() + f"  lookup:\n    max_bytes: {bound}\n")
+    with Gateway.start(project) as gateway:
+        poll(lambda: gauge(gateway, "quiver_gateway_lookup_bytes") > 0, "the rows to be held")
+        assert gauge(gateway, "quiver_gateway_lookup_bytes") <= bound
+        reply = gateway.call("by_customer", ACME, customer_id="3")
+        assert reply.status == 200, reply.body
+        assert len(reply.json()["data"]) == 50
+        assert gauge(gateway, LOOKUPS) == 1

@@ -120,7 +120,8 @@ fn read_rows(
     let mut held = 0usize;
     for batch in stream.by_ref() {
         let batch = batch.map_err(read)?;
-        held += batch.get_array_memory_size();
+        held += slice_bytes(&batch)
+            .map_err(|error| format!("measuring the snapshot's rows: {error}"))?;
         if held > room {
             let _ = stream.cancel();
             return Ok(None);
@@ -134,6 +135,17 @@ fn read_rows(
     arrow_select::concat::concat_batches(&schema, &batches)
         .map(Some)
         .map_err(|error| format!("joining the snapshot's rows: {error}"))
+}
+
+/// The bytes `batch`'s rows take once copied out (the concatenation below owns only those). A
+/// batch read zero-copy from a larger message or a shared-memory segment reports that whole
+/// allocation as its memory size, many times over across a stream's batches.
+fn slice_bytes(batch: &RecordBatch) -> Result<usize, ArrowError> {
+    batch
+        .columns()
+        .iter()
+        .map(|column| column.to_data().get_slice_memory_size())
+        .sum()
 }
 
 /// The index of `rows` on `columns`, and its bytes; `None` when a column cannot be indexed.
