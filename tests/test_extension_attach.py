@@ -33,6 +33,7 @@ def test_stdio_worker_functions_are_listed_and_callable(extension: Path, allinon
         "avg_double": ("aggregate", ["x"], ["DOUBLE"], "DOUBLE", "main"),
         "concat_agg": ("aggregate", ["s", "sep"], ["VARCHAR", "VARCHAR"], "VARCHAR", "main"),
         "echo": ("table", ["data"], ["TABLE"], None, "main"),
+        "multiply": ("scalar", ["value", "factor"], ["BIGINT", "BIGINT"], "BIGINT", "main"),
         "numbers": ("table", ["n", "batch_rows"], ["BIGINT", "BIGINT"], None, "main"),
         "row_count": ("table", ["data"], ["TABLE"], None, "main"),
         "split_numbers": ("table", ["n", "splits"], ["BIGINT", "BIGINT"], None, "main"),

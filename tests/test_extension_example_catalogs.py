@@ -73,6 +73,13 @@ EXPECTED_FUNCTIONS = {
         "Ten rows passed through: 10",
         [(10,)],
     ),
+    "multiply": (
+        "Multiplies two integers, as DuckDB's * does",
+        "math",
+        "SELECT allinone.main.multiply(21, 2)",
+        "21 times 2: 42",
+        [(42,)],
+    ),
     "numbers": (
         "The integers 0..n-1, generated in parallel",
         "generators",
@@ -119,7 +126,7 @@ def test_the_rust_worker_declares_its_catalog(seen: dict[str, dict[str, object]]
     [(schema, schema_comment, schema_tags)] = rust["schemas"]
     assert (schema, schema_comment, schema_tags["vgi.title"]) == ("main", "The example functions", "Examples")
     registry = [c["name"] for c in json.loads(schema_tags["vgi.categories"])]
-    assert registry == ["aggregates", "generators", "tables", "text"]
+    assert registry == ["aggregates", "generators", "math", "tables", "text"]
     assert [f[0] for f in rust["functions"]] == sorted(EXPECTED_FUNCTIONS)
     for name, comment, tags, categories, examples in rust["functions"]:
         said, category, sql, shows, _ = EXPECTED_FUNCTIONS[name]

@@ -45,6 +45,7 @@ def test_java_allinone_under_duckdb(built: Path, location: str, shm: bool, monke
         ("avg_double",),
         ("concat_agg",),
         ("echo",),
+        ("multiply",),
         ("numbers",),
         ("row_count",),
         ("split_numbers",),

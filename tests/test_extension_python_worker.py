@@ -36,6 +36,7 @@ def test_python_allinone_under_duckdb(built: Path, location: str, shm: bool, mon
         ("avg_double",),
         ("concat_agg",),
         ("echo",),
+        ("multiply",),
         ("numbers",),
         ("row_count",),
         ("split_numbers",),

@@ -141,7 +141,7 @@ def test_catalog_lists_the_functions_with_their_signatures(oracle: dict[str, Any
                 "aggregate_function": 3,
                 "index": 0,
                 "macro": 0,
-                "scalar_function": 1,
+                "scalar_function": 2,
                 "table": 0,
                 "table_function": 4,
                 "view": 0,
@@ -155,6 +155,7 @@ def test_catalog_lists_the_functions_with_their_signatures(oracle: dict[str, Any
         "echo",
         "row_count",
         "upper_case",
+        "multiply",
         "sum_int",
         "avg_double",
         "concat_agg",
@@ -201,6 +202,7 @@ def test_vgi_pythons_client_reads_the_declared_catalog(oracle: dict[str, Any]) -
     assert [c["name"] for c in json.loads(declared["schemas"]["main"]["tags"]["vgi.categories"])] == [
         "aggregates",
         "generators",
+        "math",
         "tables",
         "text",
     ]
@@ -213,6 +215,7 @@ def test_vgi_pythons_client_reads_the_declared_catalog(oracle: dict[str, Any]) -
     }
     assert {name: f["categories"] for name, f in declared["functions"].items()} == {
         "echo": ["tables"],
+        "multiply": ["math"],
         "numbers": ["generators"],
         "row_count": ["tables"],
         "split_numbers": ["generators"],
@@ -231,6 +234,7 @@ def test_catalog_contents_is_accepted_without_fallback(oracle: dict[str, Any]) -
             "avg_double",
             "concat_agg",
             "echo",
+            "multiply",
             "numbers",
             "row_count",
             "split_numbers",

@@ -2,7 +2,9 @@
 # Benchmark suites; results land in bench/results/<suite>.md and .json.
 #   ./tools/bench.sh rpc [--oracle-bin DIR] [--reps N] [--quick]   (see quiver-bench rpc --help)
 #   ./tools/bench.sh python [--reps N] [--quick]                   (quiver's Python SDK vs vgi-rpc)
-#   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick]     (VGI's benchmark: the allinone worker under DuckDB)
+#   ./tools/bench.sh vgi [--warmup W] [--measured R] [--quick] [--workloads all|page|vgi] [--vgi-rows N]
+#                                                                  (VGI's benchmark: the allinone workers under DuckDB;
+#                                                                   vgi = VGI's own scalar_multiply, scalar_upper_case)
 #   ./tools/bench.sh server [--rows N] [--workers N] [--warmup W] [--measured R] [--quick] [--peers a,b]
 #                           [--quiver-cmd CMD]                     (seed 002's suite: quiver's server vs its peers)
 #   ./tools/bench.sh gateway [--rows N] [--duration S] [--passes P] [--quick] [--peers a,b] [--scenarios a,b]

@@ -8,8 +8,16 @@ The allinone worker's functions under DuckDB 2.0.0 through quiver's extension, s
     scalar      SELECT sum(length(w.upper_case(i::VARCHAR))) FROM range(K) t(i)  vs DuckDB's upper()
     aggregate   per-group w.sum_int(n), w.avg_double(n) over w.numbers(K/2)      vs sum(), avg() over quiver_numbers
 
+VGI's own benchmark workloads (vgi_workloads.py) run in the same suite:
+
+    scalar_multiply    SELECT sum(w.multiply(n, 2)) FROM bench_input     vs Python Arrow UDF, sum(n * 2)
+    scalar_upper_case  SELECT count(w.upper_case(s)) FROM bench_input    vs Python Arrow UDF, sum(strlen(upper(s)))
+
+over a 10M-row TEMP table, Rust, Python and Java workers, inline and shm, threads 1 and 2.
+
 Usage (with /work/main/.venv/bin/python):
     python bench/peers/vgi_bench.py run [--warmup W] [--measured R] [--quick] [--out DIR]
+                                        [--workloads all|page|vgi] [--vgi-rows N]
     python bench/peers/vgi_bench.py report [DIR]       # rewrite vgi.{md,svg} from vgi.json
     python bench/peers/vgi_bench.py debug ...          # internal: one shm run each, VGI_RPC_SHM_DEBUG=1
 
@@ -33,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import vgi_workloads
 from vgi_report import JAVA_SCALE, PYTHON_SCALE, fmt_s, write_md, write_svg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,14 +304,33 @@ def derive(recs: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    started = time.perf_counter()
-    scale = 10 if args.quick else 1
-    n, m, k = SCAN_ROWS // scale, ECHO_ROWS // scale, SCALAR_ROWS // scale
+    """Runs the chosen parts; a part not run keeps its figures from DIR/vgi.json, if there."""
+    out = Path(args.out)
+    previous = out / "vgi.json"
+    saved: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() and args.workloads != "all" else {}
     for path in (EXTENSION, WORKER):
         if not path.exists():
             sys.exit(
                 f"vgi-bench: {path} is missing (run ./quiver setup, then QUIVER_BENCH_FUNCTIONS=1 extension/build.sh)"
             )
+    if args.workloads in ("all", "page"):
+        saved.update(run_page(args))
+    if args.workloads in ("all", "vgi"):
+        saved["vgi_benchmarks"] = run_vgi_benchmarks(args)
+    saved["targets"] = all_targets(saved)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vgi.json").write_text(json.dumps(saved, indent=2) + "\n")
+    write_md(out / "vgi.md", saved)
+    if saved.get("records"):
+        write_svg(out / "vgi.svg", saved["records"])
+    log(f"results in {out}/vgi.{{md,json,svg}}")
+
+
+def run_page(args: argparse.Namespace) -> dict[str, Any]:
+    """Scan, echo, scalar and aggregate: the Rust worker, then the Python and Java workers."""
+    started = time.perf_counter()
+    scale = 10 if args.quick else 1
+    n, m, k = SCAN_ROWS // scale, ECHO_ROWS // scale, SCALAR_ROWS // scale
     ws = workloads(n, m, k)
     recs: list[dict[str, Any]] = []
     for shm in (False, True):
@@ -336,20 +364,68 @@ def run(args: argparse.Namespace) -> None:
         sizes={"scan": n, "echo": m, "scalar": k},
         quick=args.quick,
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    saved = {
+    log(f"scan, echo, scalar, aggregate done in {info['wall_s']:.0f} s")
+    return {
         "info": info,
-        "targets": TARGETS,
         "records": recs,
         "debug": debug,
         "python_worker": python_recs,
         "java_worker": java_recs,
     }
-    (out / "vgi.json").write_text(json.dumps(saved, indent=2) + "\n")
-    write_md(out / "vgi.md", saved)
-    write_svg(out / "vgi.svg", recs)
-    log(f"done in {info['wall_s']:.0f} s; results in {out}/vgi.{{md,json,svg}}")
+
+
+def run_vgi_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
+    """VGI's scalar_multiply and scalar_upper_case, each worker inline and over shm, threads 1 and 2."""
+    started = time.perf_counter()
+    rows = args.vgi_rows // (10 if args.quick else 1)
+    if rows < 1:
+        sys.exit("vgi-bench: --vgi-rows leaves no rows (it is divided by 10 under --quick)")
+    workers = [("rust", str(WORKER), {}), ("python", PYTHON_WORKER, {})]
+    if java_ready():
+        workers.append(("java", str(JAVA_WORKER), {"QUIVER_JAVA": JAVA_JDK}))
+    else:
+        log(f"java worker rows skipped: java/target not built or no JDK 22+ at {JAVA_JDK}")
+    log(f"VGI's workloads over {rows:,} rows: {', '.join(w[0] for w in workers)} workers")
+    recs = vgi_workloads.run(rows, args.warmup, args.measured, connect, measure, workers)
+    info = machine_info(started)
+    info.update(
+        warmup=args.warmup,
+        measured=args.measured,
+        threads=list(vgi_workloads.THREAD_COUNTS),
+        shm_bytes=SHM_BYTES,
+        rows=rows,
+        payload_bytes=vgi_workloads.PAYLOAD_BYTES,
+        quick=args.quick,
+    )
+    log(f"VGI's workloads done in {info['wall_s']:.0f} s")
+    return {"info": info, "records": recs}
+
+
+def page_targets(saved: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scan/echo/scalar targets as records, from the page's figures (the md's Targets table)."""
+    by = {(r["workload"], r["variant"]): r for r in saved.get("records") or []}
+    if not by:
+        return []
+    scalar_best = max(by[("scalar", "shm")]["rows_per_s"], by[("scalar", "inline")]["rows_per_s"]) / 1e6
+    measured = {
+        "scan_vs_ceiling": by[("scan", "shm")]["vs_in_process"],
+        "scan_shm_vs_inline": by[("scan", "shm")]["shm_over_inline"],
+        "echo_vs_ceiling": max(by[("echo", "shm")]["vs_in_process"], by[("echo", "inline")]["vs_in_process"]),
+        "scalar_mrows": scalar_best,
+    }
+    return [
+        {"target": name, "measured": round(value, 3), "threshold": TARGETS[name], "met": value >= TARGETS[name]}
+        for name, value in measured.items()
+    ]
+
+
+def all_targets(saved: dict[str, Any]) -> list[dict[str, Any]]:
+    vgi = saved.get("vgi_benchmarks") or {}
+    return page_targets(saved) + vgi_workloads.targets(vgi.get("records") or [])
+
+
+def java_ready() -> bool:
+    return (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").exists() and Path(JAVA_JDK).exists()
 
 
 def python_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -369,7 +445,7 @@ def python_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list
 
 def java_worker_runs(n: int, m: int, k: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The same three queries against the Java SDK's AllInOne on a JDK 22+, shm off then on."""
-    if not (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").exists() or not Path(JAVA_JDK).exists():
+    if not java_ready():
         log(f"java worker rows skipped: java/target not built or no JDK 22+ at {JAVA_JDK}")
         return []
     os.environ["QUIVER_JAVA"] = JAVA_JDK
@@ -397,6 +473,16 @@ def main() -> None:
     r.add_argument("--measured", type=int, default=5)
     r.add_argument("--quick", action="store_true", help="sizes ÷ 10 (a smoke test, not a result)")
     r.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    r.add_argument(
+        "--workloads",
+        choices=("all", "page", "vgi"),
+        default="all",
+        help="page: scan, echo, scalar, aggregate; vgi: VGI's own scalar_multiply and scalar_upper_case "
+        "(a part not run keeps its figures from DIR/vgi.json)",
+    )
+    r.add_argument(
+        "--vgi-rows", type=int, default=vgi_workloads.ROWS, help="rows of VGI's workloads' input table (default 10M)"
+    )
     rep = sub.add_parser("report")
     rep.add_argument("dir", nargs="?", default=str(ROOT / "bench" / "results"))
     d = sub.add_parser("debug")
@@ -410,7 +496,8 @@ def main() -> None:
         out = Path(args.dir)
         saved = json.loads((out / "vgi.json").read_text())
         write_md(out / "vgi.md", saved)
-        write_svg(out / "vgi.svg", saved["records"])
+        if saved.get("records"):
+            write_svg(out / "vgi.svg", saved["records"])
     else:
         debug_child(args.n, args.m, args.k)
 

@@ -1,5 +1,5 @@
 """The report of ``./quiver bench vgi``: vgi.md (tables, targets, where the time goes, from the
-shared-memory debug pass) and vgi.svg, from the saved records.
+shared-memory debug pass, then VGI's own workloads) and vgi.svg, from the saved records.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import math
 import re
 from pathlib import Path
 from typing import Any
+
+import vgi_workloads_report
 
 # The Python and Java SDKs' workers run at 1/SCALE of the Rust worker's sizes (the run reads these too).
 PYTHON_SCALE = 10
@@ -143,10 +145,15 @@ def met(ok: bool) -> str:
     return "**met**" if ok else "missed"
 
 
+def thresholds(saved: dict[str, Any]) -> dict[str, float]:
+    """Each target's threshold by name (a results file from before the target records holds a dict)."""
+    targets = saved["targets"]
+    return targets if isinstance(targets, dict) else {t["target"]: t["threshold"] for t in targets}
+
+
 def write_md(path: Path, saved: dict[str, Any]) -> None:
-    info, recs = saved["info"], saved["records"]
-    by = {(r["workload"], r["variant"]): r for r in recs}
-    sz = info["sizes"]
+    """vgi.md: the parts the results hold (scan/echo/scalar/aggregate, VGI's own workloads)."""
+    info = saved.get("info") or saved["vgi_benchmarks"]["info"]
     L: list[str] = []
     L.append("# `./quiver bench vgi`")
     L.append("")
@@ -155,6 +162,18 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
         f"duckdb {info['duckdb']} · commit {info['commit']} · {info['date']} · suite wall time {info['wall_s']:.0f} s"
     )
     L.append("")
+    if saved.get("records"):
+        L.extend(page_md(saved))
+    L.extend(vgi_workloads_report.section(saved))
+    path.write_text("\n".join(L) + "\n")
+
+
+def page_md(saved: dict[str, Any]) -> list[str]:
+    """Scan, echo, scalar and aggregate: the Rust worker's tables, the debug pass, Python and Java."""
+    info, recs = saved["info"], saved["records"]
+    by = {(r["workload"], r["variant"]): r for r in recs}
+    sz = info["sizes"]
+    L: list[str] = []
     L.append(
         "VGI's benchmark page, on this machine: the `allinone` worker's functions under DuckDB through quiver's "
         f"extension (`ATTACH 'launch:target/release/quiver-allinone' AS w (TYPE quiver)`), `SET threads = {info['threads']}`, "
@@ -170,7 +189,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     echo_shm, echo_in, echo_c = by[("echo", "shm")], by[("echo", "inline")], by[("echo", "in-process")]
     sc_shm, sc_in = by[("scalar", "shm")], by[("scalar", "inline")]
     best_sc = max(sc_shm, sc_in, key=lambda r: r["rows_per_s"])
-    T = saved["targets"]
+    T = thresholds(saved)
     L.append("## Targets")
     L.append("")
     L.append("| target | measured | met? |")
@@ -246,7 +265,7 @@ def write_md(path: Path, saved: dict[str, Any]) -> None:
     L.extend(where_time_goes(saved))
     L.extend(python_worker_section(saved))
     L.extend(java_worker_section(saved))
-    path.write_text("\n".join(L) + "\n")
+    return L
 
 
 def where_time_goes(saved: dict[str, Any]) -> list[str]:

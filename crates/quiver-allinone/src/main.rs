@@ -7,6 +7,8 @@
 //! * `echo(TABLE)` — table-in-out function, every input batch passed through.
 //! * `row_count(TABLE)` — buffered table function, the rows of its whole input.
 //! * `upper_case(s VARCHAR) -> VARCHAR` — scalar, Unicode upper case.
+//! * `multiply(value BIGINT, factor BIGINT) -> BIGINT` — scalar, the product, an error on
+//!   overflow as DuckDB's `*` (see `multiply.rs`).
 //! * `sum_int`, `avg_double`, `concat_agg` — aggregates (see `aggregates.rs`).
 //!
 //! `split_numbers` and `row_count` are in `splits.rs`.
@@ -17,6 +19,7 @@
 //! ```
 
 mod aggregates;
+mod multiply;
 mod numbers;
 mod splits;
 mod upper;
@@ -28,16 +31,17 @@ use quiver_vgi::{Arg, LaunchArgs, SchemaDecl, TableInOutFunction, Worker};
 const CATALOG_COMMENT: &str =
     "quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case";
 /// The `main` schema's `vgi.categories` registry, which each function's `vgi.category` names.
-const CATEGORIES: &str = r#"[{"name": "aggregates", "title": "Aggregates", "description": "Functions over the rows of a group"}, {"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
+const CATEGORIES: &str = r#"[{"name": "aggregates", "title": "Aggregates", "description": "Functions over the rows of a group"}, {"name": "generators", "title": "Generators", "description": "Functions that make rows"}, {"name": "math", "title": "Math", "description": "Functions over numbers"}, {"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, {"name": "text", "title": "Text", "description": "Functions over strings"}]"#;
 /// The catalog's `vgi.doc_llm` tag.
 const CATALOG_DOC: &str = "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) \
-    returns its input table; upper_case(s) upper-cases text with Unicode full case mapping.";
+    returns its input table; upper_case(s) upper-cases text with Unicode full case mapping; \
+    multiply(value, factor) multiplies two BIGINTs (an error on overflow).";
 
 /// The all-in-one example worker.
 #[derive(Parser)]
 #[command(
     version,
-    about = "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, sum_int, avg_double, concat_agg"
+    about = "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, multiply, sum_int, avg_double, concat_agg"
 )]
 struct Args {
     #[command(flatten)]
@@ -79,6 +83,7 @@ fn main() {
         .function(echo)
         .function(splits::row_count())
         .function(upper::upper_case())
+        .function(multiply::multiply())
         .function(aggregates::sum_int())
         .function(aggregates::avg_double())
         .function(aggregates::concat_agg())

@@ -94,6 +94,7 @@ fn discovery_lists_every_function_with_its_kind() {
             ("avg_double", catalog::Kind::Aggregate),
             ("concat_agg", catalog::Kind::Aggregate),
             ("echo", catalog::Kind::TableInOut),
+            ("multiply", catalog::Kind::Scalar),
             ("numbers", catalog::Kind::Table),
             ("row_count", catalog::Kind::TableBuffering),
             ("split_numbers", catalog::Kind::Table),

@@ -1,8 +1,8 @@
 """The example worker: scans, table functions, a scalar and three aggregates.
 
 ``numbers(n)``, ``split_numbers(n, splits)``, ``echo(TABLE)``, ``row_count(TABLE)``,
-``upper_case(VARCHAR)``, ``sum_int``, ``avg_double`` and ``concat_agg``. ``split_numbers`` is a
-split-planned scan, ``row_count`` a buffered table function. Every function means the same as in
+``upper_case(VARCHAR)``, ``multiply(BIGINT, BIGINT)``, ``sum_int``, ``avg_double`` and ``concat_agg``.
+``split_numbers`` is a split-planned scan, ``row_count`` a buffered table function. Every function means the same as in
 the Rust and Java examples.
 
 ``python -m quiver.vgi.allinone`` (stdio) or ``... --unix PATH [--idle-timeout SECS]``;
@@ -30,18 +30,21 @@ SPLIT_RANGE = struct.Struct("<qq")
 CATEGORIES = (
     '[{"name": "aggregates", "title": "Aggregates", "description": "Functions over the rows of a group"}, '
     '{"name": "generators", "title": "Generators", "description": "Functions that make rows"}, '
+    '{"name": "math", "title": "Math", "description": "Functions over numbers"}, '
     '{"name": "tables", "title": "Tables", "description": "Functions over a whole table"}, '
     '{"name": "text", "title": "Text", "description": "Functions over strings"}]'
 )
 
 worker = Worker(
     "allinone",
-    "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, sum_int, avg_double, concat_agg",
+    "VGI example worker: numbers, split_numbers, echo, row_count, upper_case, multiply, sum_int, avg_double, "
+    "concat_agg",
     comment="quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode upper case",
     tags={
         "vgi.title": "quiver all-in-one example",
         "vgi.doc_llm": "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) returns its input table; "
-        "upper_case(s) upper-cases text with Unicode full case mapping.",
+        "upper_case(s) upper-cases text with Unicode full case mapping; "
+        "multiply(value, factor) multiplies two BIGINTs (an error on overflow).",
     },
 )
 worker.schema(
@@ -66,6 +69,28 @@ def upper_case(s: pa.Array) -> pa.Array:
     if pc.all(pc.string_is_ascii(s)).as_py() is not False:
         return pc.ascii_upper(s)
     return pa.array([None if text is None else text.upper() for text in s.to_pylist()], pa.string())
+
+
+@worker.scalar(
+    returns=pa.int64(),
+    args=[Arg("value", pa.int64(), "The number to multiply"), Arg("factor", pa.int64(), "The factor")],
+    comment="Multiplies two integers, as DuckDB's * does",
+    tags={"vgi.category": "math"},
+    categories=["math"],
+    examples=[Example("SELECT allinone.main.multiply(21, 2)", "21 times 2: 42")],
+)
+def multiply(value: pa.Array, factor: pa.Array) -> pa.Array:
+    """Multiplies two BIGINTs; NULL when either is NULL; an error on overflow, as DuckDB's own * on BIGINT."""
+    # One Arrow compute call over the whole batch; NULL slots are skipped, not checked.
+    try:
+        return pc.multiply_checked(value, factor)
+    except pa.ArrowInvalid:
+        pass
+    # Arrow says only "overflow": name the row, as the Rust and Java workers do (the error path alone).
+    for a, b in zip(value.to_pylist(), factor.to_pylist(), strict=True):
+        if a is not None and b is not None and not -(1 << 63) <= a * b < 1 << 63:
+            raise InvalidArgumentError(f"multiply(): BIGINT overflow ({a} * {b})")
+    raise InvalidArgumentError("multiply(): BIGINT overflow")
 
 
 @worker.table(

@@ -19,7 +19,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * {@code numbers(n, batch_rows => 4194304)} the integers 0..n-1 shared across the scan's
  * connections, {@code split_numbers(n, splits => 4)} and {@code row_count(TABLE)} ({@link SplitNumbers}),
  * {@code echo(TABLE)} its input unchanged, {@code upper_case(VARCHAR)} Unicode upper
- * case with NULL kept, and the aggregates {@code sum_int}, {@code avg_double} and {@code concat_agg}
+ * case with NULL kept, {@code multiply(BIGINT, BIGINT)} the product ({@link Multiply}), and the
+ * aggregates {@code sum_int}, {@code avg_double} and {@code concat_agg}
  * ({@link ExampleAggregates}).
  */
 public final class AllInOne {
@@ -32,19 +33,21 @@ public final class AllInOne {
   /** The main schema's vgi.categories registry, which each function's vgi.category names. */
   static final String CATEGORIES = "[{\"name\": \"aggregates\", \"title\": \"Aggregates\", \"description\":"
       + " \"Functions over the rows of a group\"}, {\"name\": \"generators\", \"title\": \"Generators\","
-      + " \"description\": \"Functions that make rows\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
+      + " \"description\": \"Functions that make rows\"}, {\"name\": \"math\", \"title\": \"Math\","
+      + " \"description\": \"Functions over numbers\"}, {\"name\": \"tables\", \"title\": \"Tables\", \"description\":"
       + " \"Functions over a whole table\"}, {\"name\": \"text\", \"title\": \"Text\", \"description\":"
       + " \"Functions over strings\"}]";
   static final Schema NUMBERS = new Schema(List.of(new Field("n", FieldType.notNullable(INT64), null)));
 
   public static Worker worker() {
     Worker worker = new Worker("allinone", "VGI example worker: numbers, split_numbers, echo, row_count,"
-        + " upper_case, sum_int, avg_double, concat_agg")
+        + " upper_case, multiply, sum_int, avg_double, concat_agg")
         .comment("quiver's example VGI worker: a parallel generator, a pass-through table function and Unicode"
             + " upper case")
         .tag("vgi.title", "quiver all-in-one example")
         .tag("vgi.doc_llm", "numbers(n) generates the integers 0..n-1 in parallel; echo(TABLE) returns its input"
-            + " table; upper_case(s) upper-cases text with Unicode full case mapping.")
+            + " table; upper_case(s) upper-cases text with Unicode full case mapping; multiply(value, factor)"
+            + " multiplies two BIGINTs (an error on overflow).")
         .schema("main", "The example functions",
             Map.of("vgi.title", "Examples", "vgi.categories", CATEGORIES));
     worker.scalar("upper_case", UTF8)
@@ -56,6 +59,7 @@ public final class AllInOne {
         .tag("vgi.category", "text")
         .category("text")
         .example("SELECT allinone.main.upper_case('straße')", "STRASSE: full case mapping turns ß into SS");
+    Multiply.declare(worker);
     worker.table("numbers")
         .doc("The integers 0..n-1 as column n, generated in parallel across the scan's connections")
         .arg(Arg.of("n", INT64).doc("How many rows (0..n-1)").min(0))
