@@ -22,11 +22,16 @@ fn child_entry() {
     let Ok(mode) = std::env::var(CHILD_MODE_ENV) else {
         return;
     };
-    if mode == "sigint_ignored" {
-        // The host ignores SIGINT before we install our guards: we must respect that.
-        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
-        unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
-    }
+    // The host ignores SIGINT before we install our guards (we must respect that), or has the
+    // default disposition: set here, since a child inherits an ignored SIGINT from its parent
+    // (as every command a non-interactive shell starts in the background does).
+    let sigint = if mode == "sigint_ignored" {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
+    // SAFETY: setting a signal's disposition to SIG_IGN or SIG_DFL installs no handler code.
+    unsafe { libc::signal(libc::SIGINT, sigint) };
     let segment = Segment::create(1 << 20).unwrap();
     println!("{NAME_LINE_PREFIX}{}", segment.name());
     match mode.as_str() {
