@@ -368,6 +368,24 @@ def test_openapi_lists_every_endpoint(gateway):
         assert f"/v1/endpoints/{name}" in paths, sorted(paths)
 
 
+def test_answers_match_the_openapi_document(gateway):
+    # The published schemas are what a generated client trusts: an answer and an error validate,
+    # and every field they carry is documented (the schemas leave extra fields open).
+    from jsonschema import Draft202012Validator
+
+    schemas = gateway.admin("GET", "/openapi.json").json()["components"]["schemas"]
+    answer = gateway.call("product_catalog", CATALOG, limit="2")
+    assert answer.status == 200, answer.body
+    failed = gateway.call("product_catalog", CATALOG, limit="not-a-number")
+    assert failed.status == 422, failed.body
+    for body, name in ((answer.json()["meta"], "Meta"), (failed.json(), "Error")):
+        schema = schemas[name]
+        Draft202012Validator(schema).validate(body)
+        assert set(body) <= set(schema["properties"]), (name, sorted(set(body) - set(schema["properties"])))
+    documented = schemas["Meta"]["properties"]["freshness"]["properties"]
+    assert set(answer.json()["meta"]["freshness"]) <= set(documented)
+
+
 def test_request_logs_are_json_lines_with_request_ids(gateway):
     reply = gateway.call("product_catalog", CATALOG, headers={"X-Request-Id": "trace-abc-123-0123456789"})
     assert reply.header("x-request-id") == "trace-abc-123-0123456789"

@@ -26,53 +26,7 @@ pub fn document(project: &Project) -> Value {
         );
     }
     let mut components = json!({
-        "schemas": {
-            "Error": {
-                "type": "object",
-                "required": ["error", "meta"],
-                "properties": {
-                    "error": {
-                        "type": "object",
-                        "required": ["family", "message"],
-                        "properties": {
-                            "family": {
-                                "type": "string",
-                                "enum": ["invalid_param", "unauthorized", "not_found", "rate_limited",
-                                         "not_ready", "timeout", "internal"]
-                            },
-                            "message": { "type": "string" }
-                        }
-                    },
-                    "meta": {
-                        "type": "object",
-                        "required": ["request_id"],
-                        "properties": { "request_id": { "type": "string" } }
-                    }
-                }
-            },
-            "Meta": {
-                "type": "object",
-                "required": ["endpoint", "version", "snapshot_id", "row_count", "serving_mode", "freshness"],
-                "properties": {
-                    "endpoint": { "type": "string" },
-                    "version": { "type": "integer" },
-                    "snapshot_id": { "type": "string" },
-                    "row_count": { "type": "integer", "minimum": 0 },
-                    "serving_mode": { "type": "string", "enum": ["local_table", "remote_scan"] },
-                    "freshness": {
-                        "type": "object",
-                        "properties": {
-                            "watermark": { "type": ["string", "null"], "format": "date-time" },
-                            "max_staleness_minutes": { "type": ["integer", "null"] }
-                        }
-                    },
-                    "next_cursor": {
-                        "type": "string",
-                        "description": "Present when more rows follow: pass it as `cursor` for the next page."
-                    }
-                }
-            }
-        },
+        "schemas": schemas(),
         "responses": error_responses(),
     });
     if project.settings.auth == AuthMode::Required {
@@ -98,6 +52,67 @@ pub fn document(project: &Project) -> Value {
         document["security"] = json!([{ "bearer": [] }]);
     }
     document
+}
+
+/// The shapes every endpoint's answers share: the error envelope and the response's `meta`.
+fn schemas() -> Value {
+    json!({
+        "Error": {
+            "type": "object",
+            "required": ["error", "meta"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["family", "message"],
+                    "properties": {
+                        "family": {
+                            "type": "string",
+                            "enum": ["invalid_param", "unauthorized", "not_found", "rate_limited",
+                                     "not_ready", "timeout", "internal"]
+                        },
+                        "message": { "type": "string" }
+                    }
+                },
+                "meta": {
+                    "type": "object",
+                    "required": ["request_id"],
+                    "properties": { "request_id": { "type": "string" } }
+                }
+            }
+        },
+        "Meta": {
+            "type": "object",
+            "required": ["request_id", "endpoint", "version", "snapshot_id", "generated_at", "row_count",
+                         "serving_mode", "cache", "freshness"],
+            "properties": {
+                "request_id": { "type": "string" },
+                "endpoint": { "type": "string" },
+                "version": { "type": "integer" },
+                "snapshot_id": { "type": "string" },
+                "generated_at": { "type": "string", "format": "date-time" },
+                "row_count": { "type": "integer", "minimum": 0 },
+                "serving_mode": { "type": "string", "enum": ["local_table", "remote_scan"] },
+                "cache": {
+                    "type": "string",
+                    "enum": ["hit", "miss", "off"],
+                    "description": "Whether the body came from the response cache (`off`: the endpoint caches nothing)."
+                },
+                "freshness": {
+                    "type": "object",
+                    "properties": {
+                        "watermark": { "type": ["string", "null"], "format": "date-time" },
+                        "age_seconds": { "type": ["integer", "null"] },
+                        "max_staleness_minutes": { "type": ["integer", "null"] },
+                        "stale": { "type": "boolean" }
+                    }
+                },
+                "next_cursor": {
+                    "type": "string",
+                    "description": "Present when more rows follow: pass it as `cursor` for the next page."
+                }
+            }
+        }
+    })
 }
 
 fn error_responses() -> Value {
