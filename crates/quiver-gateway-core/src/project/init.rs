@@ -217,16 +217,7 @@ fn write_dataset(
         Err(error) => return Ok(Err(format!("not parquet: {error}"))),
     };
     let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-    let schema: &Schema = builder.schema();
-    let mut columns = Vec::new();
-    let mut skipped_columns = Vec::new();
-    for field in schema.fields() {
-        if is_identifier(field.name()) {
-            columns.push((field.name().clone(), column_type(field.data_type())));
-        } else {
-            skipped_columns.push(field.name().clone());
-        }
-    }
+    let (columns, skipped_columns) = servable_columns(builder.schema());
     if columns.is_empty() {
         return Ok(Err("no column has an identifier name".into()));
     }
@@ -237,6 +228,51 @@ fn write_dataset(
     std::fs::create_dir_all(&data_dir).map_err(|error| io("cannot create", &data_dir, error))?;
     let absolute =
         std::fs::canonicalize(file).map_err(|error| io("cannot resolve", file, error))?;
+    let manifest = manifest_json(id, &absolute, &metadata, rows, &columns);
+    write(
+        &data_dir.join("manifest.json"),
+        &serde_json::to_string_pretty(&manifest).expect("a manifest serializes"),
+    )?;
+    write(
+        &out_dir.join("datasets").join(format!("{id}.yml")),
+        &dataset_yaml(id, file, &columns),
+    )?;
+    write(
+        &out_dir.join("endpoints").join(format!("{id}.yml")),
+        &endpoint_yaml(id, &columns),
+    )?;
+    Ok(Ok(InitDataset {
+        id: id.to_string(),
+        file: file.to_path_buf(),
+        rows,
+        columns: columns.len(),
+        skipped_columns,
+    }))
+}
+
+/// The columns an endpoint can name (identifiers) with their types, and the names of the others.
+fn servable_columns(schema: &Schema) -> (Vec<(String, ColumnType)>, Vec<String>) {
+    let mut columns = Vec::new();
+    let mut skipped_columns = Vec::new();
+    for field in schema.fields() {
+        if is_identifier(field.name()) {
+            columns.push((field.name().clone(), column_type(field.data_type())));
+        } else {
+            skipped_columns.push(field.name().clone());
+        }
+    }
+    (columns, skipped_columns)
+}
+
+/// The manifest of a one-part snapshot of `absolute`: its snapshot id changes whenever the file's
+/// path, size or modification time does, and its watermark is that modification time.
+fn manifest_json(
+    id: &str,
+    absolute: &Path,
+    metadata: &std::fs::Metadata,
+    rows: u64,
+    columns: &[(String, ColumnType)],
+) -> serde_json::Value {
     let modified = metadata
         .modified()
         .ok()
@@ -257,7 +293,7 @@ fn write_dataset(
         .iter()
         .map(|(name, column_type)| serde_json::json!({ "name": name, "type": column_type.sql() }))
         .collect();
-    let manifest = serde_json::json!({
+    serde_json::json!({
         "dataset_id": id,
         "snapshot_id": format!("init-{}", &hex(&fingerprint)[..16]),
         "created_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -272,12 +308,11 @@ fn write_dataset(
         "sort_columns": [],
         "row_count": rows,
         "size_bytes": metadata.len(),
-    });
-    write(
-        &data_dir.join("manifest.json"),
-        &serde_json::to_string_pretty(&manifest).expect("a manifest serializes"),
-    )?;
+    })
+}
 
+/// datasets/<id>.yml: the dataset over its manifest, with the columns' types.
+fn dataset_yaml(id: &str, file: &Path, columns: &[(String, ColumnType)]) -> String {
     let mut dataset = format!(
         "# Dataset `{id}`, from {}.\nid: {id}\nmanifest: data/{id}/manifest.json\nschema:\n",
         file.file_name()
@@ -285,17 +320,17 @@ fn write_dataset(
             .unwrap_or_default()
             .escape_debug()
     );
-    for (name, column_type) in &columns {
+    for (name, column_type) in columns {
         dataset.push_str(&format!(
             "  - {{ name: {name}, type: {} }}\n",
             column_type.sql()
         ));
     }
-    write(
-        &out_dir.join("datasets").join(format!("{id}.yml")),
-        &dataset,
-    )?;
+    dataset
+}
 
+/// endpoints/<id>.yml: every column, a page at a time, sortable by every column but JSON ones.
+fn endpoint_yaml(id: &str, columns: &[(String, ColumnType)]) -> String {
     let names: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
     let sortable: Vec<&str> = columns
         .iter()
@@ -315,18 +350,7 @@ fn write_dataset(
     endpoint.push_str(
         "pagination: { default_limit: 100, max_limit: 1000 }\ncache: { policy: snapshot }\n",
     );
-    write(
-        &out_dir.join("endpoints").join(format!("{id}.yml")),
-        &endpoint,
-    )?;
-
-    Ok(Ok(InitDataset {
-        id: id.to_string(),
-        file: file.to_path_buf(),
-        rows,
-        columns: columns.len(),
-        skipped_columns,
-    }))
+    endpoint
 }
 
 #[cfg(test)]
