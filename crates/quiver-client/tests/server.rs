@@ -66,7 +66,11 @@ fn tcp_needs_the_token() {
 
 #[test]
 fn the_flight_sql_listener_is_read_from_the_announcement() {
-    assert_eq!(shared().flight_sql_uri(), None, "no grpc listener was asked for");
+    assert_eq!(
+        shared().flight_sql_uri(),
+        None,
+        "no grpc listener was asked for"
+    );
     let server = ServerProcess::spawn(ServerOptions {
         extra_args: vec!["--listen".into(), "grpc://127.0.0.1:0".into()],
         ..options()
@@ -80,7 +84,11 @@ fn the_flight_sql_listener_is_read_from_the_announcement() {
         .unwrap();
     assert_ne!(port, 0);
     std::net::TcpStream::connect(("127.0.0.1", port)).expect("the Flight SQL port listens");
-    assert_eq!(tcp(&server).session_id().len(), 32, "the spine serves beside it");
+    assert_eq!(
+        tcp(&server).session_id().len(),
+        32,
+        "the spine serves beside it"
+    );
 }
 
 #[test]
