@@ -61,6 +61,43 @@ def test_version_comes_from_the_rust_core(con: duckdb.DuckDBPyConnection) -> Non
 def test_the_product_does_not_ship_the_bench_function(con: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(duckdb.CatalogException, match="quiver_numbers does not exist"):
         con.execute("SELECT * FROM quiver_numbers(3)")
+    with pytest.raises(duckdb.CatalogException, match="quiver_arrow_drain does not exist"):
+        con.execute("SELECT * FROM quiver_arrow_drain('SELECT 1', 10)")
+
+
+def test_bench_flavour_drains_a_query_through_the_server_path(bench_extension: Path) -> None:
+    # The rows and batches the server's own cursor produced; a failing query is DuckDB's error, and
+    # the next drain runs (session and cursor released).
+    result = run_python(
+        sys.executable,
+        f"""
+        import duckdb
+        con = duckdb.connect(config={{"allow_unsigned_extensions": "true"}})
+        con.execute("LOAD '{bench_extension}'")
+        con.execute("CREATE TABLE t AS SELECT range AS id FROM range(300000)")
+        rows, batches = con.execute("SELECT * FROM quiver_arrow_drain('SELECT id FROM t', 1000)").fetchall()[0]
+        assert rows == 300_000 and batches >= 300, (rows, batches)
+        assert con.execute("SELECT * FROM quiver_arrow_drain('SELECT id FROM t WHERE id < 0', 1000)").fetchall() == [
+            (0, 0)
+        ]
+        try:
+            con.execute("SELECT * FROM quiver_arrow_drain('SELECT * FROM missing', 1000)").fetchall()
+        except duckdb.InvalidInputException as error:
+            assert "missing" in str(error) and "Catalog" in str(error), error
+        else:
+            raise AssertionError("a query of a missing table drained")
+        assert con.execute("SELECT rows FROM quiver_arrow_drain('SELECT id FROM t', 131072)").fetchall() == [(300_000,)]
+        for bad, why in (("0", "batch_rows must be in"), ("NULL", "must not be NULL")):
+            try:
+                con.execute(f"SELECT * FROM quiver_arrow_drain('SELECT 1', {{bad}})")
+            except duckdb.BinderException as error:
+                assert why in str(error), error
+            else:
+                raise AssertionError(bad)
+        print("ok")
+        """,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_bench_flavour_numbers_are_the_arithmetic_series(bench_extension: Path) -> None:

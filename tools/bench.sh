@@ -67,9 +67,11 @@ case "$suite" in
             exit 1
         fi
         # quiver's own rows: the Rust client's bench (crates/quiver-client/examples/server_bench),
-        # which starts its own server through ServerProcess.
+        # which starts its own server through ServerProcess, over the spine and Flight SQL.
         # --workspace: the features the setup's build resolved, so nothing is compiled a second time.
         cargo build --release --locked --quiet --workspace --example server_bench
+        # The query ceiling, quiver_arrow_drain(sql, batch_rows), lives only in the bench flavour.
+        QUIVER_BENCH_FUNCTIONS=1 extension/build.sh
         export QUIVER_BENCH_SERVER_CMD="${QUIVER_BENCH_SERVER_CMD:-$ROOT/target/release/examples/server_bench}"
         exec "$py" bench/peers/server_bench.py run --out bench/results "$@"
         ;;

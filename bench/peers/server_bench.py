@@ -5,7 +5,9 @@ own venv speaking the JSON lines of bench/peers/server/common.py:
 
     flight_sql quiver's server through its Flight SQL front door, ADBC's Python client (quiver's .venv)
     node      quiver's Node package (node/, its bench node/bench/server_bench.js): seed 002's Node table
-    duckdb    in-process DuckDB 2.0.0 (quiver's .venv): the ceiling
+    duckdb    in-process DuckDB 2.0.0 (quiver's .venv): the ceiling, the fastest of its Arrow paths in
+              the run, among them quiver_arrow_drain (the server's own Arrow result stream drained in
+              process) from the bench flavour of the extension
     hyper     Hyper through tableauhyperapi and pantab (.venv-bench-hyper)
     quack     DuckDB's own client/server protocol, duckdb 1.5.5 (.venv-bench-quack)
     postgres  PostgreSQL 15 through psycopg 3 and ADBC (.venv-bench-postgres)
@@ -14,8 +16,9 @@ own venv speaking the JSON lines of bench/peers/server/common.py:
 
 quiver's own rows come from `--quiver-cmd CMD` (or $QUIVER_BENCH_SERVER_CMD): any program printing
 the same JSON lines, run as `CMD --rows N --workers N --warmup W --measured M`, whose records carry
-peer "quiver" and transport "tcp", "unix" or "unix+shm" (bench/peers/server/targets.py matches on
-those); without it the suite runs and says so.
+peer "quiver" and transport "tcp", "unix" or "unix+shm" (the spine), or "grpc" (the queries through
+the Flight SQL front door with arrow-flight's Rust client); bench/peers/server/targets.py matches on
+those. Without it the suite runs and says so.
 
 Usage (with .venv/bin/python; tools/setup_bench_peers.sh creates the peer venvs):
     python bench/peers/server_bench.py run [--rows N] [--workers N] [--warmup W] [--measured M]

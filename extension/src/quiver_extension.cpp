@@ -53,6 +53,7 @@ DUCKDB_EXTENSION_API void quiver_impl_init(duckdb::ExtensionLoader &loader, cons
 #ifdef QUIVER_BENCH_FUNCTIONS
 	// The bench flavour only (extension/build.sh with QUIVER_BENCH_FUNCTIONS=1).
 	duckdb::quiver::RegisterNumbersFunction(loader);
+	duckdb::quiver::RegisterArrowDrainFunction(loader);
 #endif
 	duckdb::quiver::RegisterStorage(loader);
 	duckdb::quiver::RegisterServerFunctions(loader);

@@ -25,6 +25,11 @@ void RegisterVersionFunction(ExtensionLoader &loader);
 //! flavour only (QUIVER_BENCH_FUNCTIONS); numbers_function.cpp is not linked into the product.
 void RegisterNumbersFunction(ExtensionLoader &loader);
 
+//! quiver_arrow_drain(sql VARCHAR, batch_rows BIGINT): runs sql through the server's own Arrow result
+//! stream in process and releases each batch; one row (rows, batches). The in-process ceiling of
+//! ./quiver bench server's queries; the bench flavour only (arrow_drain_function.cpp).
+void RegisterArrowDrainFunction(ExtensionLoader &loader);
+
 //! quiver_serve(listen, ...), quiver_serve_stop() and quiver_server_batch(): the quiver server
 //! (server_function.cpp, server_session.cpp, server_batch.cpp).
 void RegisterServerFunctions(ExtensionLoader &loader);

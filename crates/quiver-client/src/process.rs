@@ -1,6 +1,6 @@
 //! A server process this client starts and owns: it runs
 //! `python -m quiver.serve --watch-stdin ...`, reads the listeners it announces (`PORT:<n>`,
-//! `UNIX:<path>`, `TOKEN:<hex>`, then `READY`), and stops it on drop (SIGTERM, a grace, then
+//! `UNIX:<path>`, `FLIGHT_SQL:<uri>`, `TOKEN:<hex>`, then `READY`), and stops it on drop (SIGTERM, a grace, then
 //! SIGKILL). The child's stdin is a pipe this struct holds and never writes: when this process
 //! dies, the pipe closes and the server stops (the dead-man switch).
 
@@ -98,6 +98,8 @@ pub struct ServerProcess {
     /// Held, never written: its close is the server's signal to stop.
     stdin: Option<ChildStdin>,
     addresses: Vec<Address>,
+    /// The Flight SQL front door's URI, when a `grpc://` listener was asked for in `extra_args`.
+    flight_sql: Option<String>,
     token: Option<String>,
     stop_grace: Duration,
 }
@@ -124,6 +126,7 @@ impl ServerProcess {
             child,
             stdin,
             addresses: Vec::new(),
+            flight_sql: None,
             token: options.token.clone(),
             stop_grace: options.stop_grace,
         };
@@ -176,6 +179,7 @@ impl ServerProcess {
                 Some(ServerLine::Listener(Announcement::Unix(path))) => {
                     self.addresses.push(Address::Unix(path))
                 }
+                Some(ServerLine::FlightSql(uri)) => self.flight_sql = Some(uri),
                 Some(ServerLine::Token(token)) => self.token = Some(token),
                 None if line.starts_with("PORT:") => return Err(bad_line(&line)),
                 _ => {}
@@ -204,6 +208,11 @@ impl ServerProcess {
         self.addresses
             .iter()
             .find(|address| matches!(address, Address::Unix(_)))
+    }
+
+    /// The Flight SQL front door's URI (`grpc://host:port`), if the server announced one.
+    pub fn flight_sql_uri(&self) -> Option<&str> {
+        self.flight_sql.as_deref()
     }
 
     /// The token TCP clients present (given, or the one the server made).

@@ -12,9 +12,10 @@ use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_client::parallel::{insert_chunks, on_connections};
 use quiver_client::{
-    AsyncConnection, ConnectOptions, Connection, Error, InsertMode, Param, Pool, ServerProcess, Shm,
+    AsyncConnection, ConnectOptions, Connection, Error, InsertMode, Param, Pool, ServerOptions,
+    ServerProcess, Shm,
 };
-use support::real_server::{shared, table};
+use support::real_server::{options, shared, table};
 
 const WAIT_MAX: Duration = Duration::from_secs(30);
 
@@ -61,6 +62,33 @@ fn tcp_needs_the_token() {
     assert_eq!(error.report().unwrap().message, "authentication failed");
     let connection = tcp(server);
     assert_eq!(connection.session_id().len(), 32);
+}
+
+#[test]
+fn the_flight_sql_listener_is_read_from_the_announcement() {
+    assert_eq!(
+        shared().flight_sql_uri(),
+        None,
+        "no grpc listener was asked for"
+    );
+    let server = ServerProcess::spawn(ServerOptions {
+        extra_args: vec!["--listen".into(), "grpc://127.0.0.1:0".into()],
+        ..options()
+    })
+    .unwrap();
+    let uri = server.flight_sql_uri().expect("a FLIGHT_SQL announcement");
+    let port: u16 = uri
+        .strip_prefix("grpc://127.0.0.1:")
+        .unwrap_or_else(|| panic!("not a loopback grpc URI: {uri}"))
+        .parse()
+        .unwrap();
+    assert_ne!(port, 0);
+    std::net::TcpStream::connect(("127.0.0.1", port)).expect("the Flight SQL port listens");
+    assert_eq!(
+        tcp(&server).session_id().len(),
+        32,
+        "the spine serves beside it"
+    );
 }
 
 #[test]

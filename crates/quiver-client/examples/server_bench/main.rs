@@ -1,16 +1,18 @@
 //! quiver's side of `./quiver bench server`: seed 002's suite against a server this program starts
-//! (`ServerProcess`), over TCP, a Unix socket, and a Unix socket with shared memory. It prints one
-//! JSON line per record on stdout (the `quiver.bench.server.v1` lines of
+//! (`ServerProcess`), over TCP, a Unix socket, and a Unix socket with shared memory, and its
+//! queries through the same server's Flight SQL front door with arrow-flight's Rust client
+//! (transport "grpc", flight_sql.rs). It prints one JSON line per record on stdout (the `quiver.bench.server.v1` lines of
 //! `bench/peers/server_bench.py`: an `info` line, then `record` lines with peer "quiver") and its
 //! progress on stderr.
 //!
 //! ```text
 //! server_bench [--rows N] [--workers N] [--warmup W] [--measured M]
-//!              [--transports tcp,unix,unix+shm] [--database PATH] [--batch-rows N]
+//!              [--transports tcp,unix,unix+shm,grpc] [--database PATH] [--batch-rows N]
 //!              [--only inserts|queries]
 //! ```
 
 mod cases;
+mod flight_sql;
 mod inserts;
 mod queries;
 mod rows;
@@ -23,7 +25,9 @@ use serde_json::json;
 use cases::{Bench, Measured};
 
 const PROTOCOL: &str = "quiver.bench.server.v1";
-const TRANSPORTS: [&str; 3] = ["tcp", "unix", "unix+shm"];
+const TRANSPORTS: [&str; 4] = ["tcp", "unix", "unix+shm", "grpc"];
+/// The Flight SQL front door's transport: queries only, arrow-flight's client (flight_sql.rs).
+const GRPC: &str = "grpc";
 /// The segment of a shared-memory connection: two 100 000-row batches and a full result batch
 /// fit many times over.
 const SHM_BYTES: u64 = 256 << 20;
@@ -163,9 +167,15 @@ fn main() {
 
 fn run(args: &Args) -> quiver_client::Result<()> {
     let socket = std::env::temp_dir().join(format!("quiver-bench-{}.sock", std::process::id()));
+    let grpc = args.transports.iter().any(|t| t == GRPC);
     let server = ServerProcess::spawn(ServerOptions {
         listen: vec!["tcp://127.0.0.1:0".parse().unwrap(), Address::Unix(socket)],
         database: args.database.clone(),
+        extra_args: if grpc {
+            vec!["--listen".into(), "grpc://127.0.0.1:0".into()]
+        } else {
+            Vec::new()
+        },
         ..ServerOptions::default()
     })?;
     let probe = server.connect()?;
@@ -205,7 +215,7 @@ fn run(args: &Args) -> quiver_client::Result<()> {
     }
     for transport in &args.transports {
         let (address, shm) = match transport.as_str() {
-            "tcp" => (server.tcp_address(), Shm::Off),
+            "tcp" | GRPC => (server.tcp_address(), Shm::Off),
             "unix" => (server.unix_address(), Shm::Off),
             _ => (server.unix_address(), Shm::Bytes(SHM_BYTES)),
         };
@@ -228,11 +238,20 @@ fn run(args: &Args) -> quiver_client::Result<()> {
             worker_data: &worker_data,
         };
         let mut all = Vec::new();
-        if args.only.as_deref() != Some("queries") {
+        if transport == GRPC {
+            if args.only.as_deref() != Some("inserts") {
+                progress("grpc: Flight SQL queries");
+                let uri = server
+                    .flight_sql_uri()
+                    .ok_or_else(|| cases::fail("the server announced no Flight SQL URI".into()))?;
+                let token = server.token().unwrap_or_default();
+                all.extend(flight_sql::queries(&bench, uri, token, &bytes_per_row)?);
+            }
+        } else if args.only.as_deref() != Some("queries") {
             progress(&format!("{transport}: inserts"));
             all.extend(inserts::inserts(&bench)?);
         }
-        if args.only.as_deref() != Some("inserts") {
+        if transport != GRPC && args.only.as_deref() != Some("inserts") {
             progress(&format!("{transport}: queries"));
             all.extend(queries::queries(&bench, &bytes_per_row)?);
         }

@@ -9,7 +9,7 @@ use crate::cases::{check, fail, sum, timed, Bench, Measured, AGGREGATION, FILTER
 use crate::rows::Checksum;
 
 /// What a query's result must hold.
-enum Expect {
+pub enum Expect {
     Scan(Checksum),
     /// `query.aggregation`: this many groups covering this many rows.
     Groups {
@@ -19,7 +19,7 @@ enum Expect {
 }
 
 impl Expect {
-    fn of(workload: &str, batches: &[RecordBatch]) -> Expect {
+    pub fn of(workload: &str, batches: &[RecordBatch]) -> Expect {
         match workload {
             "query.full_scan" => Expect::Scan(Checksum::of(batches)),
             "query.filtered" => Expect::Scan(Checksum::filtered(batches)),
@@ -33,14 +33,14 @@ impl Expect {
         }
     }
 
-    fn result_rows(&self) -> u64 {
+    pub fn result_rows(&self) -> u64 {
         match self {
             Expect::Scan(sum) => sum.count as u64,
             Expect::Groups { groups, .. } => *groups as u64,
         }
     }
 
-    fn checksum(&self) -> Checksum {
+    pub fn checksum(&self) -> Checksum {
         match self {
             Expect::Scan(sum) => *sum,
             Expect::Groups { groups, rows } => Checksum {
@@ -52,7 +52,7 @@ impl Expect {
     }
 
     /// Checks the batches received (kept only on the checking run).
-    fn check(&self, batches: &[RecordBatch]) -> Result<()> {
+    pub fn check(&self, batches: &[RecordBatch]) -> Result<()> {
         match self {
             Expect::Scan(want) => check("scan", &Checksum::of(batches), want),
             Expect::Groups { groups, rows } => {
