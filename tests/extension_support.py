@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from pathlib import Path
 
 import duckdb
@@ -19,6 +20,22 @@ ROOT = Path(__file__).resolve().parents[1]
 def connect(extension: Path, **config: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(config={"allow_unsigned_extensions": "true", **config})
     connection.execute(f"LOAD '{extension}'")
+    return connection
+
+
+def attach_example_workers(extension: Path, allinone: Path) -> duckdb.DuckDBPyConnection:
+    """A connection (2 threads) with the three SDKs' example workers attached as r (Rust), p (Python)
+    and j (Java), for tests that hold them to one meaning.
+    """
+    import pytest
+
+    java = ROOT / "java" / "bin" / "quiver-allinone-java"
+    if not (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").is_file():
+        pytest.fail("the Java worker is not built; run java/build.sh or ./quiver test")
+    connection = connect(extension, threads="2")
+    connection.execute(f"ATTACH '{allinone}' AS r (TYPE quiver)")
+    connection.execute(f"ATTACH '{sys.executable} -m quiver.vgi.allinone' AS p (TYPE quiver)")
+    connection.execute(f"ATTACH '{java}' AS j (TYPE quiver)")
     return connection
 
 

@@ -6,13 +6,12 @@ side by side and asked the same values, checked against DuckDB's `*` in the same
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from extension_support import ROOT, connect
+from extension_support import attach_example_workers
 
 BIGINT_MAX = (1 << 63) - 1
 BIGINT_MIN = -(1 << 63)
@@ -37,13 +36,7 @@ SDKS = ["r", "p", "j"]
 
 @pytest.fixture(scope="module")
 def con(extension: Path, allinone: Path) -> duckdb.DuckDBPyConnection:
-    java = ROOT / "java" / "bin" / "quiver-allinone-java"
-    if not (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").is_file():
-        pytest.fail("the Java worker is not built; run java/build.sh or ./quiver test")
-    connection = connect(extension, threads="2")
-    connection.execute(f"ATTACH '{allinone}' AS r (TYPE quiver)")
-    connection.execute(f"ATTACH '{sys.executable} -m quiver.vgi.allinone' AS p (TYPE quiver)")
-    connection.execute(f"ATTACH '{java}' AS j (TYPE quiver)")
+    connection = attach_example_workers(extension, allinone)
     connection.execute("CREATE TABLE pairs (value BIGINT, factor BIGINT)")
     connection.executemany("INSERT INTO pairs VALUES (?, ?)", PAIRS)
     yield connection

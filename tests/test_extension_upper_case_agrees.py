@@ -5,13 +5,12 @@ Python and Java workers are attached side by side and asked the same tricky stri
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from extension_support import ROOT, connect
+from extension_support import attach_example_workers
 
 TRICKY = [
     "straße",  # ß -> SS (one code point to two)
@@ -29,13 +28,7 @@ TRICKY = [
 
 @pytest.fixture()
 def con(extension: Path, allinone: Path) -> duckdb.DuckDBPyConnection:
-    java = ROOT / "java" / "bin" / "quiver-allinone-java"
-    if not (ROOT / "java" / "target" / "quiver-java-0.1.0.jar").is_file():
-        pytest.fail("the Java worker is not built; run java/build.sh or ./quiver test")
-    connection = connect(extension, threads="2")
-    connection.execute(f"ATTACH '{allinone}' AS r (TYPE quiver)")
-    connection.execute(f"ATTACH '{sys.executable} -m quiver.vgi.allinone' AS p (TYPE quiver)")
-    connection.execute(f"ATTACH '{java}' AS j (TYPE quiver)")
+    connection = attach_example_workers(extension, allinone)
     connection.execute(
         "CREATE TABLE words AS SELECT * FROM (VALUES " + ", ".join(["(?)"] * (len(TRICKY) + 1)) + ") t(s)",
         [*TRICKY, None],

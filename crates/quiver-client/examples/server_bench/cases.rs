@@ -38,6 +38,12 @@ pub const FULL_SCAN: &str = "SELECT id, sensor_id, value, timestamp FROM {t}";
 pub const FILTERED: &str = "SELECT id, value FROM {t} WHERE sensor_id = 5";
 pub const AGGREGATION: &str =
     "SELECT sensor_id, count(*) AS n, sum(value) AS total FROM {t} GROUP BY sensor_id";
+/// The query workloads (name, SQL template), in report order; every client path runs all three.
+pub const QUERIES: [(&str, &str); 3] = [
+    ("query.full_scan", FULL_SCAN),
+    ("query.filtered", FILTERED),
+    ("query.aggregation", AGGREGATION),
+];
 
 pub fn fail(what: String) -> Error {
     Error::InvalidInput(what)

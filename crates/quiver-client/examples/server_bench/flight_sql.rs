@@ -8,7 +8,7 @@ use futures::TryStreamExt;
 use quiver_client::Result;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::cases::{fail, timed, Bench, Measured, AGGREGATION, FILTERED, FULL_SCAN};
+use crate::cases::{fail, timed, Bench, Measured, QUERIES};
 use crate::queries::Expect;
 
 /// The API the records name.
@@ -74,11 +74,7 @@ pub fn queries(
 ) -> Result<Vec<Measured>> {
     let mut client = connect(bench, uri, token)?;
     let mut out = Vec::new();
-    for (workload, template) in [
-        ("query.full_scan", FULL_SCAN),
-        ("query.filtered", FILTERED),
-        ("query.aggregation", AGGREGATION),
-    ] {
+    for (workload, template) in QUERIES {
         let sql = template.replace("{t}", "bench_m");
         let expect = Expect::of(workload, bench.data);
         let times = timed(

@@ -5,7 +5,7 @@ use arrow_array::{Array, Int64Array, RecordBatch};
 use quiver_client::parallel::on_connections;
 use quiver_client::{AsyncConnection, Connection, Result};
 
-use crate::cases::{check, fail, sum, timed, Bench, Measured, AGGREGATION, FILTERED, FULL_SCAN};
+use crate::cases::{check, fail, sum, timed, Bench, Measured, QUERIES};
 use crate::rows::Checksum;
 
 /// What a query's result must hold.
@@ -117,11 +117,7 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
     let asynchronous = AsyncConnection::from_sync((bench.connect)()?);
     let n = bench.workers;
     let mut workers: Vec<Connection> = (0..n).map(|_| (bench.connect)()).collect::<Result<_>>()?;
-    for (workload, template) in [
-        ("query.full_scan", FULL_SCAN),
-        ("query.filtered", FILTERED),
-        ("query.aggregation", AGGREGATION),
-    ] {
+    for (workload, template) in QUERIES {
         let sql = template.replace("{t}", "bench_m");
         let expect = Expect::of(workload, bench.data);
         let case = |variant: String, flavor, api, connections, rows, checksum, times_s| Measured {
