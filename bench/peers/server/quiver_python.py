@@ -10,7 +10,8 @@ quiver's extension, listening on TCP and a Unix socket) and the same workloads, 
 
 - Arrow in: `insert_arrow(table, reader, "create")` into a dropped table, the table cut into batches of
   rows.BATCH_ROWS as the Rust rows are.
-- Arrow out: native `query(sql).read_all()`; pure `execute(sql).fetch_arrow_table()`.
+- Arrow out: native `query(sql).read_all()` (a pyarrow Table) and `query(sql)` read batch by batch and let
+  go (as the Rust client's timed runs read); pure `execute(sql).fetch_arrow_table()`.
 
 bench/peers/server/targets.py sets the native rows against the Rust client's of the same transport.
 """
@@ -114,6 +115,12 @@ class Client:
             return self.con.query(sql).read_all()
         return self.con.execute(sql).fetch_arrow_table()
 
+    def stream(self, sql: str) -> int:
+        """The native result read batch by batch and let go, as the Rust client's timed runs read
+        theirs; returns the rows seen.
+        """
+        return sum(batch.num_rows for batch in self.con.query(sql))
+
     def insert(self, name: str, reader: pa.RecordBatchReader) -> int:
         return self.con.insert_arrow(name, reader, "create")
 
@@ -155,6 +162,18 @@ def cases(connect: Callable[[str], Client], args: Any) -> Iterator[Case]:
                 check=lambda t, w=workload: m.result_matches(w, t, rows), rows=m.result_rows(workload, rows),
                 bytes_per_row=nbytes,
             )  # fmt: skip
+            if con.native:
+                # The result streamed and let go, batch by batch (read_all keeps the whole table, whose
+                # fresh pages a streamed read never touches); checked by reading it once more, whole.
+                want = m.result_rows(workload, rows)
+                yield Case(
+                    workload, QUERY_ONE, "stream", transport, "query(q), batch by batch",
+                    run=lambda _s, sql=sql, con=con: con.stream(sql.format(table="m")),
+                    check=lambda n, w=workload, sql=sql, con=con, want=want: (
+                        n == want and m.result_matches(w, con.fetch(sql.format(table="m")), rows)
+                    ),
+                    rows=want, bytes_per_row=nbytes,
+                )  # fmt: skip
         con.close()
 
 
