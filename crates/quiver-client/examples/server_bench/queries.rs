@@ -151,27 +151,7 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
             bench,
             &mut (),
             |_| Ok(()),
-            |_, rep| {
-                bench.runtime.block_on(async {
-                    let mut stream = asynchronous.query(&sql);
-                    let (mut rows, mut kept) = (0u64, Vec::new());
-                    while let Some(batch) = stream.next_batch().await {
-                        let batch = batch?;
-                        rows += batch.num_rows() as u64;
-                        if rep == 0 {
-                            kept.push(batch);
-                        }
-                    }
-                    if rep == 0 {
-                        expect.check(&kept)?;
-                    }
-                    if rows == expect.result_rows() {
-                        Ok(())
-                    } else {
-                        Err(fail(format!("async {sql}: {rows} rows")))
-                    }
-                })
-            },
+            |_, rep| query_async(bench, &asynchronous, &sql, &expect, rep == 0),
         )?;
         out.push(case(
             "1 connection".into(),
@@ -183,27 +163,7 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
             times,
         ));
 
-        let expects: Vec<Expect> = bench
-            .worker_data
-            .iter()
-            .map(|d| Expect::of(workload, d))
-            .collect();
-        let total: u64 = expects.iter().map(Expect::result_rows).sum();
-        let times = timed(
-            bench,
-            &mut workers,
-            |_| Ok(()),
-            |workers, rep| {
-                on_connections(workers, |i, worker| {
-                    let sql = template.replace("{t}", &format!("bench_m_w{i}"));
-                    query_sync(worker, &sql, &expects[i], rep == 0)
-                })
-                .map(drop)
-            },
-        )?;
-        let checksum = expects
-            .iter()
-            .fold(Checksum::default(), |a, e| sum(&a, &e.checksum()));
+        let (times, total, checksum) = query_parallel(bench, &mut workers, workload, template)?;
         out.push(case(
             format!("{n} parallel connections"),
             "parallel",
@@ -215,4 +175,65 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
         ));
     }
     Ok(out)
+}
+
+/// One async read of `sql`, every batch counted (kept and checked when `keep`).
+fn query_async(
+    bench: &Bench,
+    connection: &AsyncConnection,
+    sql: &str,
+    expect: &Expect,
+    keep: bool,
+) -> Result<()> {
+    bench.runtime.block_on(async {
+        let mut stream = connection.query(sql);
+        let (mut rows, mut kept) = (0u64, Vec::new());
+        while let Some(batch) = stream.next_batch().await {
+            let batch = batch?;
+            rows += batch.num_rows() as u64;
+            if keep {
+                kept.push(batch);
+            }
+        }
+        if keep {
+            expect.check(&kept)?;
+        }
+        if rows == expect.result_rows() {
+            Ok(())
+        } else {
+            Err(fail(format!("async {sql}: {rows} rows")))
+        }
+    })
+}
+
+/// `template` on every worker connection at once, each over its own table: the times, and the
+/// rows and checksum of all of them together.
+fn query_parallel(
+    bench: &Bench,
+    workers: &mut Vec<Connection>,
+    workload: &str,
+    template: &str,
+) -> Result<(Vec<f64>, u64, Checksum)> {
+    let expects: Vec<Expect> = bench
+        .worker_data
+        .iter()
+        .map(|d| Expect::of(workload, d))
+        .collect();
+    let total: u64 = expects.iter().map(Expect::result_rows).sum();
+    let times = timed(
+        bench,
+        workers,
+        |_| Ok(()),
+        |workers, rep| {
+            on_connections(workers, |i, worker| {
+                let sql = template.replace("{t}", &format!("bench_m_w{i}"));
+                query_sync(worker, &sql, &expects[i], rep == 0)
+            })
+            .map(drop)
+        },
+    )?;
+    let checksum = expects
+        .iter()
+        .fold(Checksum::default(), |a, e| sum(&a, &e.checksum()));
+    Ok((times, total, checksum))
 }
