@@ -166,30 +166,7 @@ fn main() {
 }
 
 fn run(args: &Args) -> quiver_client::Result<()> {
-    let socket = std::env::temp_dir().join(format!("quiver-bench-{}.sock", std::process::id()));
-    let grpc = args.transports.iter().any(|t| t == GRPC);
-    let server = ServerProcess::spawn(ServerOptions {
-        listen: vec!["tcp://127.0.0.1:0".parse().unwrap(), Address::Unix(socket)],
-        database: args.database.clone(),
-        extra_args: if grpc {
-            vec!["--listen".into(), "grpc://127.0.0.1:0".into()]
-        } else {
-            Vec::new()
-        },
-        ..ServerOptions::default()
-    })?;
-    let probe = server.connect()?;
-    emit(json!({
-        "kind": "info",
-        "protocol": PROTOCOL,
-        "peer": "quiver",
-        "versions": {
-            "quiver": probe.session().server_version,
-            "duckdb": probe.session().duckdb_version,
-        },
-        "notes": [format!("server pid {}, one server for every transport", server.pid())],
-    }));
-    drop(probe);
+    let server = start_server(args)?;
 
     let started = Instant::now();
     let data = rows::batches(0, args.rows);
@@ -237,24 +214,7 @@ fn run(args: &Args) -> quiver_client::Result<()> {
             data: &data,
             worker_data: &worker_data,
         };
-        let mut all = Vec::new();
-        if transport == GRPC {
-            if args.only.as_deref() != Some("inserts") {
-                progress("grpc: Flight SQL queries");
-                let uri = server
-                    .flight_sql_uri()
-                    .ok_or_else(|| cases::fail("the server announced no Flight SQL URI".into()))?;
-                let token = server.token().unwrap_or_default();
-                all.extend(flight_sql::queries(&bench, uri, token, &bytes_per_row)?);
-            }
-        } else if args.only.as_deref() != Some("queries") {
-            progress(&format!("{transport}: inserts"));
-            all.extend(inserts::inserts(&bench)?);
-        }
-        if transport != GRPC && args.only.as_deref() != Some("inserts") {
-            progress(&format!("{transport}: queries"));
-            all.extend(queries::queries(&bench, &bytes_per_row)?);
-        }
+        let all = transport_cases(&bench, &server, transport, args)?;
         for measured in &all {
             let line = record(measured, transport, args.rows);
             progress(&format!(
@@ -269,4 +229,63 @@ fn run(args: &Args) -> quiver_client::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The server every transport reaches (with a Flight SQL listener when grpc is asked for); its
+/// versions go out as the info line.
+fn start_server(args: &Args) -> quiver_client::Result<ServerProcess> {
+    let socket = std::env::temp_dir().join(format!("quiver-bench-{}.sock", std::process::id()));
+    let grpc = args.transports.iter().any(|t| t == GRPC);
+    let server = ServerProcess::spawn(ServerOptions {
+        listen: vec!["tcp://127.0.0.1:0".parse().unwrap(), Address::Unix(socket)],
+        database: args.database.clone(),
+        extra_args: if grpc {
+            vec!["--listen".into(), "grpc://127.0.0.1:0".into()]
+        } else {
+            Vec::new()
+        },
+        ..ServerOptions::default()
+    })?;
+    let probe = server.connect()?;
+    emit(json!({
+        "kind": "info",
+        "protocol": PROTOCOL,
+        "peer": "quiver",
+        "versions": {
+            "quiver": probe.session().server_version,
+            "duckdb": probe.session().duckdb_version,
+        },
+        "notes": [format!("server pid {}, one server for every transport", server.pid())],
+    }));
+    drop(probe);
+    Ok(server)
+}
+
+/// The cases of one transport: Flight SQL queries over grpc; the spine's inserts and queries
+/// otherwise (`--only` picks one half).
+fn transport_cases(
+    bench: &Bench,
+    server: &ServerProcess,
+    transport: &str,
+    args: &Args,
+) -> quiver_client::Result<Vec<Measured>> {
+    let mut all = Vec::new();
+    if transport == GRPC {
+        if args.only.as_deref() != Some("inserts") {
+            progress("grpc: Flight SQL queries");
+            let uri = server
+                .flight_sql_uri()
+                .ok_or_else(|| cases::fail("the server announced no Flight SQL URI".into()))?;
+            let token = server.token().unwrap_or_default();
+            all.extend(flight_sql::queries(bench, uri, token, &bytes_per_row)?);
+        }
+    } else if args.only.as_deref() != Some("queries") {
+        progress(&format!("{transport}: inserts"));
+        all.extend(inserts::inserts(bench)?);
+    }
+    if transport != GRPC && args.only.as_deref() != Some("inserts") {
+        progress(&format!("{transport}: queries"));
+        all.extend(queries::queries(bench, &bytes_per_row)?);
+    }
+    Ok(all)
 }
