@@ -37,29 +37,7 @@ pub(super) struct Layout {
 pub(super) fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path) -> Layout {
     let mut layout = Layout {
         root: dir.to_path_buf(),
-        settings: Settings {
-            auth: AuthMode::Required,
-            ready: ReadyPolicy::All,
-            materialize_parallelism: DEFAULT_MATERIALIZE_PARALLELISM,
-            materialize_budget: Duration::from_secs(DEFAULT_MATERIALIZE_BUDGET_SECONDS),
-            refresh_interval: None,
-            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
-            lookup_max_bytes: DEFAULT_LOOKUP_MAX_BYTES,
-            pool_size: DEFAULT_POOL_SIZE,
-            pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
-            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
-            data_roots: vec![dir.to_path_buf()],
-            repeated_params: RepeatedParams::Last,
-            cors: CorsOrigins::Off,
-            keyed_revalidation: false,
-            double_sums: DoubleSums::Bigint,
-            connections: ConnectionSettings {
-                max: DEFAULT_CONNECTIONS_MAX,
-                admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
-                per_peer_max: DEFAULT_PER_PEER_CONNECTIONS_MAX,
-                header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
-            },
-        },
+        settings: default_settings(dir),
         datasets_dir: dir.join("datasets"),
         endpoints_dir: dir.join("endpoints"),
         keys_file: None,
@@ -122,6 +100,33 @@ pub(super) fn read_project_file(reader: &mut Reader<'_>, root: &Node, dir: &Path
         read_gateway_section(reader, node, &mut layout);
     }
     layout
+}
+
+/// The settings of a project file that says nothing under `gateway:`.
+fn default_settings(dir: &Path) -> Settings {
+    Settings {
+        auth: AuthMode::Required,
+        ready: ReadyPolicy::All,
+        materialize_parallelism: DEFAULT_MATERIALIZE_PARALLELISM,
+        materialize_budget: Duration::from_secs(DEFAULT_MATERIALIZE_BUDGET_SECONDS),
+        refresh_interval: None,
+        cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+        lookup_max_bytes: DEFAULT_LOOKUP_MAX_BYTES,
+        pool_size: DEFAULT_POOL_SIZE,
+        pool_wait: Duration::from_millis(DEFAULT_POOL_WAIT_MS),
+        request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+        data_roots: vec![dir.to_path_buf()],
+        repeated_params: RepeatedParams::Last,
+        cors: CorsOrigins::Off,
+        keyed_revalidation: false,
+        double_sums: DoubleSums::Bigint,
+        connections: ConnectionSettings {
+            max: DEFAULT_CONNECTIONS_MAX,
+            admin_max: DEFAULT_ADMIN_CONNECTIONS_MAX,
+            per_peer_max: DEFAULT_PER_PEER_CONNECTIONS_MAX,
+            header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+        },
+    }
 }
 
 /// quiver's own settings, under the project file's `gateway:`.
