@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, IsNotNull, LessThan, Not
 
 from extension_support import connect
-from quiver.spark import QuiverDataSource, apply_scalar, apply_table, workers
+from quiver.spark import QuiverDataSource, apply_scalar, apply_table, local_cluster, workers
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release"))
@@ -39,22 +38,7 @@ STARTUP_DEADLINE_S = 300.0
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    # Every Python process Spark starts (the driver's planning workers, the executors') runs this
-    # interpreter, the venv with pyspark, quiver and quiver_native.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master(f"local-cluster[{EXECUTORS},1,1024]")
-        .appName("quiver-test-spark")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    # The driver counts itself among the block managers: executors + 1 once all registered.
-    while session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < EXECUTORS + 1:
-        assert time.monotonic() < deadline, f"{EXECUTORS} executors did not register in {STARTUP_DEADLINE_S} s"
-        time.sleep(0.2)
-    session.dataSource.register(QuiverDataSource)
+    session = local_cluster(EXECUTORS, "quiver-test-spark", STARTUP_DEADLINE_S)
     yield session
     session.stop()
 

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +33,7 @@ from charts import write_log_bars
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from quiver.spark import QuiverDataSource, apply_scalar
+from quiver.spark import apply_scalar, local_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("QUIVER_BIN", ROOT / "target" / "release"))
@@ -45,21 +44,7 @@ STARTUP_DEADLINE_S = 300.0
 
 
 def session() -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master(f"local-cluster[{EXECUTORS},1,1024]")
-        .appName("quiver-bench-spark")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < EXECUTORS + 1:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench: {EXECUTORS} executors did not register in {STARTUP_DEADLINE_S} s")
-        time.sleep(0.2)
-    spark.dataSource.register(QuiverDataSource)
-    return spark
+    return local_cluster(EXECUTORS, "quiver-bench-spark", STARTUP_DEADLINE_S)
 
 
 def timed(run: Callable[[], int], expected: int, warmup: int, measured: int) -> list[float]:

@@ -20,7 +20,8 @@ role under Python is the same Rust without those, and no second VGI implementati
 
 pyspark is imported only when the Spark parts are first used, so ``import quiver.spark`` works
 without it. The module's names: :class:`QuiverDataSource` (``quiver.spark.source``),
-:func:`apply_scalar` and :func:`apply_table` (``quiver.spark.functions``).
+:func:`apply_scalar` and :func:`apply_table` (``quiver.spark.functions``), :func:`local_cluster`
+(``quiver.spark.cluster``: a local-cluster session with the source registered).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _LAZY = {
     "QuiverDataSource": "quiver.spark.source",
     "apply_scalar": "quiver.spark.functions",
     "apply_table": "quiver.spark.functions",
+    "local_cluster": "quiver.spark.cluster",
 }
 
 __all__ = list(_LAZY)
