@@ -3,6 +3,10 @@
 
 use quiver_wire::{BatchMetadata, LogLevel, LogRecord};
 
+use quiver_shm::OutputBuffer;
+
+use crate::output::OutputSpace;
+
 /// Per-call context handed to method bodies.
 pub struct CallContext<'a> {
     /// The method being called.
@@ -11,6 +15,7 @@ pub struct CallContext<'a> {
     /// stream steps).
     pub request_metadata: &'a BatchMetadata,
     pub(crate) logs: Vec<LogRecord>,
+    output: OutputSpace,
 }
 
 impl<'a> CallContext<'a> {
@@ -19,7 +24,23 @@ impl<'a> CallContext<'a> {
             method,
             request_metadata,
             logs: Vec::new(),
+            output: OutputSpace::default(),
         }
+    }
+
+    /// Lets the call build its output in `output` (the connection's segment).
+    pub(crate) fn with_output(mut self, output: OutputSpace) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// Memory in the connection's shared-memory segment for one buffer of a batch this call will
+    /// send; `None` without a segment, below the size worth one, or when the segment is full
+    /// (build on the heap then). A batch whose buffers all come from one such call, and that
+    /// nothing else still holds when it is sent, crosses without a copy: build the arrays over
+    /// [`OutputBuffer::into_buffer`] and emit them.
+    pub fn output_buffer(&self, len_bytes: usize) -> Option<OutputBuffer> {
+        self.output.buffer(len_bytes)
     }
 
     /// Sends a log record to the client, ahead of the reply it belongs to.

@@ -32,6 +32,7 @@ pub mod errors;
 pub mod http;
 mod link;
 mod method;
+mod output;
 mod params;
 mod protocol_hash;
 pub mod reflection;
@@ -51,6 +52,7 @@ pub use method::{
 };
 pub use params::Params;
 pub use protocol_hash::{protocol_hash, type_token};
+pub use quiver_shm::OutputBuffer;
 pub use server::{Admission, Guard, Server, ServerConfig, SessionEnd, UNADMITTED_BODY_BYTES_MAX};
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};

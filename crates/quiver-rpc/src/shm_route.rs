@@ -9,14 +9,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::{Array, RecordBatch};
+use arrow_data::ArrayData;
 use arrow_schema::DataType;
+use quiver_shm::HeldRegion;
 use quiver_shm::{Segment, ShmConfig};
 use quiver_wire::{
-    decode_region_with, encode_stream, keys, BatchMetadata, GatherBuffer, Limits, Nullability,
-    WireError,
+    decode_region_with, encode_stream, keys, BatchMetadata, GatherBuffer, InPlaceStream, Limits,
+    Nullability, WireError,
 };
 
 use crate::link::ConnectionError;
+use crate::output::OutputSpace;
 use crate::stats::ShmStats;
 
 /// A segment in use by one connection, with the policy for when to use it.
@@ -49,6 +52,11 @@ impl ShmRoute {
         self.debug
     }
 
+    /// Where a call on this connection may build its output.
+    pub(crate) fn output_space(&self) -> OutputSpace {
+        OutputSpace::shared(Arc::clone(&self.segment), self.min_batch_bytes)
+    }
+
     /// Writes `batch` into the segment and returns the pointer batch and metadata
     /// that replace it, or `None` to send it inline.
     pub fn try_write(
@@ -59,6 +67,9 @@ impl ShmRoute {
         self.stats.outbound_total += 1;
         if batch.num_rows() == 0 || has_dictionary(batch) {
             return Ok(None);
+        }
+        if let Some(pointer) = self.try_hand_over(batch, metadata)? {
+            return Ok(Some(pointer));
         }
         let batch_bytes = batch_bytes(batch);
         if batch_bytes < self.min_batch_bytes {
@@ -88,16 +99,77 @@ impl ShmRoute {
         let encoded_len = encoded.len();
         let mut region = self.segment.region_writer(offset)?;
         encoded.write_to(&mut region)?;
+        Ok(Some(self.pointer(
+            batch,
+            metadata,
+            offset,
+            encoded_len,
+            started,
+        )))
+    }
+
+    /// Sends a batch whose buffers already lie in one region this side holds (built there through
+    /// an output buffer, or read from the peer and passed back) by framing it in place and handing
+    /// the region over: no copy. `None` when the batch does not qualify; the caller copies then.
+    fn try_hand_over(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<Option<(RecordBatch, BatchMetadata)>, ConnectionError> {
+        let started = Instant::now();
+        let Some(addresses) = exclusive_addresses(batch) else {
+            return Ok(None);
+        };
+        let Some(region) = self.segment.held_region(addresses) else {
+            return Ok(None);
+        };
+        let start = self.segment.mapping_address_range().start + region.offset as usize;
+        let Some(stream) = InPlaceStream::of(batch, start..start + region.len_bytes as usize)
+        else {
+            return Ok(None);
+        };
+        self.frame_in_place(region, &stream)?;
+        self.stats.outbound_in_place += 1;
+        Ok(Some(self.pointer(
+            batch,
+            metadata,
+            region.offset,
+            stream.len_bytes,
+            started,
+        )))
+    }
+
+    fn frame_in_place(
+        &self,
+        region: HeldRegion,
+        stream: &InPlaceStream,
+    ) -> Result<(), ConnectionError> {
+        self.segment.write_held(region, 0, &stream.prefix)?;
+        self.segment.write_held(
+            region,
+            stream.end_of_stream_at as u64,
+            &InPlaceStream::END_OF_STREAM,
+        )?;
+        self.segment.hand_over(region)?;
+        Ok(())
+    }
+
+    /// The pointer batch and metadata that replace `batch`, now at `offset` in the segment.
+    fn pointer(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+        offset: u64,
+        len_bytes: usize,
+        started: Instant,
+    ) -> (RecordBatch, BatchMetadata) {
         let mut pointer_metadata = metadata.clone();
         pointer_metadata.insert(keys::SHM_OFFSET, offset.to_string());
-        pointer_metadata.insert(keys::SHM_LENGTH, encoded_len.to_string());
+        pointer_metadata.insert(keys::SHM_LENGTH, len_bytes.to_string());
         self.stats.outbound_shm += 1;
-        self.stats.outbound_bytes += encoded_len as u64;
+        self.stats.outbound_bytes += len_bytes as u64;
         self.stats.emit += started.elapsed();
-        Ok(Some((
-            RecordBatch::new_empty(batch.schema()),
-            pointer_metadata,
-        )))
+        (RecordBatch::new_empty(batch.schema()), pointer_metadata)
     }
 
     /// Replaces a pointer batch by the batch it points at, decoded over the segment
@@ -190,6 +262,53 @@ pub fn batch_bytes(batch: &RecordBatch) -> u64 {
         .iter()
         .map(|column| column.to_data().get_slice_memory_size().unwrap_or(0) as u64)
         .sum()
+}
+
+/// The addresses `batch`'s buffers span, if nothing but `batch` holds them: handing a region to
+/// the peer while a clone survives here would let this side read bytes the peer may reuse.
+/// Only flat columns qualify, whose arrays hold each buffer once (so the `ArrayData` taken here
+/// accounts for exactly as many references again); anything else is copied.
+fn exclusive_addresses(batch: &RecordBatch) -> Option<std::ops::Range<usize>> {
+    let mut span: Option<std::ops::Range<usize>> = None;
+    for column in batch.columns() {
+        if Arc::strong_count(column) != 1 || !is_flat(column.data_type()) {
+            return None;
+        }
+        let data: ArrayData = column.to_data();
+        let buffers = data
+            .buffers()
+            .iter()
+            .chain(data.nulls().map(|n| n.buffer()));
+        for buffer in buffers {
+            if buffer.is_empty() {
+                continue;
+            }
+            // The array's reference and the one `data` took: no other holder.
+            if buffer.strong_count() != 2 {
+                return None;
+            }
+            let start = buffer.as_ptr() as usize;
+            let end = start + buffer.len();
+            span = Some(match span {
+                Some(span) => span.start.min(start)..span.end.max(end),
+                None => start..end,
+            });
+        }
+    }
+    span
+}
+
+fn is_flat(data_type: &DataType) -> bool {
+    data_type.is_primitive()
+        || matches!(
+            data_type,
+            DataType::Boolean
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::FixedSizeBinary(_)
+        )
 }
 
 fn has_dictionary(batch: &RecordBatch) -> bool {

@@ -9,6 +9,8 @@ pub struct ShmStats {
     pub outbound_total: u64,
     /// Batches sent through the segment.
     pub outbound_shm: u64,
+    /// Of those, batches framed around buffers already in the segment (no copy).
+    pub outbound_in_place: u64,
     /// Bytes written into the segment.
     pub outbound_bytes: u64,
     /// Batches received (pointers or inline).
@@ -44,11 +46,12 @@ impl ShmStats {
             }
         };
         format!(
-            "[quiver-shm] conn closed {connection}: outbound shm={}/{} batches ({:.1}%), inbound shm={}/{} batches ({:.1}%), fallbacks={}\n\
+            "[quiver-shm] conn closed {connection}: outbound shm={}/{} batches ({:.1}%, {} in place), inbound shm={}/{} batches ({:.1}%), fallbacks={}\n\
              [quiver-shm] timeline {connection}: {side}-busy={:.1} ms (resolve={:.1} process={:.1} emit={:.1}), waiting={:.1} ms, {side} {:.0}% / peer {:.0}%",
             self.outbound_shm,
             self.outbound_total,
             percent(self.outbound_shm, self.outbound_total),
+            self.outbound_in_place,
             self.inbound_shm,
             self.inbound_total,
             percent(self.inbound_shm, self.inbound_total),

@@ -25,6 +25,9 @@
 //! * Whoever writes a message allocates; whoever *reads* it frees the region after consuming it.
 //!   [`Segment::claim_buffer`] makes that automatic: the zero-copy `Buffer` frees the region when
 //!   its last clone is dropped.
+//! * A writer may instead build a batch in the segment ([`Segment::lease_region`]) or pass a batch
+//!   it read back unchanged: the region it holds is then *handed over* ([`Segment::hand_over`])
+//!   with the stream's framing written around the buffers in place, and the peer frees it.
 //! * The owner unlinks the name once the peer has attached ([`Segment::unlink_name`]; the RPC
 //!   client does it after the first reply), so a segment never outlives the two processes that
 //!   map it. Before that, owned names are unlinked on drop (including unwinding panics), on
@@ -58,6 +61,7 @@ mod table;
 mod writer;
 
 pub use budget::reserved_segment_bytes;
+pub use buffer::{HeldRegion, OutputBuffer, OutputRegion};
 pub use config::{ConfigError, ShmConfig};
 pub use error::{Result, ShmError};
 pub use layout::{

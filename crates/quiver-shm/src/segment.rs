@@ -26,9 +26,10 @@
 use std::ffi::CString;
 use std::io;
 use std::ptr::NonNull;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, Weak};
 
 use crate::budget::{self, BudgetReservation};
+use crate::buffer::RegionLease;
 use crate::error::{Result, ShmError};
 use crate::layout::{HEADER_SIZE_BYTES, VERSION};
 use crate::mapping::{
@@ -71,9 +72,62 @@ pub(crate) struct TurnState {
     /// Offsets released by dropped buffers during the peer's turn, freed at its end.
     deferred_offsets: Vec<u64>,
     /// Offsets currently owned by live zero-copy buffers.
-    claimed_offsets: Vec<u64>,
+    pub(crate) claimed_offsets: Vec<u64>,
+    /// The leases of those buffers, so a region can be handed to the peer (see `buffer.rs`).
+    pub(crate) leases: Vec<(u64, Weak<RegionLease>)>,
+    /// Which [`COMMIT_CHUNK_BYTES`] chunks of the object have their pages committed already.
+    committed_chunks: Vec<u64>,
     release_failure_count: u64,
     commit_failure_count: u64,
+}
+
+/// Granularity of page commits: a region reuses chunks an earlier one committed, so a stream of
+/// large batches pays `fallocate` once per chunk, not once per batch.
+const COMMIT_CHUNK_BYTES: u64 = 1 << 20;
+
+impl TurnState {
+    /// Commits the chunks `[offset, offset + len_bytes)` touches that are not committed yet.
+    fn commit(
+        &mut self,
+        fd: libc::c_int,
+        size_bytes: u64,
+        offset: u64,
+        len_bytes: u64,
+    ) -> io::Result<()> {
+        let first = offset / COMMIT_CHUNK_BYTES;
+        let last = (offset + len_bytes - 1) / COMMIT_CHUNK_BYTES;
+        let mut chunk = first;
+        while chunk <= last {
+            if self.is_committed(chunk) {
+                chunk += 1;
+                continue;
+            }
+            let run_start = chunk;
+            while chunk <= last && !self.is_committed(chunk) {
+                chunk += 1;
+            }
+            let start = run_start * COMMIT_CHUNK_BYTES;
+            let end = (chunk * COMMIT_CHUNK_BYTES).min(size_bytes);
+            commit_pages(fd, start, end - start)?;
+            (run_start..chunk).for_each(|c| self.mark_committed(c));
+        }
+        Ok(())
+    }
+
+    fn is_committed(&self, chunk: u64) -> bool {
+        let (word, bit) = ((chunk / 64) as usize, chunk % 64);
+        self.committed_chunks
+            .get(word)
+            .is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    fn mark_committed(&mut self, chunk: u64) {
+        let (word, bit) = ((chunk / 64) as usize, chunk % 64);
+        if self.committed_chunks.len() <= word {
+            self.committed_chunks.resize(word + 1, 0);
+        }
+        self.committed_chunks[word] |= 1 << bit;
+    }
 }
 
 // SAFETY: `base` points to a MAP_SHARED mapping that lives as long as the `Segment`; all table
@@ -278,7 +332,10 @@ impl Segment {
         );
         let mut turn = self.own_turn("allocate");
         let offset = self.table().allocate(len_bytes)?;
-        if commit_pages(self.fd, offset, len_bytes).is_err() {
+        if turn
+            .commit(self.fd, self.size_bytes, offset, len_bytes)
+            .is_err()
+        {
             self.table()
                 .free(offset, len_bytes)
                 .expect("the region allocated a moment ago is in the table");
@@ -430,6 +487,7 @@ impl Segment {
             .position(|claimed| *claimed == offset);
         let position = position.expect("a claimed offset is released once");
         turn.claimed_offsets.swap_remove(position);
+        turn.leases.retain(|(leased, _)| *leased != offset);
         if turn.peer_turn {
             turn.deferred_offsets.push(offset);
         } else if self.table().free(offset, 0).is_err() {
@@ -443,16 +501,16 @@ impl Segment {
         start..start + self.size_bytes as usize
     }
 
-    fn table(&self) -> Table {
+    pub(crate) fn table(&self) -> Table {
         // SAFETY: the mapping spans `size_bytes` (> header) and lives as long as `self`.
         unsafe { Table::new(self.base.as_ptr(), self.size_bytes) }
     }
 
-    fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
+    pub(crate) fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
         lock(&self.turn)
     }
 
-    fn own_turn(&self, operation: &str) -> MutexGuard<'_, TurnState> {
+    pub(crate) fn own_turn(&self, operation: &str) -> MutexGuard<'_, TurnState> {
         let turn = self.lock_turn();
         assert!(
             !turn.peer_turn,

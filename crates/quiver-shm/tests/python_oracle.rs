@@ -11,7 +11,14 @@ use common::{
     assert_test_batch, decode_stream, id_values_address, oracle_python, oracle_script,
     shm_name_exists, test_batch, write_stream,
 };
-use quiver_shm::{Allocation, Segment, HEADER_SIZE_BYTES};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use quiver_shm::{Allocation, OutputRegion, Segment, HEADER_SIZE_BYTES};
+use quiver_wire::InPlaceStream;
 use serde_json::Value;
 
 const SIZE_BYTES: u64 = 8 << 20;
@@ -97,6 +104,91 @@ fn python_attaches_and_frees_a_rust_segment() {
         shm_name_exists(segment.name()),
         "attaching peer did not unlink our segment"
     );
+}
+
+/// (a') As (a), but the batch is built in the segment and framed around its buffers in place
+/// (a gap between the framing and the body, buffers where they were carved): vgi-rpc decodes it,
+/// and frees the region we handed over.
+#[test]
+fn python_reads_a_batch_built_in_place() {
+    let python = oracle_python();
+    let segment = Segment::create(SIZE_BYTES).unwrap();
+    let raw_len_bytes = 1000;
+    let raw_offset = segment.allocate(raw_len_bytes).unwrap();
+    segment
+        .write(raw_offset, &raw_pattern(raw_len_bytes as usize))
+        .unwrap();
+
+    let region_len_bytes = 2 << 20;
+    let mut region = segment.lease_region(region_len_bytes).unwrap();
+    let region_offset = region.offset();
+    let batch = build_in_region(&mut region, &test_batch(ROWS));
+    drop(region);
+    let start = segment.mapping_address_range().start + region_offset as usize;
+    let stream = InPlaceStream::of(&batch, start..start + region_len_bytes as usize)
+        .expect("a flat batch inside one region frames in place");
+    let held = segment
+        .held_region(start + 4096..start + 4104)
+        .expect("the leased region is held");
+    assert_eq!(held.offset, region_offset);
+    segment.write_held(held, 0, &stream.prefix).unwrap();
+    segment
+        .write_held(
+            held,
+            stream.end_of_stream_at as u64,
+            &InPlaceStream::END_OF_STREAM,
+        )
+        .unwrap();
+    segment.hand_over(held).unwrap();
+    drop(batch);
+    assert_eq!(
+        segment.allocation_count(),
+        2,
+        "a handed-over region is not ours to free"
+    );
+
+    let spec = format!(
+        r#"{{"table": [[{raw_offset}, {raw_len_bytes}], [{region_offset}, {region_len_bytes}]],
+            "raw": [{raw_offset}, {raw_len_bytes}], "ipc": [{region_offset}, {}], "rows": {ROWS}}}"#,
+        stream.len_bytes
+    );
+    let output = Command::new(&python)
+        .arg(oracle_script("attach_rust_segment.py"))
+        .args([segment.name(), &segment.size_bytes().to_string(), &spec])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "vgi-rpc could not read the batch framed in place:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = parse_json(String::from_utf8(output.stdout).unwrap().trim());
+    assert!(report["ok"].as_bool() == Some(true));
+}
+
+/// `batch`'s columns copied into buffers carved from `region` after 4 KiB of room, as a
+/// function builds its output there.
+fn build_in_region(region: &mut OutputRegion, batch: &RecordBatch) -> RecordBatch {
+    assert!(region.reserve(4096));
+    let mut carve = |bytes: &[u8]| {
+        let mut buffer = region.buffer(bytes.len()).expect("room in the region");
+        buffer.as_mut_slice().copy_from_slice(bytes);
+        buffer.into_buffer()
+    };
+    let ids = batch.column(0).as_primitive::<Int64Type>();
+    let names = batch.column(1).as_string::<i32>();
+    let ids = Int64Array::new(
+        ScalarBuffer::new(carve(ids.values().inner()), 0, ids.len()),
+        None,
+    );
+    let offsets = carve(names.offsets().inner().inner());
+    let values = carve(names.values());
+    let names = StringArray::new(
+        OffsetBuffer::new(ScalarBuffer::new(offsets, 0, names.len() + 1)),
+        values,
+        None,
+    );
+    RecordBatch::try_new(batch.schema(), vec![Arc::new(ids), Arc::new(names)]).unwrap()
 }
 
 /// (b) vgi-rpc creates and writes; quiver attaches, reads, frees, and writes back.

@@ -95,6 +95,7 @@ pub use filters::Filters;
 pub use function::{BindInput, Function, ScalarInput};
 pub use in_out_state::{Emitter, InOutInit, InOutState};
 pub use projection::Projection;
+pub use quiver_rpc::OutputBuffer;
 pub use scan::{Scan, ScanInit, TableScan};
 pub use worker::{LaunchArgs, Worker};
 

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use quiver_rpc::{CallContext, OutputBuffer};
 use quiver_vgi_contract::errors;
 use quiver_wire::ErrorReport;
 
@@ -29,6 +30,7 @@ pub struct Scan<'a> {
     pub(crate) output_schema: &'a SchemaRef,
     pub(crate) needed: &'a [bool],
     pub(crate) work: Option<&'a mut SharedWork>,
+    pub(crate) call: &'a CallContext<'a>,
 }
 
 impl Scan<'_> {
@@ -46,6 +48,13 @@ impl Scan<'_> {
     /// fill unneeded columns with nulls.
     pub fn needs_column(&self, index: usize) -> bool {
         self.needed.get(index).copied().unwrap_or(false)
+    }
+
+    /// Memory in the connection's shared-memory segment for one column buffer of the next
+    /// batch, so the batch reaches the engine without a copy; `None` without shared memory or
+    /// below its threshold (build on the heap then). See [`CallContext::output_buffer`].
+    pub fn output_buffer(&self, len_bytes: usize) -> Option<OutputBuffer> {
+        self.call.output_buffer(len_bytes)
     }
 
     /// Claims up to `units_max` units of the execution's shared work; `None`

@@ -87,12 +87,13 @@ impl TableStream {
         self
     }
 
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>, ErrorReport> {
+    fn next_batch(&mut self, call: &CallContext<'_>) -> Result<Option<RecordBatch>, ErrorReport> {
         let mut scan = Scan {
             args: &self.args,
             output_schema: &self.output_schema,
             needed: &self.needed,
             work: self.work.as_mut(),
+            call,
         };
         let Some(batch) = self.scan.next_batch(&mut scan)? else {
             return Ok(None);
@@ -124,10 +125,10 @@ impl StreamState for TableStream {
         _tick: &RecordBatch,
         _metadata: &BatchMetadata,
         output: &mut StreamOutput,
-        _ctx: &mut CallContext<'_>,
+        ctx: &mut CallContext<'_>,
     ) -> Result<(), ErrorReport> {
         for _ in 0..EMPTY_BATCHES_PER_TICK_MAX {
-            let Some(batch) = self.next_batch()? else {
+            let Some(batch) = self.next_batch(ctx)? else {
                 logging::log(
                     Level::Debug,
                     format!(

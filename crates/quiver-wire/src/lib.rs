@@ -32,6 +32,7 @@ mod body;
 mod error;
 mod frames;
 mod framing;
+mod in_place;
 pub mod keys;
 mod limits;
 mod log;
@@ -48,6 +49,7 @@ pub use body::BatchMessage;
 pub use error::{Result, WireError};
 pub use frames::{BufferFrames, FrameSource, IoFrames};
 pub use framing::{ALIGNMENT_BYTES, END_OF_STREAM};
+pub use in_place::InPlaceStream;
 pub use limits::Limits;
 pub use log::{
     ErrorCode, ErrorReport, LogLevel, LogRecord, ERROR_DETAILS_BYTES_MAX, LIMIT_EXCEEDED_KIND,

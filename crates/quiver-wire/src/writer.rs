@@ -180,7 +180,7 @@ fn append_message<S: IpcSink + ?Sized>(out: &mut S, header: &[u8], body: &[u8]) 
 }
 
 /// Continuation, padded metadata length, metadata and its padding.
-fn append_frame_prefix<S: IpcSink + ?Sized>(out: &mut S, header: &[u8]) {
+pub(crate) fn append_frame_prefix<S: IpcSink + ?Sized>(out: &mut S, header: &[u8]) {
     let prefix_bytes = 8;
     let padded_header_len = padded_len(header.len() + prefix_bytes) - prefix_bytes;
     out.put_bytes(&CONTINUATION);

@@ -79,8 +79,10 @@ impl Session<'_> {
                 break;
             }
             let (batch, metadata) = self.resolve_input(batch, metadata)?;
+            let output_space = self.shm.as_ref().map(|route| route.output_space());
             let step = conform::conform_input(&setup.input_schema, batch).and_then(|batch| {
-                let mut ctx = CallContext::new(&method.name, &metadata);
+                let mut ctx = CallContext::new(&method.name, &metadata)
+                    .with_output(output_space.unwrap_or_default());
                 let mut step = StreamOutput::default();
                 let started = Instant::now();
                 let outcome = setup.state.process(&batch, &metadata, &mut step, &mut ctx);
