@@ -16,6 +16,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use crate::connection::{Connection, TransportKind};
+use crate::spin;
 
 /// How long one `poll(2)` waits before checking the interrupt and the deadline again.
 pub const POLL_SLICE_MS: i32 = 50;
@@ -153,6 +154,7 @@ impl Read for FdReader {
             }
             let error = io::Error::last_os_error();
             match error.kind() {
+                io::ErrorKind::WouldBlock if spin::until_readable(self.fd.as_raw_fd()) => {}
                 io::ErrorKind::WouldBlock => wait(self.fd.as_raw_fd(), libc::POLLIN)?,
                 io::ErrorKind::Interrupted => {}
                 _ => return Err(error),

@@ -3,6 +3,7 @@ use std::io;
 use std::os::fd::FromRawFd;
 
 use crate::connection::{Connection, TransportKind};
+use crate::spin::SpinningReader;
 
 /// Two connected ends over two OS pipes, for a client and a server in one process
 /// (each end usually on its own thread).
@@ -10,13 +11,13 @@ pub fn pipe_pair() -> io::Result<(Connection, Connection)> {
     let (a_read, b_write) = os_pipe()?;
     let (b_read, a_write) = os_pipe()?;
     let a = Connection::new(
-        Box::new(a_read),
+        Box::new(SpinningReader::new(a_read)),
         Box::new(a_write),
         TransportKind::Pipe,
         "in-process pipe",
     );
     let b = Connection::new(
-        Box::new(b_read),
+        Box::new(SpinningReader::new(b_read)),
         Box::new(b_write),
         TransportKind::Pipe,
         "in-process pipe",

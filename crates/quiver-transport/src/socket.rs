@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use quiver_process::cleanup;
 
 use crate::connection::{Connection, TransportKind};
+use crate::spin::SpinningReader;
 
 /// Connects to a Unix socket.
 pub fn connect_unix(path: &Path) -> io::Result<Connection> {
@@ -24,7 +25,7 @@ pub fn connect_tcp(address: impl ToSocketAddrs) -> io::Result<Connection> {
 fn unix_connection(stream: UnixStream, peer: String) -> io::Result<Connection> {
     let reader = stream.try_clone()?;
     Ok(Connection::new(
-        Box::new(reader),
+        Box::new(SpinningReader::new(reader)),
         Box::new(stream),
         TransportKind::Unix,
         peer,
@@ -39,7 +40,7 @@ fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
         .unwrap_or_else(|_| "tcp".into());
     let reader = stream.try_clone()?;
     Ok(Connection::new(
-        Box::new(reader),
+        Box::new(SpinningReader::new(reader)),
         Box::new(stream),
         TransportKind::Tcp,
         peer,

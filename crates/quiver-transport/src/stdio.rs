@@ -3,6 +3,7 @@ use std::io;
 use std::os::fd::FromRawFd;
 
 use crate::connection::{Connection, TransportKind};
+use crate::spin::SpinningReader;
 
 /// This process's stdin and stdout as a connection, for a worker launched with
 /// pipes.
@@ -35,7 +36,7 @@ pub fn stdio_connection() -> io::Result<Connection> {
     crate::pipe_size::grow_pipe(&reader);
     crate::pipe_size::grow_pipe(&writer);
     Ok(Connection::new(
-        Box::new(reader),
+        Box::new(SpinningReader::new(reader)),
         Box::new(writer),
         TransportKind::Stdio,
         "stdio",
