@@ -141,8 +141,12 @@ impl<C: AsMut<Client>> ClientStream<C> {
         &mut self,
         metadata: BatchMetadata,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
-        if metadata.is_empty() && self.may_tick_ahead() {
-            self.top_up_ticks()?;
+        // Ticks already sent (even under a window since narrowed) are answered first.
+        let unanswered = self.ticks_in_flight > 0 && !self.done;
+        if metadata.is_empty() && (unanswered || self.may_tick_ahead()) {
+            if self.may_tick_ahead() {
+                self.top_up_ticks()?;
+            }
         } else {
             self.refuse_while_ticks_ahead("a tick with metadata")?;
             self.send(&RecordBatch::new_empty(empty_schema()), metadata)?;

@@ -287,6 +287,19 @@ fn an_owned_call_with_ticks_ahead_gives_its_client_back_in_step() {
         .collect();
     assert_eq!(values, [2, 1, 0]);
     assert!(call.is_done());
+    let client = assert_serves(call.release());
+
+    // Back to lockstep mid-stream: the ticks already sent are answered first, in order.
+    let mut call = ClientStream::open(client, "countdown", &n_params(12), false)
+        .map_err(|(error, _)| error)
+        .unwrap();
+    call.set_ticks_ahead(8);
+    assert_eq!(call.tick().unwrap().map(|b| first_value(&b)), Some(11));
+    call.set_ticks_ahead(1);
+    let values: Vec<i64> = std::iter::from_fn(|| call.tick().unwrap())
+        .map(|b| first_value(&b))
+        .collect();
+    assert_eq!(values, (0..11).rev().collect::<Vec<_>>());
     assert_serves(call.release());
 }
 
