@@ -22,6 +22,10 @@ use crate::service::{
 };
 use crate::stats::{try_time_rep, Rep};
 
+/// Ticks the producer workload keeps unanswered: a reader of a whole stream lets the
+/// server produce while it decodes (lockstep is measured beside it).
+pub const PRODUCER_TICKS_AHEAD: usize = 32;
+
 /// Errors of a run, boxed: any failure aborts that part of the suite with a message.
 /// How long a socket worker gets to announce where it listens.
 const SOCKET_WORKER_START_LIMIT: Duration = Duration::from_secs(60);
@@ -305,7 +309,17 @@ fn run_session(
             plan.small_rows,
             small_bytes,
         );
-        m.reps = producer_small(client, plan)?;
+        m.reps = producer_small(client, plan, PRODUCER_TICKS_AHEAD)?;
+        out.push(m);
+        let mut m = measurement(
+            "producer.1k-lockstep",
+            variant,
+            transport,
+            placement,
+            plan.small_rows,
+            small_bytes,
+        );
+        m.reps = producer_small(client, plan, 1)?;
         out.push(m);
         let mut m = measurement(
             "exchange.echo-1k",
@@ -411,8 +425,9 @@ fn unary(client: &mut Client, plan: &Plan) -> BenchResult<Vec<Rep>> {
     Ok(reps)
 }
 
-/// Producer ticks of 1K-row batches; one stream per rep.
-fn producer_small(client: &mut Client, plan: &Plan) -> BenchResult<Vec<Rep>> {
+/// Producer ticks of 1K-row batches, `ticks_ahead` of them unanswered at most; one
+/// stream per rep.
+fn producer_small(client: &mut Client, plan: &Plan, ticks_ahead: usize) -> BenchResult<Vec<Rep>> {
     let expected_rows = small_batch().num_rows();
     let mut reps = Vec::new();
     for _ in 0..plan.reps {
@@ -421,6 +436,7 @@ fn producer_small(client: &mut Client, plan: &Plan) -> BenchResult<Vec<Rep>> {
             &count_params(plan.stream_warmup + plan.stream_ops),
             false,
         )?;
+        stream.set_ticks_ahead(ticks_ahead);
         let mut tick = || -> BenchResult<()> {
             let batch = stream.tick()?.ok_or("producer ended early")?;
             if batch.num_rows() != expected_rows {

@@ -57,4 +57,4 @@ pub use server::{Admission, Guard, Server, ServerConfig, SessionEnd, UNADMITTED_
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};
 pub use stats::ShmStats;
-pub use stream_call::{ClientStream, StreamCall};
+pub use stream_call::{ClientStream, StreamCall, TICK_BYTES_AHEAD_MAX};

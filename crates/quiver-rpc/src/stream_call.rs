@@ -6,10 +6,18 @@
 //! connection). An owning call keeps what it needs for its whole life and gives it
 //! back on close, cancel or release, so a caller that must keep the call across
 //! calls of its own (a scan's state between FFI calls) holds one value.
+//!
+//! A producer's ticks go lockstep by default (one tick, then its batch). A caller that
+//! will read many batches may let the call send ticks ahead
+//! ([`ClientStream::set_ticks_ahead`]): the server, which answers each tick in order
+//! and cannot tell a tick sent ahead from one sent late, then produces while the
+//! client decodes, and the two sides stop waking each other once per batch.
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use quiver_wire::{empty_schema, keys, BatchMetadata, LogRecord, StreamReader, StreamWriter};
+use quiver_wire::{
+    empty_schema, keys, BatchMetadata, GatherBuffer, LogRecord, StreamReader, StreamWriter,
+};
 
 use crate::client::{Client, RpcError};
 use crate::http::turns::HttpTurns;
@@ -26,7 +34,17 @@ pub struct ClientStream<C: AsMut<Client>> {
     done: bool,
     /// Over HTTP: the call's tokens and the answers not yet taken.
     http: Option<HttpTurns>,
+    /// Most ticks sent and not yet answered (1: lockstep).
+    ticks_ahead: usize,
+    /// Ticks sent and not yet answered.
+    ticks_in_flight: usize,
 }
+
+/// Most bytes of ticks (and the input stream's opening) a client keeps unread by the
+/// server. A pipe or socket holds at least this much (`PIPE_BUF`), so writing them never
+/// blocks, even while the server is itself blocked writing batches the client has not
+/// read yet: ticks sent ahead cannot deadlock the two sides.
+pub const TICK_BYTES_AHEAD_MAX: usize = 4096;
 
 /// A stream call borrowing its client, from [`Client::stream`].
 pub type StreamCall<'c> = ClientStream<&'c mut Client>;
@@ -62,6 +80,8 @@ impl<C: AsMut<Client>> ClientStream<C> {
             input_ended: false,
             done: false,
             http: None,
+            ticks_ahead: 1,
+            ticks_in_flight: 0,
         };
         match call.start(method, params, metadata, with_header) {
             Ok(()) => Ok(call),
@@ -98,6 +118,17 @@ impl<C: AsMut<Client>> ClientStream<C> {
         self.client().take_logs()
     }
 
+    /// Lets [`ClientStream::tick`] keep up to `ticks` ticks unanswered (at least 1,
+    /// lockstep; at most as many as fit in [`TICK_BYTES_AHEAD_MAX`]). Answers still come
+    /// one per tick, in order: a server error after k batches arrives after those k, and
+    /// closing early reads and drops the batches of the ticks sent ahead. The price is
+    /// that the producer may make up to `ticks - 1` batches the caller never takes.
+    /// Over HTTP (one turn per request) or with a shared-memory segment (whose table
+    /// changes hands only while one side waits for the other) ticks stay lockstep.
+    pub fn set_ticks_ahead(&mut self, ticks: usize) {
+        self.ticks_ahead = ticks.clamp(1, ticks_fitting(TICK_BYTES_AHEAD_MAX));
+    }
+
     /// Asks a producer for its next batch; `Ok(None)` when it has finished.
     pub fn tick(&mut self) -> Result<Option<RecordBatch>, RpcError> {
         self.tick_with_metadata(BatchMetadata::new())
@@ -105,13 +136,58 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     /// [`ClientStream::tick`] carrying `metadata` upstream, returning the batch's
-    /// metadata too.
+    /// metadata too. A tick with metadata goes lockstep, so its answer is its own.
     pub fn tick_with_metadata(
         &mut self,
         metadata: BatchMetadata,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
-        self.send(&RecordBatch::new_empty(empty_schema()), metadata)?;
-        self.receive()
+        // Ticks already sent (even under a window since narrowed) are answered first.
+        let unanswered = self.ticks_in_flight > 0 && !self.done;
+        if metadata.is_empty() && (unanswered || self.may_tick_ahead()) {
+            if self.may_tick_ahead() {
+                self.top_up_ticks()?;
+            }
+        } else {
+            self.refuse_while_ticks_ahead("a tick with metadata")?;
+            self.send(&RecordBatch::new_empty(empty_schema()), metadata)?;
+            self.ticks_in_flight += 1;
+        }
+        let answer = self.receive();
+        self.ticks_in_flight = self.ticks_in_flight.saturating_sub(1);
+        answer
+    }
+
+    /// Whether ticks may go ahead of their answers on this call.
+    fn may_tick_ahead(&mut self) -> bool {
+        self.ticks_ahead > 1
+            && !self.done
+            && self.http.is_none()
+            && self.client().shm_route().is_none()
+    }
+
+    /// Sends ticks until `ticks_ahead` are unanswered, once half or fewer are: one write
+    /// per half window, and the server still holds ticks to answer when it arrives.
+    fn top_up_ticks(&mut self) -> Result<(), RpcError> {
+        if self.ticks_in_flight > self.ticks_ahead / 2 {
+            return Ok(());
+        }
+        let tick = RecordBatch::new_empty(empty_schema());
+        let no_metadata = BatchMetadata::new();
+        while self.ticks_in_flight < self.ticks_ahead {
+            self.write_input(&tick, &no_metadata)?;
+            self.ticks_in_flight += 1;
+        }
+        self.client().flush()
+    }
+
+    /// A lockstep step on a call with ticks unanswered would take another tick's answer.
+    fn refuse_while_ticks_ahead(&self, what: &str) -> Result<(), RpcError> {
+        if self.ticks_in_flight > 0 && !self.done {
+            return Err(RpcError::Protocol(format!(
+                "{what} cannot follow ticks sent ahead; read their batches with tick() first"
+            )));
+        }
+        Ok(())
     }
 
     /// Sends one input batch and returns the output batch it produced (`None` if
@@ -127,6 +203,7 @@ impl<C: AsMut<Client>> ClientStream<C> {
         batch: &RecordBatch,
         metadata: BatchMetadata,
     ) -> Result<Option<(RecordBatch, BatchMetadata)>, RpcError> {
+        self.refuse_while_ticks_ahead("an exchange")?;
         self.send(batch, metadata)?;
         self.receive()
     }
@@ -289,13 +366,22 @@ impl<C: AsMut<Client>> ClientStream<C> {
     }
 
     fn send_raw(&mut self, batch: &RecordBatch, metadata: &BatchMetadata) -> Result<(), RpcError> {
+        self.write_input(batch, metadata)?;
+        self.client().flush()
+    }
+
+    /// Gathers one input batch (opening the input stream first) without writing it yet.
+    fn write_input(
+        &mut self,
+        batch: &RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<(), RpcError> {
         let client = held(&mut self.holder);
         if self.input.is_none() {
             self.input = Some(StreamWriter::begin(batch.schema_ref(), client.out())?);
         }
         let input = self.input.as_mut().expect("input stream open");
-        input.write(batch, metadata, client.out())?;
-        client.flush()
+        Ok(input.write(batch, metadata, client.out())?)
     }
 
     /// Reads one output batch; at the server's end marker closes the input and
@@ -428,9 +514,54 @@ impl<C: AsMut<Client>> Drop for ClientStream<C> {
     }
 }
 
+/// How many ticks fit in `bytes` after the input stream's opening message.
+fn ticks_fitting(bytes: usize) -> usize {
+    let schema = empty_schema();
+    let mut out = GatherBuffer::new();
+    let Ok(mut input) = StreamWriter::begin(&schema, &mut out) else {
+        return 1;
+    };
+    let opening = out.len();
+    if input
+        .write(
+            &RecordBatch::new_empty(schema),
+            &BatchMetadata::new(),
+            &mut out,
+        )
+        .is_err()
+    {
+        return 1;
+    }
+    let tick = out.len() - opening;
+    (bytes.saturating_sub(opening) / tick.max(1)).max(1)
+}
+
 fn held<C: AsMut<Client>>(holder: &mut Option<C>) -> &mut Client {
     holder
         .as_mut()
         .expect("a stream call holds its client until released")
         .as_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_window_of_ticks_and_the_opening_fit_the_byte_bound() {
+        let ticks = ticks_fitting(TICK_BYTES_AHEAD_MAX);
+        assert!(
+            ticks >= 16,
+            "only {ticks} ticks fit in {TICK_BYTES_AHEAD_MAX} bytes"
+        );
+        let schema = empty_schema();
+        let mut out = GatherBuffer::new();
+        let mut input = StreamWriter::begin(&schema, &mut out).unwrap();
+        for _ in 0..ticks {
+            let tick = RecordBatch::new_empty(schema.clone());
+            input.write(&tick, &BatchMetadata::new(), &mut out).unwrap();
+        }
+        assert!(out.len() <= TICK_BYTES_AHEAD_MAX, "{} bytes", out.len());
+        assert_eq!(ticks_fitting(0), 1, "lockstep always fits");
+    }
 }

@@ -256,6 +256,54 @@ fn an_owned_call_gives_its_client_back_in_step() {
 }
 
 #[test]
+fn an_owned_call_with_ticks_ahead_gives_its_client_back_in_step() {
+    let (client_end, server_end) = pipe_pair().unwrap();
+    let server = Server::new(service(), ServerConfig::default());
+    thread::spawn(move || server.serve(server_end));
+    let client = Client::new(client_end).with_protocol("Streams", "1.0.0");
+
+    // Closed after three batches: the batches of the ticks sent ahead are read and dropped.
+    let mut call = ClientStream::open(client, "countdown", &n_params(20), false)
+        .map_err(|(error, _)| error)
+        .unwrap();
+    call.set_ticks_ahead(8);
+    for expected in [19, 18, 17] {
+        assert_eq!(
+            call.tick().unwrap().map(|b| first_value(&b)),
+            Some(expected)
+        );
+    }
+    let (client, closed) = call.close_and_release();
+    closed.unwrap();
+    let client = assert_serves(client);
+
+    // Read to the end: the server's end comes once, in its place.
+    let mut call = ClientStream::open(client, "countdown", &n_params(3), false)
+        .map_err(|(error, _)| error)
+        .unwrap();
+    call.set_ticks_ahead(8);
+    let values: Vec<i64> = std::iter::from_fn(|| call.tick().unwrap())
+        .map(|b| first_value(&b))
+        .collect();
+    assert_eq!(values, [2, 1, 0]);
+    assert!(call.is_done());
+    let client = assert_serves(call.release());
+
+    // Back to lockstep mid-stream: the ticks already sent are answered first, in order.
+    let mut call = ClientStream::open(client, "countdown", &n_params(12), false)
+        .map_err(|(error, _)| error)
+        .unwrap();
+    call.set_ticks_ahead(8);
+    assert_eq!(call.tick().unwrap().map(|b| first_value(&b)), Some(11));
+    call.set_ticks_ahead(1);
+    let values: Vec<i64> = std::iter::from_fn(|| call.tick().unwrap())
+        .map(|b| first_value(&b))
+        .collect();
+    assert_eq!(values, (0..11).rev().collect::<Vec<_>>());
+    assert_serves(call.release());
+}
+
+#[test]
 fn every_read_of_the_server_happens_in_its_turn() {
     let (mut client, segment, counts) = start();
     {
@@ -284,6 +332,8 @@ fn every_read_of_the_server_happens_in_its_turn() {
         call.tick().unwrap().expect("a batch");
     }
     let mut call = client.stream("countdown", &n_params(1), false).unwrap();
+    // Asked for ticks ahead, a call over the segment still goes lockstep.
+    call.set_ticks_ahead(8);
     while call.tick().unwrap().is_some() {}
     drop(call);
 

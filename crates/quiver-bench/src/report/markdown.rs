@@ -179,12 +179,18 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
     for placement in [CROSS_CPU.name, SAME_CPU.name] {
         for (workload, label) in [
             ("producer.1k", "producer, batches/s"),
+            (
+                "producer.1k-lockstep",
+                "producer, one tick at a time, batches/s",
+            ),
             ("exchange.echo-1k", "exchange (echo), round trips/s"),
         ] {
             for transport in ["pipe", "subprocess"] {
                 let q = run.find_at(workload, "inline", transport, QUIVER, placement);
-                let v = run.find_at(workload, "inline", transport, VGI_RPC, placement);
-                if q.is_none() && v.is_none() {
+                // vgi-rpc's client always ticks one at a time.
+                let peer_workload = workload.trim_end_matches("-lockstep");
+                let v = run.find_at(peer_workload, "inline", transport, VGI_RPC, placement);
+                if q.is_none() && (v.is_none() || peer_workload != workload) {
                     continue;
                 }
                 let where_ = if placement == SAME_CPU.name {
@@ -208,6 +214,29 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
         }
     }
     md.push('\n');
+    // Runs from before ticks could go ahead have no lockstep rows, and no such note.
+    let lockstep_measured = [CROSS_CPU.name, SAME_CPU.name].iter().any(|placement| {
+        ["pipe", "subprocess"].iter().any(|transport| {
+            run.find_at(
+                "producer.1k-lockstep",
+                "inline",
+                transport,
+                QUIVER,
+                placement,
+            )
+            .is_some()
+        })
+    });
+    if lockstep_measured {
+        let _ = writeln!(
+            md,
+            "quiver's producer rows read the whole stream with {} ticks unanswered at most \
+             (`ClientStream::set_ticks_ahead`): the server answers each tick in order, as for any \
+             client, but produces while the client decodes. The one-tick-at-a-time rows are \
+             quiver's lockstep client, the way vgi-rpc's client always runs.\n",
+            crate::quiver_runs::PRODUCER_TICKS_AHEAD
+        );
+    }
 
     // Large batches.
     let memcpy = run.memcpy();
