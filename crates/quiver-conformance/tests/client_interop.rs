@@ -3,51 +3,17 @@
 //! scenarios run against both, inline and through shared memory; the reference
 //! proves the client speaks the wire, ours proves the two servers agree.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{connect, our_worker, reference_worker};
+
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use quiver_conformance::{PROTOCOL_NAME, PROTOCOL_VERSION};
-use quiver_rpc::Client;
-use quiver_shm::{Segment, ShmConfig};
-use quiver_transport::{spawn, Child};
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn reference_worker() -> PathBuf {
-    let bin = std::env::var_os("QUIVER_ORACLE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-oracle/bin"));
-    let worker = bin.join("vgi-rpc-conformance");
-    assert!(
-        worker.exists(),
-        "vgi-rpc oracle not found at {} (run ./quiver setup)",
-        worker.display()
-    );
-    worker
-}
-
-fn our_worker() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_quiver-conformance-worker"))
-}
-
-fn connect(worker: &Path, shm: bool) -> (Child, Client) {
-    let (child, connection) = spawn(worker.as_os_str(), &[]).expect("spawn worker");
-    let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
-    if shm {
-        let config = ShmConfig {
-            segment_size_bytes: Some(64 << 20),
-            ..ShmConfig::default()
-        };
-        client = client.with_shm(Segment::create(64 << 20).expect("create segment"), &config);
-    }
-    (child, client)
-}
 
 fn params(fields: Vec<(&str, ArrayRef)>) -> RecordBatch {
     let schema = Schema::new(

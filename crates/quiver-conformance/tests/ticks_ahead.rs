@@ -4,7 +4,11 @@
 //! error arrive in tick order; closing or cancelling early leaves the worker serving;
 //! ticks stay lockstep over shared memory and within the byte bound however many are asked.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{connect, our_worker, reference_worker};
+
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +17,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{Field, Schema};
-use quiver_conformance::{PROTOCOL_NAME, PROTOCOL_VERSION};
 use quiver_rpc::{Client, RpcError, TICK_BYTES_AHEAD_MAX};
-use quiver_shm::{Segment, ShmConfig};
-use quiver_transport::{spawn, Child};
 use quiver_wire::BatchMetadata;
 
 /// Ticks kept unanswered in these scenarios.
@@ -24,38 +25,6 @@ const AHEAD: usize = 8;
 
 /// A generous bound on a scenario that must not hang (a noisy 2-core machine).
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);
-
-fn reference_worker() -> PathBuf {
-    let bin = std::env::var_os("QUIVER_ORACLE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-oracle/bin")
-        });
-    let worker = bin.join("vgi-rpc-conformance");
-    assert!(
-        worker.exists(),
-        "vgi-rpc oracle not found at {} (run ./quiver setup)",
-        worker.display()
-    );
-    worker
-}
-
-fn our_worker() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_quiver-conformance-worker"))
-}
-
-fn connect(worker: &Path, shm: bool) -> (Child, Client) {
-    let (child, connection) = spawn(worker.as_os_str(), &[]).expect("spawn worker");
-    let mut client = Client::new(connection).with_protocol(PROTOCOL_NAME, PROTOCOL_VERSION);
-    if shm {
-        let config = ShmConfig {
-            segment_size_bytes: Some(16 << 20),
-            ..ShmConfig::default()
-        };
-        client = client.with_shm(Segment::create(16 << 20).expect("create segment"), &config);
-    }
-    (child, client)
-}
 
 fn ints(fields: &[(&str, i64)]) -> RecordBatch {
     let schema = Schema::new(

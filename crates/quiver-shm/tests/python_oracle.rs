@@ -42,7 +42,6 @@ fn u64_pair(value: &Value) -> (u64, u64) {
 /// (a) quiver creates and writes; vgi-rpc attaches, validates, reads, frees, and writes back.
 #[test]
 fn python_attaches_and_frees_a_rust_segment() {
-    let python = oracle_python();
     let segment = Segment::create(SIZE_BYTES).unwrap();
 
     let raw_len_bytes = 1000;
@@ -58,22 +57,12 @@ fn python_attaches_and_frees_a_rust_segment() {
     let ipc_len_bytes = writer.written_bytes();
     assert_eq!(ipc_offset % 64, 0);
 
-    let spec = format!(
-        r#"{{"table": [[{raw_offset}, {raw_len_bytes}], [{ipc_offset}, {ipc_capacity_bytes}]],
-            "raw": [{raw_offset}, {raw_len_bytes}], "ipc": [{ipc_offset}, {ipc_len_bytes}], "rows": {ROWS}}}"#
+    let report = attach_oracle(
+        &segment,
+        (raw_offset, raw_len_bytes),
+        (ipc_offset, ipc_capacity_bytes),
+        ipc_len_bytes,
     );
-    let output = Command::new(&python)
-        .arg(oracle_script("attach_rust_segment.py"))
-        .args([segment.name(), &segment.size_bytes().to_string(), &spec])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "vgi-rpc oracle rejected our segment:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = parse_json(String::from_utf8(output.stdout).unwrap().trim());
-    assert!(report["ok"].as_bool() == Some(true));
 
     // The oracle freed both regions; the only entry left is the batch it wrote itself.
     let written = u64_pair(&report["written"]);
@@ -111,7 +100,6 @@ fn python_attaches_and_frees_a_rust_segment() {
 /// and frees the region we handed over.
 #[test]
 fn python_reads_a_batch_built_in_place() {
-    let python = oracle_python();
     let segment = Segment::create(SIZE_BYTES).unwrap();
     let raw_len_bytes = 1000;
     let raw_offset = segment.allocate(raw_len_bytes).unwrap();
@@ -147,23 +135,35 @@ fn python_reads_a_batch_built_in_place() {
         "a handed-over region is not ours to free"
     );
 
-    let spec = format!(
-        r#"{{"table": [[{raw_offset}, {raw_len_bytes}], [{region_offset}, {region_len_bytes}]],
-            "raw": [{raw_offset}, {raw_len_bytes}], "ipc": [{region_offset}, {}], "rows": {ROWS}}}"#,
-        stream.len_bytes
+    let report = attach_oracle(
+        &segment,
+        (raw_offset, raw_len_bytes),
+        (region_offset, region_len_bytes),
+        stream.len_bytes as u64,
     );
-    let output = Command::new(&python)
+    assert_eq!(u64_pair(&report["written"]).0, HEADER_SIZE_BYTES);
+}
+
+/// Runs the attach oracle over `segment`, whose table holds the `raw` and `ipc` allocations
+/// (offset, allocated length), the stream in `ipc` being `ipc_len_bytes` long; its report.
+fn attach_oracle(segment: &Segment, raw: (u64, u64), ipc: (u64, u64), ipc_len_bytes: u64) -> Value {
+    let spec = format!(
+        r#"{{"table": [[{}, {}], [{}, {}]], "raw": [{}, {}], "ipc": [{}, {ipc_len_bytes}], "rows": {ROWS}}}"#,
+        raw.0, raw.1, ipc.0, ipc.1, raw.0, raw.1, ipc.0
+    );
+    let output = Command::new(oracle_python())
         .arg(oracle_script("attach_rust_segment.py"))
         .args([segment.name(), &segment.size_bytes().to_string(), &spec])
         .output()
         .unwrap();
     assert!(
         output.status.success(),
-        "vgi-rpc could not read the batch framed in place:\n{}",
+        "vgi-rpc oracle rejected our segment:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let report = parse_json(String::from_utf8(output.stdout).unwrap().trim());
     assert!(report["ok"].as_bool() == Some(true));
+    report
 }
 
 /// `batch`'s columns copied into buffers carved from `region` after 4 KiB of room, as a
