@@ -1,5 +1,6 @@
 """The Flight SQL front door under faults and limits, driven by ADBC: a client killed mid-ingest, the stop
-while a result streams, max_connections, an abandoned call, a reader that stalls.
+while a result streams, max_connections, a result message over the message limit, an abandoned call, a
+reader that stalls.
 """
 
 from __future__ import annotations
@@ -125,6 +126,29 @@ def test_sessions_are_bounded_by_max_connections(extension: Path) -> None:
                 return False
 
         wait_until(served, "the closed client's session to end")
+    finally:
+        assert process.stop() == 0
+
+
+def test_a_result_message_over_the_message_limit_ends_its_stream_by_name(extension: Path) -> None:
+    # A result batch of 2^17 rows of two BIGINT columns is a 2 MiB message, over a 1 MiB limit: the
+    # stream ends with the limit named (its headers already went out), and the server serves on.
+    limit = 1 << 20
+    process = ServerProcess(
+        "--listen",
+        "grpc://127.0.0.1:0",
+        "--max-message-bytes",
+        str(limit),
+        env={"QUIVER_EXTENSION": str(extension)},
+    )
+    try:
+        with connect(process, autocommit=True) as conn, conn.cursor() as cur:
+            with pytest.raises(adbc_driver_manager.Error) as refused:
+                cur.execute("SELECT range AS n, range * 2 AS twice FROM range(300000)")
+                cur.fetch_arrow_table()
+            assert f"exceeds the limit of {limit} bytes" in str(refused.value)
+            cur.execute("SELECT range AS n FROM range(1000)")
+            assert cur.fetch_arrow_table().num_rows == 1000
     finally:
         assert process.stop() == 0
 

@@ -1,13 +1,14 @@
-//! `DoGet` served with one copy of the result's data: arrow-flight's generated server encodes a
-//! `FlightData` with prost, which copies the body arrow-flight's encoder had already gathered (a
-//! copy of every buffer). Here a statement's and a prepared statement's batches travel as their own
-//! buffers (`statements::DataMessage::Batch`) and [`DataEncoder`] writes `FlightData`'s fields
-//! straight into tonic's frame buffer: the wire bytes are prost's, field for field
-//! (`data_header` = 2, `data_body` = 1000, in field order), so every Flight client reads them.
+//! `DoGet` served with no copy of the result's data on the gRPC side: arrow-flight's generated
+//! server, and tonic's encoder under any service, copy every message into tonic's frame buffer
+//! before the transport copies it again into the socket. Here a statement's and a prepared
+//! statement's batches travel as their own buffers (`statements::DataMessage::Batch`) and the
+//! response body ([`DataBody`], `data_body.rs`) hands those buffers to the transport as they are.
 //!
-//! [`Routed`] sends the `DoGet` path here and every other path to the generated server. Other
-//! tickets (catalog listings, SqlInfo) take the generated service's `do_get`, credentials
-//! included; the two data tickets check the credentials here, through the same gate.
+//! [`Routed`] sends the `DoGet` path here and every other path to the generated server. tonic still
+//! reads the request (limits, errors and response headers are its own); the handler's messages are
+//! taken from it ([`Captured`]) and become the response's body. Other tickets (catalog listings,
+//! SqlInfo) take the generated service's `do_get`, credentials included; the two data tickets check
+//! the credentials here, through the same gate.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,9 +17,9 @@ use std::task::{Context, Poll};
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::{Any, CommandPreparedStatementQuery, TicketStatementQuery};
 use arrow_flight::Ticket;
+use std::sync::Mutex;
+
 use futures::StreamExt;
-use prost::bytes::BufMut;
-use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -27,15 +28,12 @@ use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
 use super::auth::{Authenticated, Gate};
+use super::data_body::DataBody;
 use super::result_types::ResultTypes;
 use super::service::FlightSql;
-use super::statements::{padded, DataMessage, MessageStream};
+use super::statements::{DataMessage, MessageStream};
 
 const DO_GET_PATH: &str = "/arrow.flight.protocol.FlightService/DoGet";
-const DATA_HEADER_FIELD: u32 = 2;
-const DATA_BODY_FIELD: u32 = 1000;
-/// The two fields' keys (1 and 2 bytes) and lengths (varints of at most 10 bytes).
-const FIELD_PREFIXES_BYTES_MAX: usize = 1 + 10 + 2 + 10;
 
 /// The Flight service with `DoGet` served by [`DoGet`].
 #[derive(Clone)]
@@ -76,12 +74,22 @@ impl Service<http::Request<Body>> for Routed {
         if request.uri().path() != DO_GET_PATH {
             return self.flight.call(request);
         }
-        let do_get = self.do_get.clone();
         let bytes_max = self.message_bytes_max;
+        let captured = Captured {
+            do_get: self.do_get.clone(),
+            messages: Arc::new(Mutex::new(None)),
+        };
         Box::pin(async move {
-            let mut grpc = Grpc::new(DataCodec)
+            let mut grpc = Grpc::new(TicketCodec)
                 .apply_max_message_size_config(Some(bytes_max), Some(bytes_max));
-            Ok(grpc.server_streaming(do_get, request).await)
+            let response = grpc.server_streaming(captured.clone(), request).await;
+            // An answered call left its messages here; a refused one answered with its status.
+            let Some(messages) = captured.take() else {
+                return Ok(response);
+            };
+            let (parts, _nothing) = response.into_parts();
+            let body = Body::new(DataBody::new(messages, bytes_max));
+            Ok(http::Response::from_parts(parts, body))
         })
     }
 }
@@ -145,17 +153,60 @@ impl ServerStreamingService<Ticket> for DoGet {
     }
 }
 
-/// `DoGet`'s codec: a `Ticket` in, [`DataMessage`]s out.
-struct DataCodec;
+/// `DoGet` as tonic calls it: [`DoGet`]'s messages kept aside for the response body, and no
+/// message for tonic to encode.
+#[derive(Clone)]
+struct Captured {
+    do_get: DoGet,
+    messages: Arc<Mutex<Option<MessageStream>>>,
+}
 
-impl Codec for DataCodec {
-    type Encode = DataMessage;
+impl Captured {
+    fn take(&self) -> Option<MessageStream> {
+        self.messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+/// What tonic is given to encode: nothing (the messages go out through [`DataBody`]).
+enum Nothing {}
+
+type NoMessages = futures::stream::Empty<Result<Nothing, Status>>;
+
+impl ServerStreamingService<Ticket> for Captured {
+    type Response = Nothing;
+    type ResponseStream = NoMessages;
+    type Future = BoxFuture<Response<NoMessages>, Status>;
+
+    fn call(&mut self, request: Request<Ticket>) -> Self::Future {
+        let mut do_get = self.do_get.clone();
+        let slot = Arc::clone(&self.messages);
+        Box::pin(async move {
+            let response = do_get.call(request).await?;
+            let (metadata, messages, extensions) = response.into_parts();
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(messages);
+            Ok(Response::from_parts(
+                metadata,
+                futures::stream::empty(),
+                extensions,
+            ))
+        })
+    }
+}
+
+/// `DoGet`'s codec for tonic: a `Ticket` in, nothing out.
+struct TicketCodec;
+
+impl Codec for TicketCodec {
+    type Encode = Nothing;
     type Decode = Ticket;
-    type Encoder = DataEncoder;
+    type Encoder = NothingEncoder;
     type Decoder = TicketDecoder;
 
-    fn encoder(&mut self) -> DataEncoder {
-        DataEncoder
+    fn encoder(&mut self) -> NothingEncoder {
+        NothingEncoder
     }
 
     fn decoder(&mut self) -> TicketDecoder {
@@ -163,47 +214,16 @@ impl Codec for DataCodec {
     }
 }
 
-/// Writes a [`DataMessage`] as the `FlightData` message prost would write.
-pub struct DataEncoder;
+/// The encoder of no message.
+struct NothingEncoder;
 
-impl Encoder for DataEncoder {
-    type Item = DataMessage;
+impl Encoder for NothingEncoder {
+    type Item = Nothing;
     type Error = Status;
 
-    fn encode(&mut self, item: DataMessage, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        // The whole message's room at once: the buffer starts small after every message, and
-        // growing it as the bytes come copies them again at every doubling.
-        match item {
-            DataMessage::Encoded(data) => {
-                dst.reserve(data.encoded_len());
-                data.encode(dst)
-                    .map_err(|e| Status::internal(format!("encoding a Flight message: {e}")))
-            }
-            DataMessage::Batch(message) => {
-                dst.reserve(message.header.len() + message.body_len + FIELD_PREFIXES_BYTES_MAX);
-                write_batch(&message, dst);
-                Ok(())
-            }
-        }
+    fn encode(&mut self, item: Nothing, _dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        match item {}
     }
-}
-
-/// `message` as `FlightData { data_header, data_body }` in prost's encoding: each field its key,
-/// its length as a varint, its bytes; the body's slices each padded to 8 bytes, as its header's
-/// buffer offsets say.
-fn write_batch(message: &quiver_wire::BatchMessage, dst: &mut impl BufMut) {
-    encode_key(DATA_HEADER_FIELD, WireType::LengthDelimited, dst);
-    encode_varint(message.header.len() as u64, dst);
-    dst.put_slice(&message.header);
-    encode_key(DATA_BODY_FIELD, WireType::LengthDelimited, dst);
-    encode_varint(message.body_len as u64, dst);
-    let mut written = 0;
-    for part in &message.parts {
-        dst.put_slice(part);
-        dst.put_bytes(0, padded(part.len()) - part.len());
-        written += padded(part.len());
-    }
-    assert_eq!(written, message.body_len, "the body is its layout's length");
 }
 
 /// Reads the `Ticket`.
@@ -217,49 +237,5 @@ impl Decoder for TicketDecoder {
         Ticket::decode(src)
             .map(Some)
             .map_err(|e| Status::invalid_argument(format!("not a Flight ticket: {e}")))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use arrow_array::{Float64Array, Int32Array, RecordBatch, StringArray};
-    use arrow_flight::FlightData;
-
-    use super::*;
-
-    #[test]
-    fn a_batch_written_in_place_is_the_flight_data_prost_writes() {
-        let batch = RecordBatch::try_from_iter([
-            (
-                "id",
-                Arc::new(Int32Array::from(vec![Some(1), None, Some(3)])) as _,
-            ),
-            (
-                "value",
-                Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5])) as _,
-            ),
-            (
-                "name",
-                Arc::new(StringArray::from(vec!["a", "bcd", ""])) as _,
-            ),
-        ])
-        .unwrap();
-        let message = quiver_wire::BatchMessage::of(&batch).unwrap();
-        let mut written = Vec::new();
-        write_batch(&message, &mut written);
-        let expected = DataMessage::Batch(message).into_flight_data();
-        assert_eq!(written, expected.encode_to_vec());
-        let decoded = FlightData::decode(&written[..]).unwrap();
-        let batches = arrow_flight::utils::flight_data_to_batches(&[
-            FlightData::from(arrow_flight::SchemaAsIpc::new(
-                &batch.schema(),
-                &Default::default(),
-            )),
-            decoded,
-        ])
-        .unwrap();
-        assert_eq!(batches, vec![batch]);
     }
 }

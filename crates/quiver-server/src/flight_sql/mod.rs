@@ -17,6 +17,7 @@ mod call_guards;
 mod cancel;
 mod catalog;
 mod connections;
+mod data_body;
 mod do_get;
 mod ingest;
 mod lease;
