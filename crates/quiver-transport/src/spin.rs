@@ -5,7 +5,9 @@
 //! one-byte round trip between two processes here: 44 µs asleep, 2-3 µs polling), which is more
 //! than a scalar call's whole turn. So a reader first polls without sleeping for up to
 //! [`spin_micros`]: a peer that answers within that budget is seen at once, a slower one costs
-//! the budget in spinning before the usual wait.
+//! the budget in spinning before the usual wait. The default outlasts a turn of a scalar call
+//! (DuckDB's side of a 2,048-row chunk plus the worker's), so over a run of calls neither side
+//! sleeps; shorter budgets expire just before the answer and save little.
 
 use std::io::{self, Read};
 use std::os::fd::RawFd;
@@ -13,7 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The default of [`spin_micros`].
-pub const SPIN_MICROS_DEFAULT: u64 = 50;
+pub const SPIN_MICROS_DEFAULT: u64 = 200;
 
 /// How long a reader polls before it sleeps, in microseconds: `QUIVER_SPIN_MICROS`, else
 /// [`SPIN_MICROS_DEFAULT`]; 0 turns spinning off.
