@@ -7,6 +7,7 @@ tools/setup.sh installs the module into .venv; without it these tests fail and s
 
 from __future__ import annotations
 
+import decimal
 import os
 import subprocess
 import sys
@@ -84,6 +85,32 @@ def test_unix_socket_uses_shared_memory(server: object) -> None:
         assert table.num_rows == 500000 and table.column("s")[0].as_py() == "x" * 20
     with server.connect(unix, shm=False) as db:  # type: ignore[attr-defined]
         assert not db.uses_shm
+
+
+@pytest.mark.parametrize("over", ["tcp", "unix"])
+def test_every_batch_keeps_the_result_schema_and_values(server: object, over: str) -> None:
+    """Each batch crosses as a struct array imported against the result's schema: every batch
+    carries that schema, and nulls, strings, decimals, lists and structs arrive as sent (several
+    batches, over the socket and over shared memory).
+    """
+    address = next(a for a in server.addresses if a.startswith(over))  # type: ignore[attr-defined]
+    sql = (
+        "SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || i END AS s, (i / 100)::DECIMAL(18, 2) AS d, "
+        "[i, i + 1] AS l, {'a': i, 'b': i % 3 = 0} AS st FROM (SELECT range::BIGINT AS i FROM range(300000))"
+    )
+    with server.connect(address) as db:  # type: ignore[attr-defined]
+        db.execute(f"CREATE OR REPLACE TABLE kept AS {sql}")
+        reader = db.query("SELECT * FROM kept ORDER BY i")
+        batches = list(reader)
+        assert len(batches) > 1, "a large result arrives in several batches"
+        assert all(batch.schema.equals(reader.schema, check_metadata=True) for batch in batches)
+        table = pa.Table.from_batches(batches)
+        assert table.num_rows == 300000
+        assert table.column("s").null_count == len(range(0, 300000, 7))
+        assert table.slice(299998, 1).to_pylist() == [
+            {"i": 299998, "s": "v299998", "d": decimal.Decimal("2999.98"), "l": [299998, 299999],
+             "st": {"a": 299998, "b": False}}
+        ]  # fmt: skip
 
 
 def test_execute_counts_rows_and_takes_parameters(db: object) -> None:

@@ -1,13 +1,16 @@
 //! A query result as a `pyarrow.RecordBatchReader`: `RecordBatchReader.from_batches` over
 //! [`Batches`], which pulls one batch per `next` from the session's open query stream (the GIL
 //! released while it waits), so Python holds one batch at a time and each batch crosses through
-//! the Arrow C data interface without a copy. An error mid-stream reaches the caller as quiver's
+//! the Arrow C data interface without a copy: its columns as one struct array, imported against
+//! the result's `pyarrow.Schema`, which crosses once per query rather than once per batch. An
+//! error mid-stream reaches the caller as quiver's
 //! own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a Python
 //! iterator raised, where the C stream interface would have turned it into `ArrowInvalid`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow_array::RecordBatch;
+use arrow_array::ffi::FFI_ArrowArray;
+use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::{Schema, SchemaRef};
 use pyo3::prelude::*;
@@ -100,6 +103,12 @@ impl QueryReader {
         let schema = self.schema.to_pyarrow(py)?;
         let batches = Batches {
             reader: Mutex::new(self),
+            schema: schema.clone().unbind(),
+            import: py
+                .import("pyarrow")?
+                .getattr("RecordBatch")?
+                .getattr("_import_from_c")?
+                .unbind(),
         };
         py.import("pyarrow")?
             .getattr("RecordBatchReader")?
@@ -120,6 +129,10 @@ impl QueryReader {
 #[pyclass(module = "quiver_native")]
 pub(crate) struct Batches {
     reader: Mutex<QueryReader>,
+    /// The result's `pyarrow.Schema`, every batch's.
+    schema: Py<PyAny>,
+    /// `pyarrow.RecordBatch._import_from_c`.
+    import: Py<PyAny>,
 }
 
 #[pymethods]
@@ -134,9 +147,27 @@ impl Batches {
             reader.next_batch()
         });
         match next.into_py_result()? {
-            Some(batch) => Ok(Some(batch.to_pyarrow(py)?.unbind())),
+            Some(batch) => Ok(Some(self.to_pyarrow(py, batch)?)),
             None => Ok(None),
         }
+    }
+}
+
+impl Batches {
+    /// `batch` as a `pyarrow.RecordBatch` over the same buffers: its columns exported as one
+    /// struct array through the C data interface and imported with the result's schema (which
+    /// keeps the schema's metadata and nullability; the struct's own field list is not used).
+    fn to_pyarrow(&self, py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
+        let data = StructArray::from(batch).into_data();
+        let mut array = FFI_ArrowArray::new(&data);
+        // pyarrow moves the struct out (leaving it released) when the import succeeds; when it
+        // fails, `array` still owns the batch's buffers and releases them on drop.
+        let address = &mut array as *mut FFI_ArrowArray as usize;
+        let imported = self
+            .import
+            .bind(py)
+            .call1((address, self.schema.bind(py)))?;
+        Ok(imported.unbind())
     }
 }
 
