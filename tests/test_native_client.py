@@ -7,6 +7,8 @@ tools/setup.sh installs the module into .venv; without it these tests fail and s
 
 from __future__ import annotations
 
+import decimal
+import gc
 import os
 import subprocess
 import sys
@@ -84,6 +86,32 @@ def test_unix_socket_uses_shared_memory(server: object) -> None:
         assert table.num_rows == 500000 and table.column("s")[0].as_py() == "x" * 20
     with server.connect(unix, shm=False) as db:  # type: ignore[attr-defined]
         assert not db.uses_shm
+
+
+@pytest.mark.parametrize("over", ["tcp", "unix"])
+def test_every_batch_keeps_the_result_schema_and_values(server: object, over: str) -> None:
+    """Each batch crosses as a struct array imported against the result's schema: every batch
+    carries that schema, and nulls, strings, decimals, lists and structs arrive as sent (several
+    batches, over the socket and over shared memory).
+    """
+    address = next(a for a in server.addresses if a.startswith(over))  # type: ignore[attr-defined]
+    sql = (
+        "SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || i END AS s, (i / 100)::DECIMAL(18, 2) AS d, "
+        "[i, i + 1] AS l, {'a': i, 'b': i % 3 = 0} AS st FROM (SELECT range::BIGINT AS i FROM range(300000))"
+    )
+    with server.connect(address) as db:  # type: ignore[attr-defined]
+        db.execute(f"CREATE OR REPLACE TABLE kept AS {sql}")
+        reader = db.query("SELECT * FROM kept ORDER BY i")
+        batches = list(reader)
+        assert len(batches) > 1, "a large result arrives in several batches"
+        assert all(batch.schema.equals(reader.schema, check_metadata=True) for batch in batches)
+        table = pa.Table.from_batches(batches)
+        assert table.num_rows == 300000
+        assert table.column("s").null_count == len(range(0, 300000, 7))
+        assert table.slice(299998, 1).to_pylist() == [
+            {"i": 299998, "s": "v299998", "d": decimal.Decimal("2999.98"), "l": [299998, 299999],
+             "st": {"a": 299998, "b": False}}
+        ]  # fmt: skip
 
 
 def test_execute_counts_rows_and_takes_parameters(db: object) -> None:
@@ -176,6 +204,59 @@ def test_a_new_statement_discards_an_unfinished_result(qn: ModuleType, db: objec
     assert db.query("SELECT 7 AS x").read_all().column("x")[0].as_py() == 7  # type: ignore[attr-defined]
     with pytest.raises(qn.InvalidInputError, match="the result was discarded"):
         reader.read_next_batch()
+
+
+def read_ahead_threads() -> int:
+    """Threads of this process that read a result ahead (named quiver-read-ahead; Linux keeps 15 bytes)."""
+    tasks = Path("/proc/self/task").iterdir()
+    return sum(1 for task in tasks if (task / "comm").read_text().strip() == "quiver-read-ahe")
+
+
+def test_a_large_result_over_a_socket_is_read_one_batch_ahead(db: object) -> None:
+    """From the third batch on a thread reads ahead; every row arrives once, and the thread ends with the result."""
+    assert read_ahead_threads() == 0
+    reader = db.query("SELECT range AS i FROM range(3000000)")  # type: ignore[attr-defined]
+    rows, total, seen_thread = 0, 0, False
+    for batch in reader:
+        rows += batch.num_rows
+        total += pc.sum(batch.column(0)).as_py()
+        seen_thread = seen_thread or read_ahead_threads() == 1
+    assert (rows, total) == (3000000, sum(range(3000000)))
+    assert seen_thread, "a result of many batches is read ahead"
+    wait_until(lambda: read_ahead_threads() == 0, "the read-ahead thread ends with the result")
+    assert db.query("SELECT 1 AS x").read_all().num_rows == 1  # type: ignore[attr-defined]
+
+
+def test_a_batch_read_ahead_is_not_handed_out_after_another_statement(qn: ModuleType, db: object) -> None:
+    reader = db.query("SELECT range AS i FROM range(10000000)")  # type: ignore[attr-defined]
+    for _ in range(3):
+        assert reader.read_next_batch().num_rows > 0
+    assert read_ahead_threads() == 1
+    assert db.query("SELECT 7 AS x").read_all().column("x")[0].as_py() == 7  # type: ignore[attr-defined]
+    with pytest.raises(qn.InvalidInputError, match="the result was discarded"):
+        reader.read_next_batch()
+    wait_until(lambda: read_ahead_threads() == 0, "the read-ahead thread ends")
+
+
+def test_a_reader_let_go_while_reading_ahead_ends_its_thread_and_its_query(db: object) -> None:
+    reader = db.query("SELECT range AS i FROM range(10000000)")  # type: ignore[attr-defined]
+    for _ in range(3):
+        assert reader.read_next_batch().num_rows > 0
+    del reader
+    gc.collect()
+    wait_until(lambda: read_ahead_threads() == 0, "the read-ahead thread ends")
+    assert db.query("SELECT 7 AS x").read_all().column("x")[0].as_py() == 7  # type: ignore[attr-defined]
+
+
+def test_shared_memory_results_are_not_read_ahead(server: object) -> None:
+    unix = next(a for a in server.addresses if a.startswith("unix://"))  # type: ignore[attr-defined]
+    with server.connect(unix) as db:  # type: ignore[attr-defined]
+        assert db.uses_shm
+        batches = 0
+        for batch in db.query("SELECT range AS i FROM range(3000000)"):
+            batches += 1
+            assert batch.num_rows > 0 and read_ahead_threads() == 0
+        assert batches > 2
 
 
 def test_an_error_mid_stream_keeps_its_quiver_type(qn: ModuleType, db: object) -> None:

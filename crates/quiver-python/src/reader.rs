@@ -1,19 +1,23 @@
 //! A query result as a `pyarrow.RecordBatchReader`: `RecordBatchReader.from_batches` over
 //! [`Batches`], which pulls one batch per `next` from the session's open query stream (the GIL
-//! released while it waits), so Python holds one batch at a time and each batch crosses through
-//! the Arrow C data interface without a copy. An error mid-stream reaches the caller as quiver's
-//! own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a Python
-//! iterator raised, where the C stream interface would have turned it into `ArrowInvalid`.
+//! released while it waits; from the third batch on one batch ahead, see [`ReadAhead`]), so Python
+//! holds a batch or two at a time. Each batch crosses through the Arrow C data interface without a
+//! copy: its columns as one struct array, imported against the result's `pyarrow.Schema`, which
+//! crosses once per query rather than once per batch. An error mid-stream reaches the caller as
+//! quiver's own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a
+//! Python iterator raised, where the C stream interface would have turned it into `ArrowInvalid`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow_array::RecordBatch;
+use arrow_array::ffi::FFI_ArrowArray;
+use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::{Schema, SchemaRef};
 use pyo3::prelude::*;
 use quiver_client::{Connection, Error, QueryStream, Result};
 
 use crate::errors::IntoPy;
+use crate::read_ahead::ReadAhead;
 use crate::session::{Session, State};
 
 /// The batches of one query, read from the session that holds its stream.
@@ -24,6 +28,8 @@ pub(crate) struct QueryReader {
     /// The batch read when the query opened (it carried the schema).
     first: Option<RecordBatch>,
     ended: bool,
+    /// Whether large batches arrive through shared memory (then nothing is read ahead).
+    uses_shm: bool,
 }
 
 impl QueryReader {
@@ -33,13 +39,18 @@ impl QueryReader {
         session: Arc<Session>,
         start: impl FnOnce(&'static mut Connection) -> Result<QueryStream<'static>>,
     ) -> Result<QueryReader> {
-        let id = session.open_query(start)?;
+        let mut uses_shm = false;
+        let id = session.open_query(|connection| {
+            uses_shm = connection.uses_shm();
+            start(connection)
+        })?;
         let mut reader = QueryReader {
             session,
             id,
             schema: Arc::new(Schema::empty()),
             first: None,
             ended: false,
+            uses_shm,
         };
         match reader.pull()? {
             Some(batch) => {
@@ -62,11 +73,7 @@ impl QueryReader {
             State::Query(lent) if lent.id == self.id => lent.borrower(),
             _ => {
                 self.ended = true;
-                return Err(Error::InvalidInput(
-                    "the result was discarded: another statement ran on this connection (or it \
-                     closed) before the result was read to the end"
-                        .into(),
-                ));
+                return Err(discarded());
             }
         };
         let next = stream.next();
@@ -99,15 +106,32 @@ impl QueryReader {
     pub(crate) fn into_pyarrow(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         let schema = self.schema.to_pyarrow(py)?;
         let batches = Batches {
-            reader: Mutex::new(self),
+            batches: Mutex::new(ReadAhead::new(self)),
+            schema: schema.clone().unbind(),
+            import: py
+                .import("pyarrow")?
+                .getattr("RecordBatch")?
+                .getattr("_import_from_c")?
+                .unbind(),
         };
         py.import("pyarrow")?
             .getattr("RecordBatchReader")?
             .call_method1("from_batches", (schema, batches))
     }
 
+    /// Whether the session has moved on from this result (another statement ran, or the
+    /// connection closed): a batch read ahead before that is not handed out.
+    pub(crate) fn discarded(&self) -> bool {
+        !matches!(&*self.session.lock(), State::Query(lent) if lent.id == self.id)
+    }
+
+    /// Whether its batches arrive through shared memory.
+    pub(crate) fn uses_shm(&self) -> bool {
+        self.uses_shm
+    }
+
     /// The next batch: the one read at open first, then the stream's.
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match self.first.take() {
             Some(batch) => Ok(Some(batch)),
             None => self.pull(),
@@ -115,11 +139,24 @@ impl QueryReader {
     }
 }
 
+/// What reading a result the session has moved on from answers.
+pub(crate) fn discarded() -> Error {
+    Error::InvalidInput(
+        "the result was discarded: another statement ran on this connection (or it closed) \
+         before the result was read to the end"
+            .into(),
+    )
+}
+
 /// The iterator `pyarrow.RecordBatchReader.from_batches` reads: one `pyarrow.RecordBatch` per
 /// `next`, quiver's exception on an error.
 #[pyclass(module = "quiver_native")]
 pub(crate) struct Batches {
-    reader: Mutex<QueryReader>,
+    batches: Mutex<ReadAhead>,
+    /// The result's `pyarrow.Schema`, every batch's.
+    schema: Py<PyAny>,
+    /// `pyarrow.RecordBatch._import_from_c`.
+    import: Py<PyAny>,
 }
 
 #[pymethods]
@@ -130,13 +167,31 @@ impl Batches {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let next = py.detach(|| {
-            let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-            reader.next_batch()
+            let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
+            batches.next()
         });
         match next.into_py_result()? {
-            Some(batch) => Ok(Some(batch.to_pyarrow(py)?.unbind())),
+            Some(batch) => Ok(Some(self.to_pyarrow(py, batch)?)),
             None => Ok(None),
         }
+    }
+}
+
+impl Batches {
+    /// `batch` as a `pyarrow.RecordBatch` over the same buffers: its columns exported as one
+    /// struct array through the C data interface and imported with the result's schema (which
+    /// keeps the schema's metadata and nullability; the struct's own field list is not used).
+    fn to_pyarrow(&self, py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
+        let data = StructArray::from(batch).into_data();
+        let mut array = FFI_ArrowArray::new(&data);
+        // pyarrow moves the struct out (leaving it released) when the import succeeds; when it
+        // fails, `array` still owns the batch's buffers and releases them on drop.
+        let address = &mut array as *mut FFI_ArrowArray as usize;
+        let imported = self
+            .import
+            .bind(py)
+            .call1((address, self.schema.bind(py)))?;
+        Ok(imported.unbind())
     }
 }
 

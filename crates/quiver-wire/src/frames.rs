@@ -276,7 +276,13 @@ pub(crate) fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64)
     Ok(())
 }
 
-/// Reads `len` bytes into a 64-byte-aligned buffer so arrays decode over it in place.
+/// Reads `len` bytes into a buffer that arrays decode over in place.
+///
+/// The bytes land in memory that was never written before (`read_to_end` hands the reader
+/// the vector's spare capacity, and sockets read into it without zero-filling it first),
+/// so a body costs the copy out of the kernel and no fill. The buffer comes from the
+/// allocator at its natural alignment, at least 16 bytes for a body of any size on the
+/// platforms quiver runs on; [`aligned`] copies the rare one below 8.
 ///
 /// Memory follows the bytes that actually arrive: a body larger than
 /// [`READ_CHUNK_BYTES`] grows by doubling as it is read, so a peer that
@@ -286,18 +292,19 @@ pub(crate) fn read_buffer<R: Read>(
     len: usize,
     what: &'static str,
 ) -> Result<Buffer> {
-    let mut buffer = MutableBuffer::from_len_zeroed(len.min(READ_CHUNK_BYTES));
-    let mut filled = 0;
-    loop {
-        reader
-            .read_exact(&mut buffer.as_slice_mut()[filled..])
+    let mut bytes = Vec::new();
+    while bytes.len() < len {
+        let goal = len.min((bytes.len() * 2).max(READ_CHUNK_BYTES));
+        bytes.reserve_exact(goal - bytes.len());
+        let want = goal - bytes.len();
+        let got = Read::take(&mut *reader, want as u64)
+            .read_to_end(&mut bytes)
             .map_err(truncated(what))?;
-        filled = buffer.len();
-        if filled == len {
-            return Ok(buffer.into());
+        if got < want {
+            return Err(WireError::Truncated(format!("end of input inside {what}")));
         }
-        buffer.resize(len.min(filled * 2), 0);
     }
+    Ok(aligned(Buffer::from_vec(bytes)))
 }
 
 /// Bodies up to this size are allocated at once; larger ones grow as they arrive.

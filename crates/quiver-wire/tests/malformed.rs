@@ -511,3 +511,28 @@ fn the_allocation_tracker_sees_allocations() {
     assert!(largest >= 3 << 20, "{largest}");
     drop(buffer);
 }
+
+#[test]
+fn a_large_body_cut_short_is_truncated_and_holds_only_what_arrived() {
+    // Within the default limits a body of 512 MiB is announced; 3 MiB of it arrive, then the
+    // input ends. The error names the body, and the memory held never passed the first chunk a
+    // body is read in (64 MiB), far below what was announced.
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+    let announced: i64 = 512 << 20;
+    let mut bytes = schema_frame(&schema);
+    bytes.extend_from_slice(&frame(&record_batch_header(
+        announced / 8,
+        announced,
+        &[(announced / 8, 0)],
+        &[(0, 0), (0, announced)],
+    )));
+    bytes.resize(bytes.len() + (3 << 20), 7);
+    let (largest, result) = largest_allocation_during(|| read_io(&bytes, Limits::DEFAULT));
+    match result {
+        Err(WireError::Truncated(message)) => {
+            assert!(message.contains("message body"), "{message}")
+        }
+        other => panic!("expected a truncated body, got {other:?}"),
+    }
+    assert!(largest <= 64 << 20, "allocated {largest} bytes at once");
+}

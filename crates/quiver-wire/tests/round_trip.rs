@@ -294,3 +294,25 @@ fn float_and_string_columns_survive_unusual_slices() {
         );
     }
 }
+
+#[test]
+fn a_body_larger_than_one_read_chunk_arrives_whole() {
+    // 72 MiB of values: read as a first 64 MiB chunk, then grown to the rest; every value is
+    // where it was written, and the arrays lie over the buffer read (8-byte aligned).
+    let values = 9 << 20;
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+    let column: ArrayRef = Arc::new(Int64Array::from_iter_values(0..values));
+    let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+    let mut bytes = Vec::new();
+    let mut writer = StreamWriter::begin(&schema, &mut bytes).unwrap();
+    writer
+        .write(&batch, &BatchMetadata::new(), &mut bytes)
+        .unwrap();
+    writer.finish(&mut bytes);
+    let (_, batches) = read_io(&bytes, Limits::DEFAULT).unwrap().unwrap();
+    assert_eq!(batches.len(), 1);
+    let read = batches[0].0.column(0).as_primitive::<Int64Type>();
+    assert_eq!(read.len(), values as usize);
+    assert!(read.values().iter().copied().eq(0..values));
+    assert_eq!(read.values().as_ptr().align_offset(8), 0);
+}
