@@ -134,13 +134,15 @@ fn wait(fd: i32, events: i16) -> io::Result<()> {
 /// The reading end of a pipe or socket to a peer.
 pub struct FdReader {
     fd: OwnedFd,
+    spinner: spin::Spinner,
 }
 
 impl FdReader {
     /// Takes `fd` and makes it non-blocking.
     pub fn new(fd: OwnedFd) -> io::Result<FdReader> {
         set_nonblocking(&fd)?;
-        Ok(FdReader { fd })
+        let spinner = spin::Spinner::new(fd.as_raw_fd());
+        Ok(FdReader { fd, spinner })
     }
 }
 
@@ -154,8 +156,12 @@ impl Read for FdReader {
             }
             let error = io::Error::last_os_error();
             match error.kind() {
-                io::ErrorKind::WouldBlock if spin::until_readable(self.fd.as_raw_fd()) => {}
-                io::ErrorKind::WouldBlock => wait(self.fd.as_raw_fd(), libc::POLLIN)?,
+                io::ErrorKind::WouldBlock if self.spinner.spin() => {}
+                io::ErrorKind::WouldBlock => {
+                    let started = Instant::now();
+                    wait(self.fd.as_raw_fd(), libc::POLLIN)?;
+                    self.spinner.slept(started.elapsed());
+                }
                 io::ErrorKind::Interrupted => {}
                 _ => return Err(error),
             }

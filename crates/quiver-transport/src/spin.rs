@@ -29,49 +29,87 @@ pub fn spin_micros() -> u64 {
     })
 }
 
-/// Polls `fd` without sleeping for up to [`spin_micros`]; whether it became readable (or hung
-/// up: the read that follows reports it).
-pub(crate) fn until_readable(fd: RawFd) -> bool {
-    let budget = spin_micros();
-    if budget == 0 {
-        return false;
+/// Whether `fd` has something to read now (or hung up: the read that follows reports it).
+fn readable(fd: RawFd) -> bool {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout never sleeps.
+    unsafe { libc::poll(&mut pollfd, 1, 0) != 0 }
+}
+
+/// Waits below this are reads that found data, not waits on the peer.
+const WAITED_MIN: Duration = Duration::from_micros(10);
+
+/// Spins for one descriptor's peer while that pays: while its recent waits were short enough
+/// to be caught. A peer that answers in a few microseconds (a scalar call, a unary call) is met
+/// by spinning; one that takes longer (a scan's next batch while the server computes it) is
+/// waited for asleep after the first miss, so a stream does not burn a core its peer needs.
+pub(crate) struct Spinner {
+    fd: RawFd,
+    worth_it: bool,
+}
+
+impl Spinner {
+    pub(crate) fn new(fd: RawFd) -> Spinner {
+        Spinner { fd, worth_it: true }
     }
-    let until = Instant::now() + Duration::from_micros(budget);
-    loop {
-        let mut pollfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; a zero timeout never sleeps.
-        if unsafe { libc::poll(&mut pollfd, 1, 0) } != 0 {
+
+    /// Before a read that may block: whether `fd` is readable now, after spinning for up to
+    /// [`spin_micros`] when that has been paying. `false`: block, and report the wait to
+    /// [`Spinner::slept`].
+    pub(crate) fn spin(&mut self) -> bool {
+        let budget = Duration::from_micros(spin_micros());
+        if readable(self.fd) {
             return true;
         }
-        if Instant::now() >= until {
+        if !self.worth_it || budget.is_zero() {
             return false;
         }
-        // Lets a peer waiting on this very CPU run (a no-op when nothing else is runnable here).
-        // SAFETY: no arguments, no memory.
-        unsafe { libc::sched_yield() };
+        let until = Instant::now() + budget;
+        while Instant::now() < until {
+            // Lets a peer waiting on this very CPU run (a no-op when nothing else is runnable).
+            // SAFETY: no arguments, no memory.
+            unsafe { libc::sched_yield() };
+            if readable(self.fd) {
+                return true;
+            }
+        }
+        self.worth_it = false;
+        false
+    }
+
+    /// After a blocking wait of `waited`: spin next time if this wait would have been caught.
+    pub(crate) fn slept(&mut self, waited: Duration) {
+        if waited >= WAITED_MIN {
+            self.worth_it = waited <= Duration::from_micros(spin_micros());
+        }
     }
 }
 
 /// A blocking reader that spins for its peer before it blocks.
 pub(crate) struct SpinningReader<R> {
     inner: R,
-    fd: RawFd,
+    spinner: Spinner,
 }
 
 impl<R: Read + std::os::fd::AsRawFd> SpinningReader<R> {
     pub(crate) fn new(inner: R) -> SpinningReader<R> {
-        let fd = inner.as_raw_fd();
-        SpinningReader { inner, fd }
+        let spinner = Spinner::new(inner.as_raw_fd());
+        SpinningReader { inner, spinner }
     }
 }
 
 impl<R: Read> Read for SpinningReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        until_readable(self.fd);
-        self.inner.read(buf)
+        if self.spinner.spin() {
+            return self.inner.read(buf);
+        }
+        let started = Instant::now();
+        let read = self.inner.read(buf);
+        self.spinner.slept(started.elapsed());
+        read
     }
 }

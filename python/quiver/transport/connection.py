@@ -7,6 +7,7 @@ import io
 import os
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,27 +27,44 @@ def _spin_seconds() -> float:
 
 
 _SPIN_SECONDS = _spin_seconds()
+# Waits below this are reads that found data, not waits on the peer.
+_WAITED_MIN_SECONDS = 10e-6
 
 
 class _Spinner:
-    """Polls a descriptor without sleeping for a few microseconds before a blocking read.
+    """Polls a descriptor for a few microseconds before a blocking read, while that pays.
 
     A reader asleep in ``read(2)`` is woken by the peer's write through the scheduler; across
     cores of a virtual machine that costs tens of microseconds, more than a scalar call's turn.
-    Polling (and yielding the CPU, so a peer on the same CPU runs) sees a quick answer at once;
-    a slow peer costs at most the budget before the usual blocking read.
+    Polling (and yielding the CPU, so a peer on the same CPU runs) sees a quick answer at once.
+    A peer slower than the budget is waited for asleep after the first miss, until a wait short
+    enough to be caught shows spinning pays again (the Rust transport's ``spin.rs`` rule).
     """
 
     def __init__(self, fd: int) -> None:
         self._poller = select.poll()
         self._poller.register(fd, select.POLLIN)
+        self._worth_it = True
 
-    def wait(self) -> None:
-        if not _SPIN_SECONDS or self._poller.poll(0):
-            return
-        deadline = time.monotonic() + _SPIN_SECONDS
-        while not self._poller.poll(0) and time.monotonic() < deadline:
-            os.sched_yield()
+    def read(self, read: Callable[[], int | None]) -> int | None:
+        """Runs ``read`` (which may block) after spinning, and learns from how long it waited."""
+        if self._poller.poll(0):
+            return read()
+        # Another thread of this process may want the interpreter lock a spinning thread keeps
+        # taking back: spin only where this thread and the main one are all there is.
+        if _SPIN_SECONDS and self._worth_it and threading.active_count() <= 2:
+            deadline = time.monotonic() + _SPIN_SECONDS
+            while time.monotonic() < deadline:
+                os.sched_yield()
+                if self._poller.poll(0):
+                    return read()
+            self._worth_it = False
+        started = time.monotonic()
+        result = read()
+        waited = time.monotonic() - started
+        if waited >= _WAITED_MIN_SECONDS:
+            self._worth_it = waited <= _SPIN_SECONDS
+        return result
 
 
 class _SpinningFileIO(io.FileIO):
@@ -55,8 +73,7 @@ class _SpinningFileIO(io.FileIO):
         self._spinner = _Spinner(fd)
 
     def readinto(self, buffer: Any) -> int | None:
-        self._spinner.wait()
-        return super().readinto(buffer)
+        return self._spinner.read(lambda: io.FileIO.readinto(self, buffer))
 
 
 class _SpinningSocketIO(socket.SocketIO):
@@ -65,8 +82,7 @@ class _SpinningSocketIO(socket.SocketIO):
         self._spinner = _Spinner(sock.fileno())
 
     def readinto(self, buffer: Any) -> int | None:
-        self._spinner.wait()
-        return super().readinto(buffer)
+        return self._spinner.read(lambda: socket.SocketIO.readinto(self, buffer))
 
 
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
