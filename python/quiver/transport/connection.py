@@ -38,7 +38,9 @@ class _Spinner:
     cores of a virtual machine that costs tens of microseconds, more than a scalar call's turn.
     Polling (and yielding the CPU, so a peer on the same CPU runs) sees a quick answer at once.
     A peer slower than the budget is waited for asleep after the first miss, until a wait short
-    enough to be caught shows spinning pays again (the Rust transport's ``spin.rs`` rule).
+    enough to be caught shows spinning pays again (the Rust transport's ``spin.rs`` rule). A
+    thread does not spin while another is at work: it would keep taking the interpreter lock
+    that thread needs.
     """
 
     def __init__(self, fd: int) -> None:
@@ -50,21 +52,56 @@ class _Spinner:
         """Runs ``read`` (which may block) after spinning, and learns from how long it waited."""
         if self._poller.poll(0):
             return read()
-        # Another thread of this process may want the interpreter lock a spinning thread keeps
-        # taking back: spin only where this thread and the main one are all there is.
-        if _SPIN_SECONDS and self._worth_it and threading.active_count() <= 2:
-            deadline = time.monotonic() + _SPIN_SECONDS
-            while time.monotonic() < deadline:
-                os.sched_yield()
-                if self._poller.poll(0):
-                    return read()
-            self._worth_it = False
-        started = time.monotonic()
-        result = read()
-        waited = time.monotonic() - started
-        if waited >= _WAITED_MIN_SECONDS:
-            self._worth_it = waited <= _SPIN_SECONDS
-        return result
+        _WORKING.stop()
+        try:
+            if _SPIN_SECONDS and self._worth_it:
+                deadline = time.monotonic() + _SPIN_SECONDS
+                # A thread at work wants the interpreter lock a spinning thread keeps taking back.
+                while not _WORKING.others():
+                    os.sched_yield()
+                    if self._poller.poll(0):
+                        return read()
+                    if time.monotonic() >= deadline:
+                        self._worth_it = False
+                        break
+            started = time.monotonic()
+            result = read()
+            waited = time.monotonic() - started
+            if waited >= _WAITED_MIN_SECONDS:
+                self._worth_it = waited <= _SPIN_SECONDS
+            return result
+        finally:
+            _WORKING.start()
+
+
+class _Working:
+    """How many threads of this process are at work between reads of a peer (not waiting on one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._local = threading.local()
+
+    def stop(self) -> None:
+        """Marks the calling thread as waiting on a peer."""
+        if getattr(self._local, "working", False):
+            self._local.working = False
+            with self._lock:
+                self._count -= 1
+
+    def start(self) -> None:
+        """Marks the calling thread as at work again."""
+        if not getattr(self._local, "working", False):
+            self._local.working = True
+            with self._lock:
+                self._count += 1
+
+    def others(self) -> bool:
+        """Whether another thread is at work (this one is waiting)."""
+        return self._count > 0
+
+
+_WORKING = _Working()
 
 
 class _SpinningFileIO(io.FileIO):
