@@ -3,8 +3,12 @@
 
 use std::time::Instant;
 
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
 use quiver_wire::{
-    empty_schema, keys, BatchMetadata, ErrorReport, StreamReader, StreamWriter, WireError,
+    empty_schema, keys, BatchMetadata, ErrorReport, LogRecord, StreamReader, StreamWriter,
+    WireError,
 };
 
 use super::{origin, Session};
@@ -22,35 +26,12 @@ impl Session<'_> {
         params: &Params,
         request_metadata: &BatchMetadata,
     ) -> Result<(), ConnectionError> {
-        let mut ctx = CallContext::new(&method.name, request_metadata);
-        let setup = body(params, &mut ctx).and_then(|setup| conform::check_header(method, setup));
-        let mut pending_logs = ctx.take_logs();
-        let mut setup: StreamSetup = match setup {
-            Ok(setup) => setup,
-            Err(report) => {
-                let report = report.with_synthesized_traceback(&origin(method, request_metadata));
-                let logs = std::mem::take(&mut pending_logs);
-                self.write_stream_with_logs(&empty_schema(), &logs, None, Some(&report))?;
-                self.flush()?;
-                return self.drain_input();
-            }
+        let Some((mut setup, pending_logs)) =
+            self.open_stream(method, body, params, request_metadata)?
+        else {
+            return self.drain_input();
         };
-        if let (Some(header_schema), Some(header)) = (&method.header_schema, setup.header.take()) {
-            let logs = std::mem::take(&mut pending_logs);
-            self.write_stream_with_logs(header_schema, &logs, Some(header), None)?;
-        }
-        self.flush()?;
-
-        let limits = self.limits();
-        let input = self
-            .link
-            .wait_for_peer(self.shm.as_mut(), |peer| StreamReader::begin(peer, limits));
-        let Some(mut input) = input? else {
-            return Err(WireError::Truncated(
-                "client closed before opening the stream input".into(),
-            )
-            .into());
-        };
+        let mut input = self.open_input()?;
         let output_schema = setup.output_schema.clone();
         let mut output = StreamWriter::begin(&output_schema, &mut self.out)?;
         for record in &pending_logs {
@@ -79,52 +60,21 @@ impl Session<'_> {
                 break;
             }
             let (batch, metadata) = self.resolve_input(batch, metadata)?;
-            let output_space = self.shm.as_ref().map(|route| route.output_space());
-            let step = conform::conform_input(&setup.input_schema, batch).and_then(|batch| {
-                let mut ctx = CallContext::new(&method.name, &metadata)
-                    .with_output(output_space.unwrap_or_default());
-                let mut step = StreamOutput::default();
-                let started = Instant::now();
-                let outcome = setup.state.process(&batch, &metadata, &mut step, &mut ctx);
-                self.add_process_time(started);
-                let mut items: Vec<OutputItem> =
-                    ctx.take_logs().into_iter().map(OutputItem::Log).collect();
-                outcome?;
-                conform::check_step(&step, setup.is_producer())?;
-                // Conform every output before writing any: a turn that fails sends
-                // only its error, never part of its output.
-                for item in step.items {
-                    items.push(match item {
-                        OutputItem::Batch(batch, metadata) => OutputItem::Batch(
-                            conform::conform_output(&output_schema, batch)?,
-                            metadata,
-                        ),
-                        log => log,
-                    });
-                }
-                Ok((items, step.finished))
-            });
-            match step {
+            let step = self.turn(method, &mut setup, &output_schema, batch, &metadata);
+            let finished = match step {
                 Ok((items, finished)) => {
-                    for item in items {
-                        match item {
-                            OutputItem::Log(record) => self.write_record(&mut output, &record)?,
-                            OutputItem::Batch(batch, metadata) => {
-                                let (batch, metadata) = self.route_output(batch, metadata)?;
-                                output.write(&batch, &metadata, &mut self.out)?;
-                            }
-                        }
-                    }
-                    if finished {
-                        break;
-                    }
+                    self.write_items(&mut output, items)?;
+                    finished
                 }
                 Err(report) => {
                     let report =
                         report.with_synthesized_traceback(&origin(method, request_metadata));
                     self.write_record(&mut output, &report.to_record())?;
-                    break;
+                    true
                 }
+            };
+            if finished {
+                break;
             }
         }
         output.finish(&mut self.out);
@@ -132,6 +82,98 @@ impl Session<'_> {
         if !input.is_finished() {
             self.link
                 .wait_for_peer(self.shm.as_mut(), |peer| input.drain(peer))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the client to open the stream's input.
+    fn open_input(&mut self) -> Result<StreamReader, ConnectionError> {
+        let limits = self.limits();
+        let input = self
+            .link
+            .wait_for_peer(self.shm.as_mut(), |peer| StreamReader::begin(peer, limits))?;
+        input.ok_or_else(|| {
+            WireError::Truncated("client closed before opening the stream input".into()).into()
+        })
+    }
+
+    /// Runs the method's body and sends the header (or the refusal); `None` when it refused.
+    fn open_stream(
+        &mut self,
+        method: &Method,
+        body: &crate::method::StreamBody,
+        params: &Params,
+        request_metadata: &BatchMetadata,
+    ) -> Result<Option<(StreamSetup, Vec<LogRecord>)>, ConnectionError> {
+        let mut ctx = CallContext::new(&method.name, request_metadata);
+        let setup = body(params, &mut ctx).and_then(|setup| conform::check_header(method, setup));
+        let mut pending_logs = ctx.take_logs();
+        let mut setup: StreamSetup = match setup {
+            Ok(setup) => setup,
+            Err(report) => {
+                let report = report.with_synthesized_traceback(&origin(method, request_metadata));
+                self.write_stream_with_logs(&empty_schema(), &pending_logs, None, Some(&report))?;
+                self.flush()?;
+                return Ok(None);
+            }
+        };
+        if let (Some(header_schema), Some(header)) = (&method.header_schema, setup.header.take()) {
+            let logs = std::mem::take(&mut pending_logs);
+            self.write_stream_with_logs(header_schema, &logs, Some(header), None)?;
+        }
+        self.flush()?;
+        Ok(Some((setup, pending_logs)))
+    }
+
+    /// One turn of the state over an input batch: its logs and conformed outputs, and whether
+    /// the stream finished. The input is dropped on return, before anything is written, so an
+    /// output passed back unchanged is its region's only holder (`ShmRoute::try_write`).
+    fn turn(
+        &mut self,
+        method: &Method,
+        setup: &mut StreamSetup,
+        output_schema: &SchemaRef,
+        batch: RecordBatch,
+        metadata: &BatchMetadata,
+    ) -> Result<(Vec<OutputItem>, bool), ErrorReport> {
+        let batch = conform::conform_input(&setup.input_schema, batch)?;
+        let output_space = self.shm.as_ref().map(|route| route.output_space());
+        let mut ctx =
+            CallContext::new(&method.name, metadata).with_output(output_space.unwrap_or_default());
+        let mut step = StreamOutput::default();
+        let started = Instant::now();
+        let outcome = setup.state.process(&batch, metadata, &mut step, &mut ctx);
+        self.add_process_time(started);
+        let mut items: Vec<OutputItem> = ctx.take_logs().into_iter().map(OutputItem::Log).collect();
+        outcome?;
+        conform::check_step(&step, setup.is_producer())?;
+        // Conform every output before writing any: a turn that fails sends only its error, never
+        // part of its output.
+        for item in step.items {
+            items.push(match item {
+                OutputItem::Batch(batch, metadata) => {
+                    OutputItem::Batch(conform::conform_output(output_schema, batch)?, metadata)
+                }
+                log => log,
+            });
+        }
+        Ok((items, step.finished))
+    }
+
+    /// Writes a turn's logs and batches, each batch through shared memory when it qualifies.
+    fn write_items(
+        &mut self,
+        output: &mut StreamWriter,
+        items: Vec<OutputItem>,
+    ) -> Result<(), ConnectionError> {
+        for item in items {
+            match item {
+                OutputItem::Log(record) => self.write_record(output, &record)?,
+                OutputItem::Batch(batch, metadata) => {
+                    let (batch, metadata) = self.route_output(batch, metadata)?;
+                    output.write(&batch, &metadata, &mut self.out)?;
+                }
+            }
         }
         Ok(())
     }
