@@ -294,106 +294,79 @@ fn run_session(
     let variant = if shm { "shm" } else { "inline" };
     let mut session = Session::open(transport, placement, shm.then_some(plan.shm_segment_bytes))?;
     let client = session.client();
-    if workloads.unary {
-        let mut m = measurement("unary.add", variant, transport, placement, 1, 16);
-        m.reps = unary(client, plan)?;
+    let mut record = |workload, rows, bytes, reps| {
+        let mut m = measurement(workload, variant, transport, placement, rows, bytes);
+        m.reps = reps;
         out.push(m);
+    };
+    if workloads.unary {
+        record("unary.add", 1, 16, unary(client, plan)?);
     }
     if workloads.small_streams {
-        let small_bytes = small_batch().get_array_memory_size() as u64;
-        let mut m = measurement(
-            "producer.1k",
-            variant,
-            transport,
-            placement,
+        let (rows, bytes) = (
             plan.small_rows,
-            small_bytes,
+            small_batch().get_array_memory_size() as u64,
         );
-        m.reps = producer_small(client, plan, PRODUCER_TICKS_AHEAD)?;
-        out.push(m);
-        let mut m = measurement(
+        let ahead = producer_small(client, plan, PRODUCER_TICKS_AHEAD)?;
+        record("producer.1k", rows, bytes, ahead);
+        record(
             "producer.1k-lockstep",
-            variant,
-            transport,
-            placement,
-            plan.small_rows,
-            small_bytes,
+            rows,
+            bytes,
+            producer_small(client, plan, 1)?,
         );
-        m.reps = producer_small(client, plan, 1)?;
-        out.push(m);
-        let mut m = measurement(
+        record(
             "exchange.echo-1k",
-            variant,
-            transport,
-            placement,
-            2 * plan.small_rows,
-            2 * small_bytes,
+            2 * rows,
+            2 * bytes,
+            exchange_small(client, plan)?,
         );
-        m.reps = exchange_small(client, plan)?;
-        out.push(m);
     }
     if workloads.large {
         let (rows, bytes) = (plan.large_rows, plan.large_bytes());
-        let mut m = measurement(
+        record(
             "large.server-to-client",
-            variant,
-            transport,
-            placement,
             rows,
             bytes,
+            large_producer(client, plan, false)?,
         );
-        m.reps = large_producer(client, plan, false)?;
-        out.push(m);
         if workloads.large_with_sum {
-            let mut m = measurement(
-                "large.server-to-client+sum",
-                variant,
-                transport,
-                placement,
-                rows,
-                bytes,
-            );
-            m.reps = large_producer(client, plan, true)?;
-            out.push(m);
+            let reps = large_producer(client, plan, true)?;
+            record("large.server-to-client+sum", rows, bytes, reps);
         }
-        let mut m = measurement(
+        record(
             "large.client-to-server",
-            variant,
-            transport,
-            placement,
             rows,
             bytes,
+            large_sink(client, plan)?,
         );
-        m.reps = large_sink(client, plan)?;
-        out.push(m);
-        let mut m = measurement(
-            "large.echo",
-            variant,
-            transport,
-            placement,
-            2 * rows,
-            2 * bytes,
-        );
-        m.reps = large_echo(client, plan)?;
-        out.push(m);
+        record("large.echo", 2 * rows, 2 * bytes, large_echo(client, plan)?);
     }
     if shm && workloads.large {
-        // A "shm" figure is only honest if batches really went through the segment.
-        let stats = &session
-            .client()
-            .shm_route()
-            .ok_or("shm session without a segment")?
-            .stats;
-        if stats.outbound_shm == 0 || stats.inbound_shm == 0 {
-            out.retain(|m| {
-                !(m.implementation == implementation::QUIVER
-                    && m.transport == transport.name()
-                    && m.variant == "shm")
-            });
-            return Err(
-                format!("shm session moved no batch through the segment: {stats:?}").into(),
-            );
-        }
+        check_shm_used(&mut session, transport, out)?;
+    }
+    Ok(())
+}
+
+/// A "shm" figure is only honest if batches really went through the segment: drops the
+/// session's shm figures and fails when none did.
+fn check_shm_used(
+    session: &mut Session,
+    transport: Transport,
+    out: &mut Vec<Measurement>,
+) -> BenchResult<()> {
+    let stats = &session
+        .client()
+        .shm_route()
+        .ok_or("shm session without a segment")?
+        .stats;
+    if stats.outbound_shm == 0 || stats.inbound_shm == 0 {
+        out.retain(|m| {
+            !(m.implementation == implementation::QUIVER
+                && m.transport == transport.name()
+                && m.variant == "shm")
+        });
+        return Err(format!("shm session moved no batch through the segment: {stats:?}").into());
     }
     Ok(())
 }
