@@ -28,6 +28,16 @@ fn raw_pattern(len_bytes: usize) -> Vec<u8> {
     (0..len_bytes).map(|i| ((i * 7 + 3) % 251) as u8).collect()
 }
 
+/// A 1000-byte region of `raw_pattern`, for the oracle to check byte for byte.
+fn raw_region(segment: &Segment) -> (u64, u64) {
+    let len_bytes = 1000;
+    let offset = segment.allocate(len_bytes).unwrap();
+    segment
+        .write(offset, &raw_pattern(len_bytes as usize))
+        .unwrap();
+    (offset, len_bytes)
+}
+
 fn parse_json(line: &str) -> Value {
     serde_json::from_str(line)
         .unwrap_or_else(|error| panic!("oracle printed non-JSON {line:?}: {error}"))
@@ -44,11 +54,7 @@ fn u64_pair(value: &Value) -> (u64, u64) {
 fn python_attaches_and_frees_a_rust_segment() {
     let segment = Segment::create(SIZE_BYTES).unwrap();
 
-    let raw_len_bytes = 1000;
-    let raw_offset = segment.allocate(raw_len_bytes).unwrap();
-    segment
-        .write(raw_offset, &raw_pattern(raw_len_bytes as usize))
-        .unwrap();
+    let (raw_offset, raw_len_bytes) = raw_region(&segment);
 
     let ipc_capacity_bytes = 2 << 20;
     let ipc_offset = segment.allocate(ipc_capacity_bytes).unwrap();
@@ -101,11 +107,7 @@ fn python_attaches_and_frees_a_rust_segment() {
 #[test]
 fn python_reads_a_batch_built_in_place() {
     let segment = Segment::create(SIZE_BYTES).unwrap();
-    let raw_len_bytes = 1000;
-    let raw_offset = segment.allocate(raw_len_bytes).unwrap();
-    segment
-        .write(raw_offset, &raw_pattern(raw_len_bytes as usize))
-        .unwrap();
+    let (raw_offset, raw_len_bytes) = raw_region(&segment);
 
     let region_len_bytes = 2 << 20;
     let mut region = segment.lease_region(region_len_bytes).unwrap();
