@@ -25,7 +25,6 @@ mod errors;
 mod insert;
 mod params;
 mod prepared;
-mod read_ahead;
 mod reader;
 mod rpc;
 mod server;

@@ -1,7 +1,6 @@
 //! A query result as a `pyarrow.RecordBatchReader`: `RecordBatchReader.from_batches` over
 //! [`Batches`], which pulls one batch per `next` from the session's open query stream (the GIL
-//! released while it waits; from the third batch on one batch ahead, see [`ReadAhead`]), so Python
-//! holds a batch or two at a time. Each batch crosses through the Arrow C data interface without a
+//! released while it waits), so Python holds a batch at a time. Each batch crosses through the Arrow C data interface without a
 //! copy: its columns as one struct array, imported against the result's `pyarrow.Schema`, which
 //! crosses once per query rather than once per batch. An error mid-stream reaches the caller as
 //! quiver's own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a
@@ -17,7 +16,6 @@ use pyo3::prelude::*;
 use quiver_client::{Connection, Error, QueryStream, Result};
 
 use crate::errors::IntoPy;
-use crate::read_ahead::ReadAhead;
 use crate::session::{Session, State};
 
 /// The batches of one query, read from the session that holds its stream.
@@ -28,8 +26,6 @@ pub(crate) struct QueryReader {
     /// The batch read when the query opened (it carried the schema).
     first: Option<RecordBatch>,
     ended: bool,
-    /// Whether large batches arrive through shared memory (then nothing is read ahead).
-    uses_shm: bool,
 }
 
 impl QueryReader {
@@ -39,18 +35,13 @@ impl QueryReader {
         session: Arc<Session>,
         start: impl FnOnce(&'static mut Connection) -> Result<QueryStream<'static>>,
     ) -> Result<QueryReader> {
-        let mut uses_shm = false;
-        let id = session.open_query(|connection| {
-            uses_shm = connection.uses_shm();
-            start(connection)
-        })?;
+        let id = session.open_query(start)?;
         let mut reader = QueryReader {
             session,
             id,
             schema: Arc::new(Schema::empty()),
             first: None,
             ended: false,
-            uses_shm,
         };
         match reader.pull()? {
             Some(batch) => {
@@ -106,7 +97,7 @@ impl QueryReader {
     pub(crate) fn into_pyarrow(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         let schema = self.schema.to_pyarrow(py)?;
         let batches = Batches {
-            batches: Mutex::new(ReadAhead::new(self)),
+            reader: Mutex::new(self),
             schema: schema.clone().unbind(),
             import: py
                 .import("pyarrow")?
@@ -119,19 +110,8 @@ impl QueryReader {
             .call_method1("from_batches", (schema, batches))
     }
 
-    /// Whether the session has moved on from this result (another statement ran, or the
-    /// connection closed): a batch read ahead before that is not handed out.
-    pub(crate) fn discarded(&self) -> bool {
-        !matches!(&*self.session.lock(), State::Query(lent) if lent.id == self.id)
-    }
-
-    /// Whether its batches arrive through shared memory.
-    pub(crate) fn uses_shm(&self) -> bool {
-        self.uses_shm
-    }
-
     /// The next batch: the one read at open first, then the stream's.
-    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match self.first.take() {
             Some(batch) => Ok(Some(batch)),
             None => self.pull(),
@@ -140,7 +120,7 @@ impl QueryReader {
 }
 
 /// What reading a result the session has moved on from answers.
-pub(crate) fn discarded() -> Error {
+fn discarded() -> Error {
     Error::InvalidInput(
         "the result was discarded: another statement ran on this connection (or it closed) \
          before the result was read to the end"
@@ -152,7 +132,7 @@ pub(crate) fn discarded() -> Error {
 /// `next`, quiver's exception on an error.
 #[pyclass(module = "quiver_native")]
 pub(crate) struct Batches {
-    batches: Mutex<ReadAhead>,
+    reader: Mutex<QueryReader>,
     /// The result's `pyarrow.Schema`, every batch's.
     schema: Py<PyAny>,
     /// `pyarrow.RecordBatch._import_from_c`.
@@ -167,8 +147,8 @@ impl Batches {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let next = py.detach(|| {
-            let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
-            batches.next()
+            let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+            reader.next_batch()
         });
         match next.into_py_result()? {
             Some(batch) => Ok(Some(self.to_pyarrow(py, batch)?)),
