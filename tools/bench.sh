@@ -39,7 +39,7 @@ case "$suite" in
         ;;
     vgi)
         shift
-        # The extension in DuckDB 2.0.0 (quiver's own venv) against the allinone worker, shm off then
+        # The extension in DuckDB 2.0.0 (quiver's own venv) against the allinone worker, shm off and
         # on, beside the in-process ceiling of the same run.
         py="$ROOT/.venv/bin/python"
         if [[ ! -x "$py" ]]; then

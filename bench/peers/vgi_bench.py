@@ -1,7 +1,7 @@
 """`./quiver bench vgi`: VGI's benchmark page (scan, echo, upper_case) on this machine.
 
 The allinone worker's functions under DuckDB 2.0.0 through quiver's extension, shared memory off
-(inline pipe) then on, beside the in-process ceiling measured in the same run:
+(inline pipe) and on, beside the in-process ceiling measured in the same run:
 
     scan        SELECT sum(n) FROM w.numbers(N)                                  vs quiver_numbers(N)
     round trip  SELECT count(*) FROM w.echo((SELECT * FROM w.numbers(M)))        vs an in-process passthrough
@@ -22,7 +22,8 @@ Usage (with /work/main/.venv/bin/python):
     python bench/peers/vgi_bench.py debug ...          # internal: one shm run each, VGI_RPC_SHM_DEBUG=1
 
 Each figure is median [min–max] over MEASURED runs after WARMUP runs (LOAD/ATTACH discarded),
-SET threads = 2. Shared memory is switched on by VGI_RPC_SHM_SIZE_BYTES in this process's
+SET threads = 2. A page workload's variants (inline, shm, its in-process ceilings) run in turn, one
+run of each per repetition, each on a connection of its own. Shared memory is switched on by VGI_RPC_SHM_SIZE_BYTES in this process's
 environment before ATTACH (the extension reads it there). A separate debug pass re-runs each
 workload once over shm with VGI_RPC_SHM_DEBUG=1 and keeps both sides' timeline lines for the md.
 """
@@ -187,15 +188,21 @@ def connect(shm: bool, attach: bool, worker: str | None = None):
 
 
 def measure(con, sql: str, warmup: int, measured: int) -> tuple[list[float], Any]:
-    result = None
-    for _ in range(warmup):
-        result = con.execute(sql).fetchone()[0]
-    times = []
-    for _ in range(measured):
-        start = time.perf_counter()
-        result = con.execute(sql).fetchone()[0]
-        times.append(time.perf_counter() - start)
-    return times, result
+    """Warm repetitions of one query: its times and its result."""
+    return measure_in_turn([(con, sql)], warmup, measured)[0]
+
+
+def measure_in_turn(runs: list[tuple[Any, str]], warmup: int, measured: int) -> list[tuple[list[float], Any]]:
+    """`measure` for several (connection, sql) at once, one run of each in turn per repetition."""
+    results: list[Any] = [None] * len(runs)
+    times: list[list[float]] = [[] for _ in runs]
+    for repetition in range(warmup + measured):
+        for i, (con, sql) in enumerate(runs):
+            start = time.perf_counter()
+            results[i] = con.execute(sql).fetchone()[0]
+            if repetition >= warmup:
+                times[i].append(time.perf_counter() - start)
+    return list(zip(times, results, strict=True))
 
 
 def record(
@@ -335,23 +342,26 @@ def run_page(args: argparse.Namespace) -> dict[str, Any]:
     scale = 10 if args.quick else 1
     n, m, k = SCAN_ROWS // scale, ECHO_ROWS // scale, SCALAR_ROWS // scale
     ws = workloads(n, m, k)
+    # The worker over the pipe, over shm, and the in-process ceilings, each on a connection of its
+    # own, take turns run by run: a drift of the machine (another tenant, the clock) falls on every
+    # variant of a workload alike instead of on whichever ran during it.
+    cons = {
+        "inline": connect(False, attach=True),
+        "shm": connect(True, attach=True),
+        "ceiling": connect(False, attach=False),
+    }
     recs: list[dict[str, Any]] = []
-    for shm in (False, True):
-        variant = "shm" if shm else "inline"
-        con = connect(shm, attach=True)
-        for w in ws:
-            times, result = measure(con, w["worker_sql"], args.warmup, args.measured)
-            recs.append(record(w, variant, w["worker_sql"], times, result))
-            log(f"{w['workload']:<7} {variant:<10} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
-        con.execute("DETACH w")
-        con.close()
-    con = connect(False, attach=False)
     for w in ws:
-        for variant, sql, note in w["ceilings"]:
-            times, result = measure(con, sql, args.warmup, args.measured)
+        runs = [(variant, cons[variant], w["worker_sql"], "") for variant in ("inline", "shm")]
+        runs += [(variant, cons["ceiling"], sql, note) for variant, sql, note in w["ceilings"]]
+        measured = measure_in_turn([(con, sql) for _, con, sql, _ in runs], args.warmup, args.measured)
+        for (variant, _, sql, note), (times, result) in zip(runs, measured, strict=True):
             recs.append(record(w, variant, sql, times, result, note))
             log(f"{w['workload']:<7} {variant:<10} {fmt_s(recs[-1])}  {recs[-1]['rows_per_s'] / 1e6:,.1f} Mrows/s")
-    con.close()
+    for variant, con in cons.items():
+        if variant != "ceiling":
+            con.execute("DETACH w")
+        con.close()
     python_recs = python_worker_runs(n // PYTHON_SCALE, m // PYTHON_SCALE, k // PYTHON_SCALE, args)
     java_recs = java_worker_runs(n // JAVA_SCALE, m // JAVA_SCALE, k // JAVA_SCALE, args)
     os.environ.pop("VGI_RPC_SHM_SIZE_BYTES", None)
@@ -365,6 +375,7 @@ def run_page(args: argparse.Namespace) -> dict[str, Any]:
         threads=THREADS,
         shm_bytes=SHM_BYTES,
         sizes={"scan": n, "echo": m, "scalar": k},
+        in_turn=True,
         quick=args.quick,
     )
     log(f"scan, echo, scalar, aggregate done in {info['wall_s']:.0f} s")

@@ -172,9 +172,15 @@ def page_md(saved: dict[str, Any]) -> list[str]:
     L.append(
         "VGI's benchmark page, on this machine: the `allinone` worker's functions under DuckDB through quiver's "
         f"extension (`ATTACH 'launch:target/release/quiver-allinone' AS w (TYPE quiver)`), `SET threads = {info['threads']}`, "
-        "shared memory off (inline pipe) then on (`VGI_RPC_SHM_SIZE_BYTES` = "
+        "shared memory off (inline pipe) and on (`VGI_RPC_SHM_SIZE_BYTES` = "
         f"{info['shm_bytes'] >> 20} MiB in the DuckDB process before ATTACH), and **in the same run** the in-process "
-        f"ceiling: the same query against a function that lives inside DuckDB. Every figure is **median [min–max] over "
+        "ceiling: the same query against a function that lives inside DuckDB. "
+        + (
+            "A workload's variants take turns, one run of each per repetition, each on a connection of its own. "
+            if info.get("in_turn")
+            else ""
+        )
+        + f"Every figure is **median [min–max] over "
         f"{info['measured']} measured runs after {info['warmup']} warm-up** (LOAD/ATTACH discarded). "
         "`numbers` batches are 4M rows (32 MB), as in the seed. Read the **ratios**; absolute numbers are this 2-vCPU VM's."
     )
