@@ -76,7 +76,7 @@ impl Link {
         read: impl FnOnce(&mut PeerInput) -> T,
     ) -> T {
         let _turn = PeerTurn::begin(shm);
-        read(&mut self.connection.reader)
+        self.connection.read_next(read)
     }
 }
 

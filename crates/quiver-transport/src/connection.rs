@@ -1,4 +1,8 @@
 use std::io::{BufReader, Read, Write};
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+use crate::spin::Spinner;
 
 /// Capacity of a connection's read buffer. Reads larger than this bypass it.
 pub const READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -44,6 +48,8 @@ pub struct Connection {
     pub kind: TransportKind,
     /// A human-readable description of the peer, for errors and logs.
     pub peer: String,
+    /// Spins for the peer before a read that would block (see `crate::spin`).
+    spinner: Option<Spinner>,
 }
 
 impl Connection {
@@ -59,7 +65,36 @@ impl Connection {
             writer,
             kind,
             peer: peer.into(),
+            spinner: None,
         }
+    }
+
+    /// Spins for the peer on `fd` (the reader's descriptor) before a read that would block.
+    /// The reader itself stays the plain descriptor, whose reads into fresh memory the
+    /// standard library makes without zero-filling it first.
+    pub(crate) fn spinning(mut self, fd: RawFd) -> Self {
+        self.spinner = Some(Spinner::new(fd));
+        self
+    }
+
+    /// Runs `read`, which reads the peer's next message, after spinning for its first bytes
+    /// while that pays: a wait that spinning did not end is timed, whole message included,
+    /// to decide whether the next one spins.
+    pub fn read_next<T>(
+        &mut self,
+        read: impl FnOnce(&mut BufReader<Box<dyn Read + Send>>) -> T,
+    ) -> T {
+        let arrived = !self.reader.buffer().is_empty();
+        let Some(spinner) = self.spinner.as_mut().filter(|_| !arrived) else {
+            return read(&mut self.reader);
+        };
+        if spinner.spin() {
+            return read(&mut self.reader);
+        }
+        let started = Instant::now();
+        let answer = read(&mut self.reader);
+        spinner.slept(started.elapsed());
+        answer
     }
 }
 

@@ -1,27 +1,20 @@
 use std::fs::File;
 use std::io;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 
 use crate::connection::{Connection, TransportKind};
-use crate::spin::SpinningReader;
 
 /// Two connected ends over two OS pipes, for a client and a server in one process
 /// (each end usually on its own thread).
 pub fn pipe_pair() -> io::Result<(Connection, Connection)> {
     let (a_read, b_write) = os_pipe()?;
     let (b_read, a_write) = os_pipe()?;
-    let a = Connection::new(
-        Box::new(SpinningReader::new(a_read)),
-        Box::new(a_write),
-        TransportKind::Pipe,
-        "in-process pipe",
-    );
-    let b = Connection::new(
-        Box::new(SpinningReader::new(b_read)),
-        Box::new(b_write),
-        TransportKind::Pipe,
-        "in-process pipe",
-    );
+    let end = |read: File, write: File| {
+        let fd = read.as_raw_fd();
+        let kind = TransportKind::Pipe;
+        Connection::new(Box::new(read), Box::new(write), kind, "in-process pipe").spinning(fd)
+    };
+    let (a, b) = (end(a_read, a_write), end(b_read, b_write));
     Ok((a, b))
 }
 

@@ -2,13 +2,13 @@
 
 use std::io;
 use std::net::{TcpListener as StdTcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use quiver_process::cleanup;
 
 use crate::connection::{Connection, TransportKind};
-use crate::spin::SpinningReader;
 
 /// Connects to a Unix socket.
 pub fn connect_unix(path: &Path) -> io::Result<Connection> {
@@ -24,12 +24,14 @@ pub fn connect_tcp(address: impl ToSocketAddrs) -> io::Result<Connection> {
 
 fn unix_connection(stream: UnixStream, peer: String) -> io::Result<Connection> {
     let reader = stream.try_clone()?;
+    let fd = reader.as_raw_fd();
     Ok(Connection::new(
-        Box::new(SpinningReader::new(reader)),
+        Box::new(reader),
         Box::new(stream),
         TransportKind::Unix,
         peer,
-    ))
+    )
+    .spinning(fd))
 }
 
 fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
@@ -39,12 +41,8 @@ fn tcp_connection(stream: TcpStream) -> io::Result<Connection> {
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "tcp".into());
     let reader = stream.try_clone()?;
-    Ok(Connection::new(
-        Box::new(SpinningReader::new(reader)),
-        Box::new(stream),
-        TransportKind::Tcp,
-        peer,
-    ))
+    let fd = reader.as_raw_fd();
+    Ok(Connection::new(Box::new(reader), Box::new(stream), TransportKind::Tcp, peer).spinning(fd))
 }
 
 /// A listening Unix socket that removes its path when dropped, and (through the process-wide

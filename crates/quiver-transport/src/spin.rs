@@ -8,8 +8,12 @@
 //! the budget in spinning before the usual wait. The default outlasts a turn of a scalar call
 //! (DuckDB's side of a 2,048-row chunk plus the worker's), so over a run of calls neither side
 //! sleeps; shorter budgets expire just before the answer and save little.
+//!
+//! A connection spins before it reads a message (`Connection::read_next`), not inside its
+//! reader: a reader of its own would hide the standard library's reads into uninitialised
+//! memory (sockets and pipes fill fresh buffers without zeroing them first; any other `Read`
+//! zero-fills every buffer before each read).
 
-use std::io::{self, Read};
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -86,30 +90,5 @@ impl Spinner {
         if waited >= WAITED_MIN {
             self.worth_it = waited <= Duration::from_micros(spin_micros());
         }
-    }
-}
-
-/// A blocking reader that spins for its peer before it blocks.
-pub(crate) struct SpinningReader<R> {
-    inner: R,
-    spinner: Spinner,
-}
-
-impl<R: Read + std::os::fd::AsRawFd> SpinningReader<R> {
-    pub(crate) fn new(inner: R) -> SpinningReader<R> {
-        let spinner = Spinner::new(inner.as_raw_fd());
-        SpinningReader { inner, spinner }
-    }
-}
-
-impl<R: Read> Read for SpinningReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.spinner.spin() {
-            return self.inner.read(buf);
-        }
-        let started = Instant::now();
-        let read = self.inner.read(buf);
-        self.spinner.slept(started.elapsed());
-        read
     }
 }

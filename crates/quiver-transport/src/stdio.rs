@@ -1,9 +1,8 @@
 use std::fs::File;
 use std::io;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 
 use crate::connection::{Connection, TransportKind};
-use crate::spin::SpinningReader;
 
 /// This process's stdin and stdout as a connection, for a worker launched with
 /// pipes.
@@ -35,10 +34,12 @@ pub fn stdio_connection() -> io::Result<Connection> {
     };
     crate::pipe_size::grow_pipe(&reader);
     crate::pipe_size::grow_pipe(&writer);
+    let fd = reader.as_raw_fd();
     Ok(Connection::new(
-        Box::new(SpinningReader::new(reader)),
+        Box::new(reader),
         Box::new(writer),
         TransportKind::Stdio,
         "stdio",
-    ))
+    )
+    .spinning(fd))
 }
