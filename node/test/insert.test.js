@@ -43,6 +43,27 @@ test('ArrowInserter appends Tables, RecordBatches and IPC bytes, visible at fini
   await assert.rejects(inserter.finish(), { message: /the insert has ended/ })
 })
 
+test('Over shared memory a Table is staged in the segment and arrives whole', async () => {
+  const shm = await server.connect({ address: server.unixAddress, shmBytes: 64 * 1024 * 1024 })
+  const name = table('staged_in_segment')
+  const rows = 300000
+  const withNulls = new Table({
+    id: vectorFromArray(Array.from({ length: rows }, (_, i) => BigInt(i)), new Int64()),
+    x: vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 3 === 0 ? null : i / 2)), new Float64()),
+  })
+  const inserter = shm.arrowInserter(name, { mode: 'create' })
+  assert.equal(await inserter.write(numbers(0, rows)), rows)
+  assert.equal(await inserter.finish(), rows)
+  const nullsName = table('staged_nulls')
+  assert.equal(await shm.insertArrow(nullsName, withNulls, { mode: 'create' }), rows)
+  assert.deepEqual(await shm.executeQuery(`SELECT count(*)::INTEGER AS n, sum(id)::BIGINT AS s, sum(value) AS v FROM ${name}`), [
+    { n: rows, s: BigInt((rows * (rows - 1)) / 2), v: (rows * (rows - 1)) / 4 },
+  ])
+  const nulls = await shm.executeQuery(`SELECT count(x)::INTEGER AS n, sum(id)::BIGINT AS s FROM ${nullsName}`)
+  assert.deepEqual(nulls, [{ n: rows - rows / 3, s: BigInt((rows * (rows - 1)) / 2) }])
+  shm.close()
+})
+
 test('ArrowInserter carries strings, booleans, nulls, slices and dictionaries', async () => {
   const name = table('typed')
   const typed = new Table({

@@ -14,6 +14,7 @@ use std::task::{Context, Poll};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use futures_core::Stream;
+use quiver_rpc::OutputSpace;
 use quiver_server_protocol::{InsertMode, SessionInfo};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -34,6 +35,7 @@ pub struct AsyncConnection {
     connection: Arc<Mutex<Connection>>,
     session: SessionInfo,
     cancel: CancelHandle,
+    output: OutputSpace,
 }
 
 fn lock(connection: &Mutex<Connection>) -> Result<MutexGuard<'_, Connection>> {
@@ -79,6 +81,7 @@ impl AsyncConnection {
         AsyncConnection {
             session: connection.session().clone(),
             cancel: connection.cancel_handle(),
+            output: connection.output_space(),
             connection: Arc::new(Mutex::new(connection)),
         }
     }
@@ -91,6 +94,11 @@ impl AsyncConnection {
     /// The session's id.
     pub fn session_id(&self) -> &str {
         &self.session.session_id
+    }
+
+    /// Where batches to insert may be built (see [`Connection::output_space`]), from any thread.
+    pub fn output_space(&self) -> &OutputSpace {
+        &self.output
     }
 
     /// Something that cancels this session's running statement (call it from a blocking

@@ -3,7 +3,7 @@
 //! more connections (see [`crate::Pool`] and [`crate::parallel`]).
 
 use arrow_array::{Array, Int64Array, RecordBatch};
-use quiver_rpc::Client;
+use quiver_rpc::{Client, OutputSpace, ShmStats};
 use quiver_server_protocol::{
     limits, methods, parameters, session, Address, SessionInfo, PROTOCOL_NAME, PROTOCOL_VERSION,
 };
@@ -83,6 +83,18 @@ impl Connection {
     /// Whether large batches travel through a shared-memory segment on this connection.
     pub fn uses_shm(&self) -> bool {
         self.client.shm_route().is_some()
+    }
+
+    /// What this connection moved through its segment so far (`None` without one).
+    pub fn shm_stats(&self) -> Option<&ShmStats> {
+        self.client.shm_route().map(|route| &route.stats)
+    }
+
+    /// Where batches to insert may be built: in the segment, when the connection has one, so
+    /// that a batch built over one region ([`OutputSpace::region`]) and then inserted crosses
+    /// to the server without a copy. Without a segment it lends nothing.
+    pub fn output_space(&self) -> OutputSpace {
+        self.client.output_space()
     }
 
     /// Runs SQL (one or more statements) and returns the rows changed (0 when the statement

@@ -4,6 +4,7 @@
 //! (`quiver-server-protocol/src/insert.rs`). Dropping an inserter without finishing cancels the
 //! call, and the server rolls back every row it appended.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_array::{Array, Int64Array, RecordBatch};
@@ -106,11 +107,12 @@ impl ArrowInserter<'_> {
             return Ok(());
         }
         let bytes = batch.get_array_memory_size().max(1);
-        let rows_per_slice = if bytes <= limits::INSERT_BATCH_BYTES_MAX {
-            rows
-        } else {
-            (rows * limits::INSERT_BATCH_BYTES_MAX / bytes).max(1)
-        };
+        if bytes <= limits::INSERT_BATCH_BYTES_MAX {
+            // Whole and unshared: a batch built in the segment (`OutputSpace`) crosses in place.
+            self.rows_sent += rows as u64;
+            return self.send(&batch, BatchMetadata::new());
+        }
+        let rows_per_slice = (rows * limits::INSERT_BATCH_BYTES_MAX / bytes).max(1);
         for start in (0..rows).step_by(rows_per_slice) {
             let slice = batch.slice(start, rows_per_slice.min(rows - start));
             self.rows_sent += slice.num_rows() as u64;
@@ -175,9 +177,9 @@ impl ArrowInserter<'_> {
     }
 
     /// The batch under the inserter's schema: same column types, in order.
-    fn conform(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+    fn conform<'b>(&self, batch: &'b RecordBatch) -> Result<Cow<'b, RecordBatch>> {
         if batch.schema_ref() == &self.schema {
-            return Ok(batch.clone());
+            return Ok(Cow::Borrowed(batch));
         }
         let expected = self.schema.fields();
         let given = batch.schema_ref().fields();
@@ -199,6 +201,7 @@ impl ArrowInserter<'_> {
             }
         }
         RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())
+            .map(Cow::Owned)
             .map_err(|error| Error::InvalidInput(error.to_string()))
     }
 }

@@ -56,6 +56,7 @@ pub use pool::{Pool, PooledConnection, POOL_SIZE_MAX};
 pub use prepared::{Prepared, PreparedHandle};
 pub use process::{ServerOptions, ServerProcess};
 pub use query::QueryStream;
+pub use quiver_rpc::{OutputBuffer, OutputRegion, OutputSpace};
 pub use quiver_server_protocol::{Address, InsertMode, SessionInfo};
 pub use row_inserter::{RowInserter, ROW_BATCH_ROWS_DEFAULT};
 pub use statement_cache::STATEMENT_CACHE_MAX;

@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use quiver_client::parallel::{insert_chunks, on_connections};
 use quiver_client::{
@@ -292,6 +292,52 @@ fn an_arrow_insert_commits_at_finish_and_rolls_back_on_drop() {
             .iter()
             .any(|t| t.table_name == name));
     }
+}
+
+#[test]
+fn a_batch_built_in_the_output_space_is_inserted_in_place() {
+    let mut connection = unix(shared(), Shm::Bytes(64 << 20));
+    let count_rows: usize = 500_000;
+    let space = connection.output_space();
+    let (id_bytes, value_bytes) = (4 * count_rows, 8 * count_rows);
+    let mut region = space
+        .region(id_bytes.next_multiple_of(64) + value_bytes)
+        .expect("a region of the segment");
+    let mut ids = region.buffer(id_bytes).unwrap();
+    let mut values = region.buffer(value_bytes).unwrap();
+    for (i, (id, value)) in ids
+        .typed_data_mut::<i32>()
+        .iter_mut()
+        .zip(values.typed_data_mut::<f64>())
+        .enumerate()
+    {
+        (*id, *value) = (i as i32, i as f64 * 0.5);
+    }
+    drop(region);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::new(ids.into_buffer().into(), None)),
+        Arc::new(Float64Array::new(values.into_buffer().into(), None)),
+    ];
+    let batch = RecordBatch::try_new(Arc::new(schema()), columns).unwrap();
+    connection
+        .execute("CREATE TABLE built_in_place (id INTEGER NOT NULL, value DOUBLE)")
+        .unwrap();
+    let mut inserter = connection
+        .arrow_inserter("built_in_place", &schema(), InsertMode::Append)
+        .unwrap();
+    inserter.write(&batch).unwrap();
+    drop(batch);
+    assert_eq!(inserter.finish().unwrap(), count_rows as u64);
+    let stats = connection.shm_stats().expect("a segment");
+    assert_eq!(
+        stats.outbound_in_place, 1,
+        "the batch crossed without a copy"
+    );
+    let sum = connection
+        .query_scalar_i64("SELECT sum(id)::BIGINT FROM built_in_place WHERE value = id * 0.5")
+        .unwrap();
+    let n = count_rows as i64;
+    assert_eq!(sum, Some(n * (n - 1) / 2));
 }
 
 #[test]

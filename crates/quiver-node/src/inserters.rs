@@ -7,7 +7,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
-use quiver_client::{AsyncArrowInserter, AsyncConnection};
+use quiver_client::{AsyncArrowInserter, AsyncConnection, OutputSpace};
 use quiver_server_protocol::InsertMode;
 use tokio::sync::Mutex;
 
@@ -31,11 +31,14 @@ pub struct ArrowInserter {
     state: Arc<Mutex<ArrowState>>,
     /// Batches `stage` made, sent by the next `write_staged`.
     staged: std::sync::Mutex<Vec<RecordBatch>>,
+    /// Where `stage` copies a batch's buffers (the connection's segment, when it has one).
+    output: OutputSpace,
 }
 
 impl ArrowInserter {
     pub(crate) fn new(connection: AsyncConnection, table: String, mode: InsertMode) -> Self {
         ArrowInserter {
+            output: connection.output_space().clone(),
             state: Arc::new(Mutex::new(ArrowState {
                 connection: Some(connection),
                 table,
@@ -70,7 +73,7 @@ impl ArrowInserter {
         let Some(schema) = staged::schema(schema)? else {
             return Ok(false);
         };
-        let batch = staged::batch(&schema, num_rows, &columns)?;
+        let batch = staged::batch(&schema, num_rows, &columns, &self.output)?;
         let mut staged = self.staged.lock().map_err(|_| invalid("a call panicked"))?;
         if staged.len() == ipc::DECODED_BATCHES_MAX {
             return Err(invalid("too many batches staged: write them first"));

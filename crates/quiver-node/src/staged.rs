@@ -1,6 +1,8 @@
 //! Record batches from apache-arrow's own buffers (`ArrowInserter.write` of a Table or a
-//! RecordBatch): one copy of each buffer into Rust memory on the JS thread, where the buffers
-//! are readable, instead of an IPC stream written by apache-arrow and then copied again. The
+//! RecordBatch): one copy of each buffer on the JS thread, where the buffers are readable,
+//! instead of an IPC stream written by apache-arrow and then copied again. On a connection with
+//! shared memory the copy lands in one region of the segment (the connection's `OutputSpace`),
+//! from where the batch crosses to the server without another; elsewhere in Rust's heap. The
 //! types are those `crate::batches` shares; for others `stage` answers false and the caller
 //! sends IPC bytes.
 
@@ -12,6 +14,7 @@ use arrow_data::ArrayData;
 use arrow_schema::{DataType, SchemaRef};
 use napi::bindgen_prelude::{Buffer, Uint8Array};
 use napi_derive::napi;
+use quiver_client::{OutputRegion, OutputSpace};
 
 use crate::batches::shared_layout;
 use crate::error::invalid;
@@ -43,21 +46,56 @@ pub fn schema(schema_ipc: Buffer) -> napi::Result<Option<SchemaRef>> {
         .then_some(schema))
 }
 
-fn copied(bytes: &[u8]) -> ArrowBuffer {
-    ArrowBuffer::from_slice_ref(bytes)
+/// Where a batch's buffers are copied: one region of the segment when the connection lends
+/// one, else the heap (a buffer the region has no room for, too).
+struct Destination {
+    region: Option<OutputRegion>,
 }
 
-fn array(data_type: &DataType, column: &ColumnBuffers) -> napi::Result<ArrayRef> {
+impl Destination {
+    fn for_columns(space: &OutputSpace, columns: &[ColumnBuffers]) -> Destination {
+        let carved = |bytes: &[u8]| bytes.len().next_multiple_of(64);
+        let total = columns
+            .iter()
+            .map(|column| {
+                let offsets = column.offsets.as_deref().map_or(0, carved);
+                let validity = kept_validity(column).map_or(0, carved);
+                offsets + carved(&column.values) + validity
+            })
+            .sum();
+        Destination {
+            region: space.region(total),
+        }
+    }
+
+    fn copy(&mut self, bytes: &[u8]) -> ArrowBuffer {
+        let carved = self.region.as_mut().and_then(|r| r.buffer(bytes.len()));
+        match carved {
+            Some(mut buffer) => {
+                buffer.as_mut_slice().copy_from_slice(bytes);
+                buffer.into_buffer()
+            }
+            None => ArrowBuffer::from_slice_ref(bytes),
+        }
+    }
+}
+
+/// The validity bitmap a column sends: none when it has no nulls.
+fn kept_validity(column: &ColumnBuffers) -> Option<&[u8]> {
+    column.validity.as_deref().filter(|_| column.null_count > 0)
+}
+
+fn array(
+    data_type: &DataType,
+    column: &ColumnBuffers,
+    into: &mut Destination,
+) -> napi::Result<ArrayRef> {
     let mut buffers = Vec::with_capacity(2);
     if let Some(offsets) = &column.offsets {
-        buffers.push(copied(offsets));
+        buffers.push(into.copy(offsets));
     }
-    buffers.push(copied(&column.values));
-    let nulls = column
-        .validity
-        .as_ref()
-        .filter(|_| column.null_count > 0)
-        .map(|bitmap| copied(bitmap));
+    buffers.push(into.copy(&column.values));
+    let nulls = kept_validity(column).map(|bitmap| into.copy(bitmap));
     let data = ArrayData::try_new(
         data_type.clone(),
         column.length as usize,
@@ -75,6 +113,7 @@ pub fn batch(
     schema: &SchemaRef,
     num_rows: u32,
     columns: &[ColumnBuffers],
+    space: &OutputSpace,
 ) -> napi::Result<RecordBatch> {
     if columns.len() != schema.fields().len() {
         return Err(invalid(format!(
@@ -83,11 +122,12 @@ pub fn batch(
             schema.fields().len()
         )));
     }
+    let mut into = Destination::for_columns(space, columns);
     let arrays = schema
         .fields()
         .iter()
         .zip(columns)
-        .map(|(field, column)| array(field.data_type(), column))
+        .map(|(field, column)| array(field.data_type(), column, &mut into))
         .collect::<napi::Result<Vec<ArrayRef>>>()?;
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(num_rows as usize));
     RecordBatch::try_new_with_options(Arc::clone(schema), arrays, &options)

@@ -18,6 +18,7 @@ use quiver_wire::{
 use crate::http::feed::ReplyFeed;
 use crate::http::{HttpOptions, HttpPeer};
 use crate::link::{ConnectionError, Link};
+use crate::output::OutputSpace;
 use crate::shm_route::ShmRoute;
 use crate::stream_call::{ClientStream, StreamCall};
 
@@ -216,6 +217,15 @@ impl Client {
     /// The segment in use, if any.
     pub fn shm_route(&self) -> Option<&ShmRoute> {
         self.shm.as_ref()
+    }
+
+    /// Where batches this client will send may be built (see [`OutputSpace`]); without a
+    /// segment it lends nothing.
+    pub fn output_space(&self) -> OutputSpace {
+        self.shm
+            .as_ref()
+            .map(ShmRoute::output_space)
+            .unwrap_or_default()
     }
 
     /// Logs received since the last call to this.

@@ -50,9 +50,10 @@ pub use link::ConnectionError;
 pub use method::{
     field, Body, Method, StreamBody, StreamKind, StreamOutput, StreamSetup, StreamState, UnaryBody,
 };
+pub use output::OutputSpace;
 pub use params::Params;
 pub use protocol_hash::{protocol_hash, type_token};
-pub use quiver_shm::OutputBuffer;
+pub use quiver_shm::{OutputBuffer, OutputRegion};
 pub use server::{Admission, Guard, Server, ServerConfig, SessionEnd, UNADMITTED_BODY_BYTES_MAX};
 pub use service::{major_minor, Service};
 pub use shm_route::{batch_bytes, ShmRoute};

@@ -19,6 +19,7 @@ use arrow_buffer::{ArrowNativeType, Buffer};
 
 use crate::error::{Result, ShmError};
 use crate::segment::Segment;
+use crate::segment::TurnState;
 
 /// Keeps the segment mapped while Arrow holds the bytes; frees the region on drop unless it was
 /// handed to the peer.
@@ -54,7 +55,7 @@ impl Segment {
     /// the peer's turn, the free waits for [`Segment::end_peer_turn`].
     pub fn claim_buffer(self: &Arc<Self>, offset: u64, len_bytes: u64) -> Result<Buffer> {
         let address: NonNull<u8> = self.claim(offset, len_bytes)?;
-        let lease = self.lease(offset);
+        let lease = self.lease(&mut self.lock_turn(), offset);
         // SAFETY: `address` points to `len_bytes` bytes inside the mapping; the lease keeps the
         // mapping alive (via the Arc<Segment>) and the region allocated until Arrow drops it.
         Ok(unsafe { Buffer::from_custom_allocation(address, len_bytes as usize, lease) })
@@ -64,27 +65,45 @@ impl Segment {
     /// buffers are carved. Dropping every piece of it frees the region, unless it was handed over.
     /// `None` when the segment has no room (build the batch on the heap instead).
     pub fn lease_region(self: &Arc<Self>, len_bytes: u64) -> Option<OutputRegion> {
-        let offset = self.allocate(len_bytes)?;
+        let mut turn = self.own_turn("lease_region");
+        self.lease_region_in_turn(&mut turn, len_bytes)
+    }
+
+    /// [`Segment::lease_region`] from a thread that may not know whose turn it is (one beside
+    /// the thread that talks to the peer): `None` as well while the table is the peer's. The
+    /// turn's lock is held throughout, so the peer's turn cannot begin halfway.
+    pub fn lease_region_unless_peer_turn(self: &Arc<Self>, len_bytes: u64) -> Option<OutputRegion> {
+        let mut turn = self.lock_turn();
+        if turn.peer_turn {
+            return None;
+        }
+        self.lease_region_in_turn(&mut turn, len_bytes)
+    }
+
+    fn lease_region_in_turn(
+        self: &Arc<Self>,
+        turn: &mut TurnState,
+        len_bytes: u64,
+    ) -> Option<OutputRegion> {
+        let offset = self.allocate_in_turn(turn, len_bytes)?;
         let address = self
-            .claim(offset, len_bytes)
+            .claim_in_turn(turn, offset, len_bytes)
             .expect("a region allocated a moment ago is claimable");
         Some(OutputRegion {
-            lease: self.lease(offset),
+            lease: self.lease(turn, offset),
             address,
             len_bytes: len_bytes as usize,
             carved_bytes: 0,
         })
     }
 
-    fn lease(self: &Arc<Self>, offset: u64) -> Arc<RegionLease> {
+    fn lease(self: &Arc<Self>, turn: &mut TurnState, offset: u64) -> Arc<RegionLease> {
         let lease = Arc::new(RegionLease {
             segment: Arc::clone(self),
             offset,
             handed_over: AtomicBool::new(false),
         });
-        self.lock_turn()
-            .leases
-            .push((offset, Arc::downgrade(&lease)));
+        turn.leases.push((offset, Arc::downgrade(&lease)));
         lease
     }
 

@@ -68,7 +68,7 @@ struct Owner {
 /// Process-local bookkeeping, guarded by the segment's mutex.
 #[derive(Default)]
 pub(crate) struct TurnState {
-    peer_turn: bool,
+    pub(crate) peer_turn: bool,
     /// Offsets released by dropped buffers during the peer's turn, freed at its end.
     deferred_offsets: Vec<u64>,
     /// Offsets currently owned by live zero-copy buffers.
@@ -326,11 +326,16 @@ impl Segment {
     /// entries, or `/dev/shm` cannot back the region: the caller then sends the batch inline,
     /// which is always correct.
     pub fn allocate(&self, len_bytes: u64) -> Option<u64> {
+        let mut turn = self.own_turn("allocate");
+        self.allocate_in_turn(&mut turn, len_bytes)
+    }
+
+    /// [`Segment::allocate`] under the turn's lock, which the caller holds in its own turn.
+    pub(crate) fn allocate_in_turn(&self, turn: &mut TurnState, len_bytes: u64) -> Option<u64> {
         assert!(
             len_bytes > 0,
             "zero-length allocations are not representable"
         );
-        let mut turn = self.own_turn("allocate");
         let offset = self.table().allocate(len_bytes)?;
         if turn
             .commit(self.fd, self.size_bytes, offset, len_bytes)
@@ -460,7 +465,16 @@ impl Segment {
 
     /// Marks the allocation at `offset` as owned by a zero-copy buffer; returns its address.
     pub(crate) fn claim(&self, offset: u64, len_bytes: u64) -> Result<NonNull<u8>> {
-        let mut turn = self.lock_turn();
+        self.claim_in_turn(&mut self.lock_turn(), offset, len_bytes)
+    }
+
+    /// [`Segment::claim`] under the turn's lock, which the caller holds.
+    pub(crate) fn claim_in_turn(
+        &self,
+        turn: &mut TurnState,
+        offset: u64,
+        len_bytes: u64,
+    ) -> Result<NonNull<u8>> {
         let (_, allocation) = self.table().find(offset)?;
         if len_bytes > allocation.len_bytes {
             return Err(ShmError::LengthExceedsAllocation {

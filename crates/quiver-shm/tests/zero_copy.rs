@@ -136,3 +136,30 @@ fn buffers_can_be_dropped_on_another_thread() {
     std::thread::spawn(move || drop(buffers)).join().unwrap();
     assert_eq!(segment.allocation_count(), 0);
 }
+
+#[test]
+fn a_region_is_leased_beside_the_connection_only_in_this_sides_turn() {
+    let segment = Segment::create(1 << 20).unwrap();
+    segment.begin_peer_turn();
+    assert!(
+        segment.lease_region_unless_peer_turn(4096).is_none(),
+        "the table is the peer's"
+    );
+    assert_eq!(segment.allocation_count(), 0);
+    segment.end_peer_turn();
+
+    let mut region = segment
+        .lease_region_unless_peer_turn(4096)
+        .expect("this side's turn");
+    let mut buffer = region.buffer(1000).expect("room in the region");
+    buffer.as_mut_slice().fill(7);
+    let buffer = buffer.into_buffer();
+    drop(region);
+    assert_eq!(segment.allocation_count(), 1, "the buffer holds the region");
+    // Dropped during the peer's turn, the region is freed when the turn ends.
+    segment.begin_peer_turn();
+    drop(buffer);
+    assert_eq!(segment.allocation_count(), 1);
+    segment.end_peer_turn();
+    assert_eq!(segment.allocation_count(), 0);
+}
