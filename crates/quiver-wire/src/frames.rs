@@ -7,6 +7,7 @@ use std::io::Read;
 use arrow_buffer::{Buffer, MutableBuffer};
 use flatbuffers::InvalidFlatbuffer;
 
+use crate::body_pool;
 use crate::error::{Result, WireError};
 use crate::framing::{ALIGNMENT_BYTES, CONTINUATION};
 use crate::limits::Limits;
@@ -278,10 +279,10 @@ pub(crate) fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64)
 
 /// Reads `len` bytes into a buffer that arrays decode over in place.
 ///
-/// The bytes land in memory that was never written before (`read_to_end` hands the reader
-/// the vector's spare capacity, and sockets read into it without zero-filling it first),
-/// so a body costs the copy out of the kernel and no fill. The buffer comes from the
-/// allocator at its natural alignment, at least 16 bytes for a body of any size on the
+/// The bytes land in a vector's spare capacity (`read_to_end` hands it to the reader, and
+/// sockets read into it without zero-filling it first), so a body costs the copy out of the
+/// kernel and no fill; a large body reuses the memory of one released before it
+/// (`body_pool`). The buffer comes from the allocator at its natural alignment, at least 16 bytes for a body of any size on the
 /// platforms quiver runs on; [`aligned`] copies the rare one below 8.
 ///
 /// Memory follows the bytes that actually arrive: a body larger than
@@ -292,7 +293,7 @@ pub(crate) fn read_buffer<R: Read>(
     len: usize,
     what: &'static str,
 ) -> Result<Buffer> {
-    let mut bytes = Vec::new();
+    let mut bytes = body_pool::take(len);
     while bytes.len() < len {
         let goal = len.min((bytes.len() * 2).max(READ_CHUNK_BYTES));
         bytes.reserve_exact(goal - bytes.len());
@@ -304,7 +305,7 @@ pub(crate) fn read_buffer<R: Read>(
             return Err(WireError::Truncated(format!("end of input inside {what}")));
         }
     }
-    Ok(aligned(Buffer::from_vec(bytes)))
+    Ok(aligned(body_pool::into_buffer(bytes)))
 }
 
 /// Bodies up to this size are allocated at once; larger ones grow as they arrive.

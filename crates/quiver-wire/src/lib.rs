@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod body;
+mod body_pool;
 mod error;
 mod frames;
 mod framing;
