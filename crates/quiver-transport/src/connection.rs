@@ -1,6 +1,5 @@
 use std::io::{BufReader, Read, Write};
 use std::os::fd::RawFd;
-use std::time::Instant;
 
 use crate::spin::Spinner;
 
@@ -77,24 +76,18 @@ impl Connection {
         self
     }
 
-    /// Runs `read`, which reads the peer's next message, after spinning for its first bytes
-    /// while that pays: a wait that spinning did not end is timed, whole message included,
-    /// to decide whether the next one spins.
+    /// Runs `read`, which reads the peer's next message, once its first bytes are there:
+    /// spinning for them while that pays, else asleep (see `crate::spin`).
     pub fn read_next<T>(
         &mut self,
         read: impl FnOnce(&mut BufReader<Box<dyn Read + Send>>) -> T,
     ) -> T {
-        let arrived = !self.reader.buffer().is_empty();
-        let Some(spinner) = self.spinner.as_mut().filter(|_| !arrived) else {
-            return read(&mut self.reader);
-        };
-        if spinner.spin() {
-            return read(&mut self.reader);
+        if let Some(spinner) = self.spinner.as_mut() {
+            if self.reader.buffer().is_empty() && !spinner.spin() {
+                spinner.wait();
+            }
         }
-        let started = Instant::now();
-        let answer = read(&mut self.reader);
-        spinner.slept(started.elapsed());
-        answer
+        read(&mut self.reader)
     }
 }
 

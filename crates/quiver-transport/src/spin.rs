@@ -85,6 +85,23 @@ impl Spinner {
         false
     }
 
+    /// Blocks until `fd` is readable (or hung up, or failed: the read that follows reports it),
+    /// and times the wait for [`Spinner::slept`]: the wait for the peer's first byte, not the
+    /// read of its message.
+    pub(crate) fn wait(&mut self) {
+        let started = Instant::now();
+        let mut pollfd = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; EINTR is retried, any other error left to the read.
+        while unsafe { libc::poll(&mut pollfd, 1, -1) } < 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        self.slept(started.elapsed());
+    }
+
     /// After a blocking wait of `waited`: spin next time if this wait would have been caught.
     pub(crate) fn slept(&mut self, waited: Duration) {
         if waited >= WAITED_MIN {
