@@ -16,28 +16,35 @@ pub(super) fn transport_label(transport: &str) -> &'static str {
 /// Seconds as µs or ms with three significant digits.
 pub(super) fn time(seconds: f64) -> String {
     if seconds < 1e-3 {
-        format!("{:.1} µs", seconds * 1e6)
+        format!("{:.1} µs", micros(seconds))
     } else {
-        format!("{:.2} ms", seconds * 1e3)
+        format!("{:.2} ms", millis(seconds))
     }
 }
 
 pub(super) fn time_spread(s: Spread) -> String {
     if s.median < 1e-3 {
-        format!(
-            "{:.1} µs [{:.1}–{:.1}]",
-            s.median * 1e6,
-            s.min * 1e6,
-            s.max * 1e6
-        )
+        let [median, min, max] = [s.median, s.min, s.max].map(micros);
+        format!("{median:.1} µs [{min:.1}–{max:.1}]")
     } else {
-        format!(
-            "{:.2} ms [{:.2}–{:.2}]",
-            s.median * 1e3,
-            s.min * 1e3,
-            s.max * 1e3
-        )
+        let [median, min, max] = [s.median, s.min, s.max].map(millis);
+        format!("{median:.2} ms [{min:.2}–{max:.2}]")
     }
+}
+
+/// Times are measured in whole nanoseconds: rounded back to them first, a time reads the same
+/// whether it comes from the run or from `rpc.json` (12,950 ns is 12.9 µs both ways, where the
+/// two floating-point products straddle the rounding point).
+fn whole_nanos(seconds: f64) -> f64 {
+    (seconds * 1e9).round()
+}
+
+fn micros(seconds: f64) -> f64 {
+    whole_nanos(seconds) / 1e3
+}
+
+fn millis(seconds: f64) -> f64 {
+    whole_nanos(seconds) / 1e6
 }
 
 pub(super) fn count(x: f64) -> String {
