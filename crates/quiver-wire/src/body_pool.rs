@@ -109,7 +109,11 @@ mod tests {
         drop(kept);
         // Small bodies and much smaller reads do not come from it.
         assert_eq!(take(1024).capacity(), 0);
-        assert_eq!(take(POOLED_MIN_BYTES).capacity(), 0, "12 MiB is too large for 64 KiB");
+        assert_eq!(
+            take(POOLED_MIN_BYTES).capacity(),
+            0,
+            "12 MiB is too large for 64 KiB"
+        );
         pool().clear();
     }
 }
