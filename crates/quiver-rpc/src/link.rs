@@ -113,7 +113,9 @@ mod tests {
 
     #[test]
     fn the_peer_has_the_table_during_the_read_and_not_after_even_on_unwind() {
-        let (client_end, _server_end) = pipe_pair().unwrap();
+        let (client_end, mut server_end) = pipe_pair().unwrap();
+        // A wait ends when the peer's bytes are there: the peer has sent some (left unread).
+        server_end.writer.write_all(b"peer").unwrap();
         let mut link = Link::new(client_end);
         let segment = Segment::create(1 << 20).unwrap();
         let mut route = ShmRoute::new(segment.clone(), &ShmConfig::default());
