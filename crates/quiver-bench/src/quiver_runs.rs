@@ -212,6 +212,24 @@ pub fn run_all(
     log: &mut dyn FnMut(&str),
     failures: &mut Vec<String>,
 ) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    for (transport, shm, placement, workloads) in sessions() {
+        let variant = if shm { "shm" } else { "inline" };
+        let name = format!("{}/{variant}/{}", transport.name(), placement.name);
+        if only.is_some_and(|pattern| !name.contains(pattern)) {
+            continue;
+        }
+        log(&format!("quiver: {name}"));
+        if let Err(error) = run_session(plan, transport, shm, placement, workloads, &mut out) {
+            failures.push(format!("quiver {name}: {error}"));
+        }
+    }
+    out
+}
+
+/// The sessions of a run: (transport, shm, placement, workloads), cross-CPU first, then the
+/// same-CPU ones where the machine has two CPUs to tell apart.
+fn sessions() -> Vec<(Transport, bool, Placement, Workloads)> {
     use Transport::*;
     let everything = Workloads {
         unary: true,
@@ -268,19 +286,7 @@ pub fn run_all(
         sessions.push((Pipe, false, SAME_CPU, small));
         sessions.push((Subprocess, false, SAME_CPU, small));
     }
-    let mut out = Vec::new();
-    for (transport, shm, placement, workloads) in sessions {
-        let variant = if shm { "shm" } else { "inline" };
-        let name = format!("{}/{variant}/{}", transport.name(), placement.name);
-        if only.is_some_and(|pattern| !name.contains(pattern)) {
-            continue;
-        }
-        log(&format!("quiver: {name}"));
-        if let Err(error) = run_session(plan, transport, shm, placement, workloads, &mut out) {
-            failures.push(format!("quiver {name}: {error}"));
-        }
-    }
-    out
+    sessions
 }
 
 fn run_session(
