@@ -18,8 +18,7 @@ use std::sync::Arc;
 use arrow_buffer::{ArrowNativeType, Buffer};
 
 use crate::error::{Result, ShmError};
-use crate::segment::Segment;
-use crate::segment::TurnState;
+use crate::segment::{Segment, TurnState};
 
 /// Keeps the segment mapped while Arrow holds the bytes; frees the region on drop unless it was
 /// handed to the peer.

@@ -158,9 +158,8 @@ impl Read for FdReader {
             match error.kind() {
                 io::ErrorKind::WouldBlock if self.spinner.spin() => {}
                 io::ErrorKind::WouldBlock => {
-                    let started = Instant::now();
-                    wait(self.fd.as_raw_fd(), libc::POLLIN)?;
-                    self.spinner.slept(started.elapsed());
+                    let fd = self.fd.as_raw_fd();
+                    self.spinner.timed(|| wait(fd, libc::POLLIN))?;
                 }
                 io::ErrorKind::Interrupted => {}
                 _ => return Err(error),

@@ -85,25 +85,35 @@ impl Spinner {
         false
     }
 
-    /// Blocks until `fd` is readable (or hung up, or failed: the read that follows reports it),
-    /// and times the wait for [`Spinner::slept`]: the wait for the peer's first byte, not the
-    /// read of its message.
+    /// Blocks until `fd` is readable (or hung up, or failed: the read that follows reports it):
+    /// the wait for the peer's first byte, timed as [`Spinner::timed`] does.
     pub(crate) fn wait(&mut self) {
+        let fd = self.fd;
+        self.timed(|| {
+            let mut pollfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; EINTR is retried, any other error left to the read.
+            while unsafe { libc::poll(&mut pollfd, 1, -1) } < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+            }
+        })
+    }
+
+    /// Runs `wait`, a blocking wait for the peer, and lets its length decide whether the next
+    /// wait spins ([`Spinner::slept`]).
+    pub(crate) fn timed<T>(&mut self, wait: impl FnOnce() -> T) -> T {
         let started = Instant::now();
-        let mut pollfd = libc::pollfd {
-            fd: self.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; EINTR is retried, any other error left to the read.
-        while unsafe { libc::poll(&mut pollfd, 1, -1) } < 0
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {}
+        let waited = wait();
         self.slept(started.elapsed());
+        waited
     }
 
     /// After a blocking wait of `waited`: spin next time if this wait would have been caught.
-    pub(crate) fn slept(&mut self, waited: Duration) {
+    fn slept(&mut self, waited: Duration) {
         if waited >= WAITED_MIN {
             self.worth_it = waited <= Duration::from_micros(spin_micros());
         }
