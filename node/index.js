@@ -76,16 +76,21 @@ function toIpc(data) {
   throw new TypeError('Arrow data is an apache-arrow Table or RecordBatch, or Arrow IPC stream bytes')
 }
 
-/** A column over the native module's ArrayBuffers (crates/quiver-node/src/batches.rs). */
+/** `bytes` (a Uint8Array) as an `ArrayType` view of the same memory. */
+function viewAs(ArrayType, bytes) {
+  return new ArrayType(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / ArrayType.BYTES_PER_ELEMENT))
+}
+
+/** A column over the native module's buffers, each a Uint8Array (crates/quiver-node/src/batches.rs). */
 function columnData(type, column) {
   return makeData({
     type,
     offset: column.offset,
     length: column.length,
     nullCount: column.nullCount,
-    nullBitmap: column.validity ? new Uint8Array(column.validity) : undefined,
-    data: new type.ArrayType(column.values),
-    valueOffsets: column.offsets ? new type.OffsetArrayType(column.offsets) : undefined,
+    nullBitmap: column.validity ?? undefined,
+    data: viewAs(type.ArrayType, column.values),
+    valueOffsets: column.offsets ? viewAs(type.OffsetArrayType, column.offsets) : undefined,
   })
 }
 

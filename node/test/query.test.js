@@ -123,6 +123,32 @@ test('executeQueryToArrow and executeQueryStream keep types, nulls and decimals'
   assert.equal(empty.numRows, 0)
 })
 
+test('executeQueryToArrow shares the client\'s memory: columns of a batch view one ArrayBuffer', async () => {
+  // Decimal-free, so every batch crosses as buffers (a decimal column sends the batch as IPC).
+  const sql = `SELECT range::INTEGER AS i, CASE WHEN range % 3 = 0 THEN NULL ELSE range * 0.5 END::DOUBLE AS x,
+    CASE WHEN range % 5 = 0 THEN NULL ELSE 'v' || range END AS s, range % 2 = 0 AS even
+    FROM range(300000) ORDER BY range`
+  for (const [address, shmBytes] of [[server.unixAddress, 64 * 1024 * 1024], [server.unixAddress, 0]]) {
+    const conn = await server.connect({ address, shmBytes })
+    const table = await conn.executeQueryToArrow(sql)
+    assert.equal(table.numRows, 300000)
+    for (const row of [0, 1, 5, 299999]) {
+      const got = table.get(row)
+      assert.equal(got.i, row)
+      assert.equal(got.x, row % 3 === 0 ? null : row * 0.5)
+      assert.equal(got.s, row % 5 === 0 ? null : `v${row}`)
+      assert.equal(got.even, row % 2 === 0)
+    }
+    const [batch] = table.batches
+    const memory = new Set(batch.data.children.flatMap((c) => [c.values, c.nullBitmap, c.valueOffsets].filter((b) => b?.byteLength)).map((b) => b.buffer))
+    assert.equal(memory.size, 1, `the columns of one batch view ${memory.size} ArrayBuffers`)
+    let nulls = 0
+    for (const x of table.getChild('x')) if (x === null) nulls += 1
+    assert.equal(nulls, 100000)
+    conn.close()
+  }
+})
+
 test('executeQueryStream yields batches and an early break stops the query', async () => {
   let rows = 0
   let sum = 0n

@@ -1,4 +1,4 @@
-//! Record batches handed to JS without a copy: each Arrow buffer becomes an external
+//! Record batches handed to JS without a copy: each Arrow buffer becomes a view into an external
 //! ArrayBuffer over the client's own memory (a shared-memory region or the bytes read from the
 //! socket), kept alive until V8 collects it; `node/index.js` assembles apache-arrow
 //! RecordBatches over them with the schema, which crosses as IPC bytes. A batch with a column
@@ -65,31 +65,40 @@ fn shareable(data: &ArrayData) -> bool {
 
 unsafe extern "C" fn release(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `hint` is the box `external` leaked for this ArrayBuffer, released once.
-    let buffer = unsafe { Box::from_raw(hint as *mut ArrowBuffer) };
+    let span = unsafe { Box::from_raw(hint as *mut Span) };
     let mut adjusted = 0;
     // SAFETY: `env` is the one V8 passes to this finalizer; the call only adjusts V8's accounting.
-    unsafe { sys::napi_adjust_external_memory(env, -(buffer.len() as i64), &mut adjusted) };
+    unsafe { sys::napi_adjust_external_memory(env, -(span.len as i64), &mut adjusted) };
 }
 
-/// An ArrayBuffer over `buffer`'s bytes, holding it until collected. V8 is told the size, so
-/// a large result makes it collect sooner (and give shared-memory regions back).
-fn external(js: Js, buffer: &ArrowBuffer) -> napi::Result<Value> {
+/// Bytes `[start, start + len)`, which the buffers in `owners` keep alive.
+struct Span {
+    /// Held, never read: the memory lives while they do.
+    _owners: Vec<ArrowBuffer>,
+    start: *const u8,
+    len: usize,
+}
+
+/// An ArrayBuffer over `span`'s bytes, holding its owner until collected. V8 is told the size,
+/// so a large result makes it collect sooner (and give shared-memory regions back).
+fn external(js: Js, span: Span) -> napi::Result<Value> {
     let mut value = ptr::null_mut();
-    if buffer.is_empty() {
+    if span.len == 0 {
         // SAFETY: an empty ArrayBuffer needs no data pointer; `js.0` is the call's env.
         check_status!(unsafe {
             sys::napi_create_arraybuffer(js.0, 0, ptr::null_mut(), &mut value)
         })?;
         return Ok(value);
     }
-    let owner = Box::into_raw(Box::new(buffer.clone()));
-    // SAFETY: V8 keeps `buffer`'s bytes only while the ArrayBuffer lives, and `owner` (which holds
+    let (start, len) = (span.start, span.len);
+    let owner = Box::into_raw(Box::new(span));
+    // SAFETY: V8 keeps the span's bytes only while the ArrayBuffer lives, and `owner` (which holds
     // them) is released exactly once, by `release`, when it is collected.
     let status = unsafe {
         sys::napi_create_external_arraybuffer(
             js.0,
-            buffer.as_ptr() as *mut c_void,
-            buffer.len(),
+            start as *mut c_void,
+            len,
             Some(release),
             owner as *mut c_void,
             &mut value,
@@ -102,14 +111,116 @@ fn external(js: Js, buffer: &ArrowBuffer) -> napi::Result<Value> {
     }
     let mut adjusted = 0;
     // SAFETY: `js.0` is the call's env; this only adjusts V8's accounting.
-    check_status!(unsafe {
-        sys::napi_adjust_external_memory(js.0, buffer.len() as i64, &mut adjusted)
-    })?;
+    check_status!(unsafe { sys::napi_adjust_external_memory(js.0, len as i64, &mut adjusted) })?;
     Ok(value)
 }
 
-/// `{ offset, length, nullCount, validity, values, offsets }` of one column.
-fn column(js: Js, data: &ArrayData) -> napi::Result<Value> {
+/// A view's offset into its ArrayBuffer must suit any element type apache-arrow reads from it.
+const VIEW_ALIGNMENT: usize = 8;
+
+/// One allocation a batch's buffers lie in (all of them start at `data`, so every byte between
+/// their lowest start and highest end belongs to one of their allocations).
+struct Allocation {
+    data: *const u8,
+    buffers: Vec<ArrowBuffer>,
+    start: *const u8,
+    end: *const u8,
+    array_buffer: Option<Value>,
+}
+
+impl Allocation {
+    /// Whether `buffer` (not empty, so within `start..end`) lies in this allocation at an
+    /// offset a typed array may start at.
+    fn holds(&self, buffer: &ArrowBuffer) -> bool {
+        ptr::eq(buffer.data_ptr().as_ptr(), self.data)
+            && (buffer.as_ptr() as usize - self.start as usize).is_multiple_of(VIEW_ALIGNMENT)
+    }
+
+    /// The allocation's ArrayBuffer, made on first use.
+    fn array_buffer(&mut self, js: Js) -> napi::Result<Value> {
+        if let Some(made) = self.array_buffer {
+            return Ok(made);
+        }
+        let span = Span {
+            _owners: self.buffers.clone(),
+            start: self.start,
+            len: self.end as usize - self.start as usize,
+        };
+        Ok(*self.array_buffer.insert(external(js, span)?))
+    }
+}
+
+/// The ArrayBuffers of one batch: one per allocation its buffers lie in (a shared-memory region,
+/// or the body read from the socket), so a batch costs V8 a few external buffers instead of one
+/// per Arrow buffer. A buffer at an offset no typed array may start at gets one of its own.
+struct Spans {
+    allocations: Vec<Allocation>,
+}
+
+impl Spans {
+    fn new<'a>(buffers: impl Iterator<Item = &'a ArrowBuffer>) -> Spans {
+        let mut allocations: Vec<Allocation> = Vec::new();
+        for buffer in buffers.filter(|buffer| !buffer.is_empty()) {
+            let data = buffer.data_ptr().as_ptr() as *const u8;
+            let (start, end) = (buffer.as_ptr(), buffer.as_ptr().wrapping_add(buffer.len()));
+            match allocations.iter_mut().find(|each| each.data == data) {
+                Some(each) => {
+                    each.start = each.start.min(start);
+                    each.end = each.end.max(end);
+                    each.buffers.push(buffer.clone());
+                }
+                None => allocations.push(Allocation {
+                    data,
+                    buffers: vec![buffer.clone()],
+                    start,
+                    end,
+                    array_buffer: None,
+                }),
+            }
+        }
+        Spans { allocations }
+    }
+
+    /// A Uint8Array over `buffer`'s bytes.
+    fn view(&mut self, js: Js, buffer: &ArrowBuffer) -> napi::Result<Value> {
+        let shared = match buffer.is_empty() {
+            true => None,
+            false => self.allocations.iter_mut().find(|each| each.holds(buffer)),
+        };
+        let (array_buffer, offset) = match shared {
+            Some(each) => (
+                each.array_buffer(js)?,
+                buffer.as_ptr() as usize - each.start as usize,
+            ),
+            _ => {
+                let span = Span {
+                    _owners: vec![buffer.clone()],
+                    start: buffer.as_ptr(),
+                    len: buffer.len(),
+                };
+                (external(js, span)?, 0)
+            }
+        };
+        let mut value = ptr::null_mut();
+        // SAFETY: `js.0` is the call's env; `offset + len` lies inside `array_buffer` (a span
+        // covers every buffer of its allocation).
+        check_status!(unsafe {
+            sys::napi_create_typedarray(
+                js.0,
+                sys::TypedarrayType::uint8_array,
+                buffer.len(),
+                array_buffer,
+                offset,
+                &mut value,
+            )
+        })?;
+        Ok(value)
+    }
+}
+
+/// `{ offset, length, nullCount, validity, values, offsets }` of one column, the buffers as
+/// Uint8Arrays.
+fn column(js: Js, spans: &mut Spans, data: &ArrayData) -> napi::Result<Value> {
     let object = js.object()?;
     let null = js.null()?;
     js.set(
@@ -124,14 +235,13 @@ fn column(js: Js, data: &ArrayData) -> napi::Result<Value> {
         js.number(data.null_count() as f64)?,
     )?;
     let validity = match data.nulls() {
-        Some(nulls) if nulls.null_count() > 0 => external(js, nulls.buffer())?,
+        Some(nulls) if nulls.null_count() > 0 => spans.view(js, nulls.buffer())?,
         _ => null,
     };
     js.set(object, js.string("validity")?, validity)?;
-    let buffers = data.buffers();
-    let (offsets, values) = match buffers {
-        [values] => (null, external(js, values)?),
-        [offsets, values] => (external(js, offsets)?, external(js, values)?),
+    let (offsets, values) = match data.buffers() {
+        [values] => (null, spans.view(js, values)?),
+        [offsets, values] => (spans.view(js, offsets)?, spans.view(js, values)?),
         _ => return Err(napi::Error::from_reason("an array of an unexpected layout")),
     };
     js.set(object, js.string("offsets")?, offsets)?;
@@ -150,9 +260,16 @@ fn batch(js: Js, batch: &RecordBatch) -> napi::Result<Value> {
         js.set(object, js.string("ipc")?, bytes)?;
         return Ok(object);
     }
+    let mut spans = Spans::new(data.iter().flat_map(|data| {
+        let validity = data
+            .nulls()
+            .filter(|nulls| nulls.null_count() > 0)
+            .map(|nulls| nulls.buffer());
+        data.buffers().iter().chain(validity)
+    }));
     let columns = js.array(data.len())?;
     for (index, data) in data.iter().enumerate() {
-        js.set_element(columns, index, column(js, data)?)?;
+        js.set_element(columns, index, column(js, &mut spans, data)?)?;
     }
     js.set(
         object,
