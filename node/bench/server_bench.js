@@ -112,17 +112,40 @@ async function held(db, table) {
   }
 }
 
-async function timed(args, prepare, run) {
-  const times = []
-  let result
-  for (let rep = 0; rep < args.warmup + args.measured; rep++) {
-    if (prepare) await prepare()
-    const started = process.hrtime.bigint()
-    result = await run()
-    const elapsed = Number(process.hrtime.bigint() - started) / 1e9
-    if (rep >= args.warmup) times.push(elapsed)
+/**
+ * Collects garbage so the previous run's result is gone, shared-memory regions included, as the
+ * Rust and Python clients' drops make it: V8 frees an external ArrayBuffer's memory only in a
+ * collection after the one that finds it dead, and Node runs the finalizer on a later turn of
+ * the loop, hence two collections with a turn after each. Untimed; skipped without --expose-gc.
+ */
+async function released() {
+  if (!global.gc) return
+  for (let i = 0; i < 2; i++) {
+    global.gc()
+    await new Promise((resolve) => setTimeout(resolve, 0))
   }
-  return { times, result }
+}
+
+/** One timed run; the result stays in this frame, so nothing holds it once `check` has read it. */
+async function once(run, check) {
+  const started = process.hrtime.bigint()
+  const result = await run()
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9
+  return { elapsed, checked: check(result) }
+}
+
+/** Times `run` (after `prepare`, each repetition); `check` reads the first run's result. */
+async function timed(args, prepare, run, check = () => undefined) {
+  const times = []
+  let checked
+  for (let rep = 0; rep < args.warmup + args.measured; rep++) {
+    await released()
+    if (prepare) await prepare()
+    const one = await once(run, rep === 0 ? check : () => undefined)
+    if (rep === 0) checked = one.checked
+    if (rep >= args.warmup) times.push(one.elapsed)
+  }
+  return { times, checked }
 }
 
 function record(c, transport, times, checksum) {
@@ -186,34 +209,36 @@ async function inserts(args, db, data, eagerData, transport) {
 async function queries(args, db, eager, transport) {
   const out = []
   const full = { workload: 'query.full_scan', variant: '1 connection', rows: args.rows, tableRows: args.rows }
-  let run = await timed(args, null, () => db.executeQuery(FULL_SCAN + 'bench_node_eager'))
-  let sums = new Sums()
-  sums.addColumns(...['id', 'sensor_id', 'value', 'timestamp'].map((n) => run.result.map((row) => row[n])))
+  const columnSums = (columns) => {
+    const sums = new Sums()
+    sums.addColumns(...['id', 'sensor_id', 'value', 'timestamp'].map((n) => columns(n)))
+    return sums.json()
+  }
+  let run = await timed(args, null, () => db.executeQuery(FULL_SCAN + 'bench_node_eager'), (rows) => columnSums((n) => rows.map((row) => row[n])))
   const eagerNote = eager < args.rows ? `${eager.toLocaleString('en')} rows (the eager cap)` : ''
-  out.push(record({ ...full, api: 'executeQuery (row objects)', rows: eager, tableRows: eager, note: eagerNote }, transport, run.times, sums.json()))
+  out.push(record({ ...full, api: 'executeQuery (row objects)', rows: eager, tableRows: eager, note: eagerNote }, transport, run.times, run.checked))
 
   run = await timed(args, null, async () => {
     let rows = 0
     for await (const batch of db.executeQueryStream(FULL_SCAN + 'bench_m')) rows += batch.numRows
     return { rows }
-  })
+  }, (result) => result.rows)
+  if (run.checked !== args.rows) throw new Error(`executeQueryStream: ${run.checked} rows`)
   // The checksum comes from one more, untimed, pass: summing inside the timed loop would
   // measure the sums.
-  sums = new Sums()
+  const sums = new Sums()
   for await (const batch of db.executeQueryStream(FULL_SCAN + 'bench_m')) sums.addBatch(batch)
-  if (run.result.rows !== args.rows) throw new Error(`executeQueryStream: ${run.result.rows} rows`)
   out.push(record({ ...full, api: 'executeQueryStream (RecordBatch)' }, transport, run.times, sums.json()))
 
-  run = await timed(args, null, () => db.executeQueryColumnar(FULL_SCAN + 'bench_m'))
-  sums = new Sums()
-  const c = run.result.columns
-  sums.addColumns(c.id, c.sensor_id, c.value, c.timestamp)
-  out.push(record({ ...full, api: 'executeQueryColumnar (typed arrays)' }, transport, run.times, sums.json()))
+  run = await timed(args, null, () => db.executeQueryColumnar(FULL_SCAN + 'bench_m'), (result) => columnSums((n) => result.columns[n]))
+  out.push(record({ ...full, api: 'executeQueryColumnar (typed arrays)' }, transport, run.times, run.checked))
 
-  run = await timed(args, null, () => db.executeQueryToArrow(FULL_SCAN + 'bench_m'))
-  sums = new Sums()
-  for (const batch of run.result.batches) sums.addBatch(batch)
-  out.push(record({ ...full, api: 'executeQueryToArrow (Table)' }, transport, run.times, sums.json()))
+  run = await timed(args, null, () => db.executeQueryToArrow(FULL_SCAN + 'bench_m'), (table) => {
+    const tableSums = new Sums()
+    for (const batch of table.batches) tableSums.addBatch(batch)
+    return tableSums.json()
+  })
+  out.push(record({ ...full, api: 'executeQueryToArrow (Table)' }, transport, run.times, run.checked))
   return out
 }
 
@@ -232,6 +257,7 @@ async function main() {
       notes: [
         `server pid ${server.pid}, one server for every transport; eager paths (RowInserter, executeQuery) at ` +
           `${Math.min(args.rows, EAGER_ROWS).toLocaleString('en')} rows`,
+        `each run starts with the previous result collected (${global.gc ? 'global.gc() twice, untimed' : 'not: run without --expose-gc'})`,
       ],
     })
     let started = Date.now()

@@ -45,7 +45,8 @@ def main() -> int:
     if node is None or not (ROOT / "node" / "node_modules").is_dir():
         emit({"kind": "error", "peer": PEER, "message": "no node, or node/ not set up (tools/setup_node.sh)"})
         return 1
-    argv = [node, str(SCRIPT), "--rows", str(args.rows), "--warmup", str(args.warmup)]
+    # --expose-gc: the script collects the previous run's result before each run (untimed).
+    argv = [node, "--expose-gc", str(SCRIPT), "--rows", str(args.rows), "--warmup", str(args.warmup)]
     argv += ["--measured", str(args.measured)]
     log(PEER, " ".join(argv))
     failures = 0

@@ -61,14 +61,7 @@ async fn query(
     if checking {
         expect.check(&kept)?;
     }
-    if rows == expect.result_rows() {
-        Ok(())
-    } else {
-        Err(fail(format!(
-            "flight sql {sql}: {rows} rows, expected {}",
-            expect.result_rows()
-        )))
-    }
+    expect.rows_were(sql, rows)
 }
 
 /// The three queries on one Flight SQL connection.

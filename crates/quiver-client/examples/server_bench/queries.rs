@@ -51,6 +51,17 @@ impl Expect {
         }
     }
 
+    /// Fails unless `sql` gave the expected number of rows.
+    pub fn rows_were(&self, sql: &str, rows: u64) -> Result<()> {
+        if rows == self.result_rows() {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "{sql}: {rows} rows, expected {}",
+            self.result_rows()
+        )))
+    }
+
     /// Checks the batches received (kept only on the checking run).
     pub fn check(&self, batches: &[RecordBatch]) -> Result<()> {
         match self {
@@ -101,13 +112,24 @@ fn query_sync(
     if checking {
         expect.check(&kept)?;
     }
-    if rows != expect.result_rows() {
-        return Err(fail(format!(
-            "{sql}: {rows} rows, expected {}",
-            expect.result_rows()
-        )));
-    }
+    expect.rows_were(sql, rows)?;
     Ok(rows)
+}
+
+/// One query whose whole result is collected before any of it is dropped (checked when
+/// `checking`).
+fn query_whole(
+    connection: &mut Connection,
+    sql: &str,
+    expect: &Expect,
+    checking: bool,
+) -> Result<()> {
+    let batches = connection.query_arrow(sql)?;
+    let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+    if checking {
+        expect.check(&batches)?;
+    }
+    expect.rows_were(sql, rows)
 }
 
 /// The three queries, each on one connection (sync and async) and on N connections.
@@ -146,6 +168,26 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
             expect.checksum(),
             times,
         ));
+
+        if workload == "query.full_scan" {
+            // The whole result held at once, as Node's executeQueryToArrow and Python's
+            // to-table calls hold it: every batch lands in fresh memory, none is reused.
+            let times = timed(
+                bench,
+                &mut connection,
+                |_| Ok(()),
+                |c, rep| query_whole(c, &sql, &expect, rep == 0),
+            )?;
+            out.push(case(
+                "1 connection".into(),
+                "sync",
+                "Connection::query_arrow (whole result)",
+                1,
+                expect.result_rows(),
+                expect.checksum(),
+                times,
+            ));
+        }
 
         let times = timed(
             bench,
@@ -198,11 +240,7 @@ fn query_async(
         if keep {
             expect.check(&kept)?;
         }
-        if rows == expect.result_rows() {
-            Ok(())
-        } else {
-            Err(fail(format!("async {sql}: {rows} rows")))
-        }
+        expect.rows_were(sql, rows)
     })
 }
 
