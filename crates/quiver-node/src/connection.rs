@@ -8,7 +8,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
-use quiver_client::{AsyncConnection, AsyncQueryStream, ConnectOptions as ClientOptions, Shm};
+use quiver_client::{AsyncConnection, ConnectOptions as ClientOptions, Shm};
 use quiver_server_protocol::InsertMode;
 
 use crate::batches::Batches;
@@ -86,37 +86,40 @@ pub(crate) fn parse_mode(mode: Option<String>) -> napi::Result<InsertMode> {
     mode.as_deref().unwrap_or("append").parse().map_err(invalid)
 }
 
-/// Collects a query's batches, failing as soon as they pass `rows_max` rows or `bytes_max`
+/// The result so far, or why it was refused.
+type Collected = Result<(SchemaRef, Vec<RecordBatch>), String>;
+
+/// Collects a query's batches, refusing them as soon as they pass `rows_max` rows or `bytes_max`
 /// bytes (dropping the stream cancels the statement).
-async fn collect(
-    mut stream: AsyncQueryStream,
+fn collect(
+    stream: quiver_client::QueryStream<'_>,
     rows_max: u64,
     bytes_max: u64,
     advice: &str,
-) -> napi::Result<(SchemaRef, Vec<RecordBatch>)> {
+) -> quiver_client::Result<Collected> {
     let (mut rows, mut bytes, mut batches) = (0u64, 0u64, Vec::new());
     let mut schema = None;
-    while let Some(batch) = stream.next_batch().await {
-        let batch = batch.map_err(to_js)?;
+    for batch in stream {
+        let batch = batch?;
         rows += batch.num_rows() as u64;
         bytes += batch.get_array_memory_size() as u64;
         if rows > rows_max {
-            return Err(invalid(format!(
+            return Ok(Err(format!(
                 "the result has more than {rows_max} rows: {advice}"
             )));
         }
         if bytes > bytes_max {
-            return Err(invalid(format!(
+            return Ok(Err(format!(
                 "the result is larger than {bytes_max} bytes: {advice}"
             )));
         }
         schema.get_or_insert_with(|| batch.schema());
         batches.push(batch);
     }
-    Ok((
+    Ok(Ok((
         schema.unwrap_or_else(|| SchemaRef::new(Schema::empty())),
         batches,
-    ))
+    )))
 }
 
 /// `maxBytes` checked against `1..=IPC_BYTES_MAX`, or its default.
@@ -133,6 +136,23 @@ fn check_bytes(max_bytes: Option<f64>) -> napi::Result<u64> {
 
 #[napi]
 impl Connection {
+    /// `sql`'s whole result (see `collect`), collected on the connection's own thread: JS is
+    /// handed the result once, not woken for each batch.
+    async fn collected(
+        &self,
+        sql: String,
+        rows_max: u64,
+        bytes_max: u64,
+        advice: &'static str,
+    ) -> napi::Result<(SchemaRef, Vec<RecordBatch>)> {
+        let collected = self
+            .session()?
+            .run(move |c| collect(c.query(&sql)?, rows_max, bytes_max, advice))
+            .await
+            .map_err(to_js)?;
+        collected.map_err(invalid)
+    }
+
     fn session(&self) -> napi::Result<AsyncConnection> {
         self.inner
             .lock()
@@ -178,8 +198,9 @@ impl Connection {
             )
         };
         let rows_max = check_rows(max_rows, default, max, "maxRows")?;
-        let stream = self.session()?.query(&sql);
-        let (schema, batches) = collect(stream, rows_max.into(), u64::MAX, advice).await?;
+        let (schema, batches) = self
+            .collected(sql, rows_max.into(), u64::MAX, advice)
+            .await?;
         Ok(Columns { schema, batches })
     }
 
@@ -187,9 +208,8 @@ impl Connection {
     #[napi]
     pub async fn query_ipc(&self, sql: String, max_bytes: Option<f64>) -> napi::Result<Buffer> {
         let bytes_max = check_bytes(max_bytes)?;
-        let stream = self.session()?.query(&sql);
         let advice = "use executeQueryStream, or raise maxBytes";
-        let (schema, batches) = collect(stream, u64::MAX, bytes_max, advice).await?;
+        let (schema, batches) = self.collected(sql, u64::MAX, bytes_max, advice).await?;
         Ok(ipc::encode(&schema, &batches)?.into())
     }
 
@@ -197,9 +217,8 @@ impl Connection {
     #[napi]
     pub async fn query_arrow(&self, sql: String, max_bytes: Option<f64>) -> napi::Result<Batches> {
         let bytes_max = check_bytes(max_bytes)?;
-        let stream = self.session()?.query(&sql);
         let advice = "use executeQueryStream, or raise maxBytes";
-        let (schema, batches) = collect(stream, u64::MAX, bytes_max, advice).await?;
+        let (schema, batches) = self.collected(sql, u64::MAX, bytes_max, advice).await?;
         Ok(Batches { schema, batches })
     }
 
