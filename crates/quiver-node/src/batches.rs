@@ -63,12 +63,9 @@ fn shareable(data: &ArrayData) -> bool {
             .is_none_or(|nulls| nulls.offset() == data.offset())
 }
 
-unsafe extern "C" fn release(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn release(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `hint` is the box `external` leaked for this ArrayBuffer, released once.
-    let span = unsafe { Box::from_raw(hint as *mut Span) };
-    let mut adjusted = 0;
-    // SAFETY: `env` is the one V8 passes to this finalizer; the call only adjusts V8's accounting.
-    unsafe { sys::napi_adjust_external_memory(env, -(span.len as i64), &mut adjusted) };
+    drop(unsafe { Box::from_raw(hint as *mut Span) });
 }
 
 /// Bytes `[start, start + len)`, which the buffers in `owners` keep alive.
@@ -79,8 +76,10 @@ struct Span {
     len: usize,
 }
 
-/// An ArrayBuffer over `span`'s bytes, holding its owner until collected. V8 is told the size,
-/// so a large result makes it collect sooner (and give shared-memory regions back).
+/// An ArrayBuffer over `span`'s bytes, holding its owners until collected. V8 counts its bytes
+/// as external memory itself, so a large result makes it collect sooner (and give shared-memory
+/// regions back); reporting them again through `napi_adjust_external_memory` would double the
+/// count, and the collections.
 fn external(js: Js, span: Span) -> napi::Result<Value> {
     let mut value = ptr::null_mut();
     if span.len == 0 {
@@ -109,9 +108,6 @@ fn external(js: Js, span: Span) -> napi::Result<Value> {
         drop(unsafe { Box::from_raw(owner) });
         check_status!(status)?;
     }
-    let mut adjusted = 0;
-    // SAFETY: `js.0` is the call's env; this only adjusts V8's accounting.
-    check_status!(unsafe { sys::napi_adjust_external_memory(js.0, len as i64, &mut adjusted) })?;
     Ok(value)
 }
 
