@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::placement::{CROSS_CPU, SAME_CPU};
-use crate::plan::{implementation, Measurement};
+use crate::plan::implementation::{self, QUIVER, VGI_RPC};
+use crate::plan::Measurement;
 
 use super::format::{
     count_spread, gbps_spread, or_dash, ratio, time, time_spread, transport_label,
@@ -12,8 +13,21 @@ use super::summary::{rtt_label, rtt_transport_for, Figure, Run};
 use super::targets::targets;
 
 pub(super) fn markdown(run: &Run<'_>) -> String {
-    use implementation::{QUIVER, VGI_RPC};
     let mut md = String::new();
+    header(&mut md, run);
+    targets_table(&mut md, run);
+    unary(&mut md, run);
+    streams(&mut md, run);
+    large_batches(&mut md, run);
+    large_breakdown(&mut md, run);
+    unary_breakdown(&mut md, run);
+    baselines(&mut md, run);
+    md.push_str(METHOD_NOTES);
+    md
+}
+
+/// The title, the machine, how to read the figures, and any section that failed.
+fn header(md: &mut String, run: &Run<'_>) {
     let m = run.machine;
     let info = &run.peer.info;
     let _ = writeln!(md, "# `./quiver bench rpc`\n");
@@ -57,8 +71,10 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
             "> **vgi-rpc peer failed** (its figures are missing or partial): {failure}\n"
         );
     }
+}
 
-    // Targets.
+/// The targets, each with its measured ratio.
+fn targets_table(md: &mut String, run: &Run<'_>) {
     let _ = writeln!(md, "## Targets\n");
     let _ = writeln!(md, "| target | measured | met? |\n|---|---|---|");
     for t in targets(run) {
@@ -74,8 +90,52 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
         let _ = writeln!(md, "| {} | {} | {} |", t.target, measured, verdict);
     }
     md.push('\n');
+}
 
-    // Unary.
+/// The unary table's rows: transport, variant, placement, label.
+const UNARY_ROWS: &[(&str, &str, &str, &str)] = &[
+    (
+        "pipe",
+        "inline",
+        CROSS_CPU.name,
+        "in-process pipe (server thread)",
+    ),
+    ("subprocess", "inline", CROSS_CPU.name, "subprocess stdio"),
+    (
+        "unix",
+        "inline",
+        CROSS_CPU.name,
+        "unix socket (server process)",
+    ),
+    (
+        "tcp",
+        "inline",
+        CROSS_CPU.name,
+        "tcp loopback (server process)",
+    ),
+    (
+        "subprocess",
+        "shm",
+        CROSS_CPU.name,
+        "subprocess stdio, shm on",
+    ),
+    (
+        "pipe",
+        "inline",
+        SAME_CPU.name,
+        "**same CPU:** in-process pipe",
+    ),
+    (
+        "subprocess",
+        "inline",
+        SAME_CPU.name,
+        "**same CPU:** subprocess stdio",
+    ),
+];
+
+/// Unary calls per transport and placement, beside the raw round trip.
+fn unary(md: &mut String, run: &Run<'_>) {
+    let p = run.plan;
     let _ = writeln!(md, "## Unary `add(a: float, b: float) -> float`\n");
     let _ = writeln!(
         md,
@@ -83,45 +143,7 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
          vgi-rpc ÷ quiver (p50) | raw 1-byte RTT p50 | quiver ÷ RTT | vgi-rpc ÷ RTT |\n\
          |---|---|---|---|---|---|---|---|---|---|---|"
     );
-    for (transport, variant, placement, label) in [
-        (
-            "pipe",
-            "inline",
-            CROSS_CPU.name,
-            "in-process pipe (server thread)",
-        ),
-        ("subprocess", "inline", CROSS_CPU.name, "subprocess stdio"),
-        (
-            "unix",
-            "inline",
-            CROSS_CPU.name,
-            "unix socket (server process)",
-        ),
-        (
-            "tcp",
-            "inline",
-            CROSS_CPU.name,
-            "tcp loopback (server process)",
-        ),
-        (
-            "subprocess",
-            "shm",
-            CROSS_CPU.name,
-            "subprocess stdio, shm on",
-        ),
-        (
-            "pipe",
-            "inline",
-            SAME_CPU.name,
-            "**same CPU:** in-process pipe",
-        ),
-        (
-            "subprocess",
-            "inline",
-            SAME_CPU.name,
-            "**same CPU:** subprocess stdio",
-        ),
-    ] {
+    for &(transport, variant, placement, label) in UNARY_ROWS {
         let q = run.find_at("unary.add", variant, transport, QUIVER, placement);
         let v = run.find_at("unary.add", variant, transport, VGI_RPC, placement);
         if q.is_none() && v.is_none() {
@@ -168,8 +190,10 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
          stays inline (below the 128 KiB threshold), so this row is the cost of having shm on.\n",
         p.shm_segment_bytes >> 20
     );
+}
 
-    // Small streams.
+/// Streams of 1K-row batches.
+fn streams(md: &mut String, run: &Run<'_>) {
     let _ = writeln!(md, "## Streams of 1K-row batches (int64, float64, utf8)\n");
     let _ = writeln!(
         md,
@@ -237,8 +261,11 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
             crate::quiver_runs::PRODUCER_TICKS_AHEAD
         );
     }
+}
 
-    // Large batches.
+/// 16 MiB batches each way, beside memcpy and the pipe.
+fn large_batches(md: &mut String, run: &Run<'_>) {
+    let p = run.plan;
     let memcpy = run.memcpy();
     let pipe_bw = run.pipe_bandwidth();
     let _ = writeln!(
@@ -314,8 +341,12 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
          not that it beats memory bandwidth.\n",
         p.shm_segment_bytes >> 20
     );
+}
 
-    // Breakdown.
+/// Where a 16 MiB step spends its time, step by step.
+fn large_breakdown(md: &mut String, run: &Run<'_>) {
+    let p = run.plan;
+    let memcpy = run.memcpy();
     let steps: Vec<&Measurement> = run
         .measurements
         .iter()
@@ -366,6 +397,10 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
              whose allocator hands them back to the kernel pays a page fault per 4 KiB on top.\n"
         );
     }
+}
+
+/// Where a unary call spends its time: the CPU of each side beside the raw round trip.
+fn unary_breakdown(md: &mut String, run: &Run<'_>) {
     let server_cpu = run.find_one_thread("breakdown.unary-server-cpu", "unary-server-cpu");
     let client_cpu = run.find_one_thread("breakdown.unary-client-cpu", "unary-client-cpu");
     if let (Some(server_cpu), Some(client_cpu)) = (server_cpu, client_cpu) {
@@ -413,8 +448,11 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
              refills after each switch).\n"
         );
     }
+}
 
-    // Baselines.
+/// The raw baselines measured in the same run.
+fn baselines(md: &mut String, run: &Run<'_>) {
+    let memcpy = run.memcpy();
     let _ = writeln!(md, "## Baselines (same run)\n");
     let _ = writeln!(
         md,
@@ -469,8 +507,6 @@ pub(super) fn markdown(run: &Run<'_>) -> String {
         );
     }
     md.push('\n');
-    md.push_str(METHOD_NOTES);
-    md
 }
 
 const METHOD_NOTES: &str = "## How it is measured\n\n\
