@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::diagnostics::Diagnostics;
 use super::endpoint::read_endpoint;
 use super::keys::load_keys_into;
-use super::model::{AuthMode, Dataset, Project, ReadyPolicy};
-use super::yaml::{parse_file, Reader, Value};
+use super::model::{AuthMode, Dataset, Endpoint, Project, ReadyPolicy};
+use super::yaml::{parse_file, Node, Reader, Value};
 
 /// The project file's names, in the order looked for.
 pub const PROJECT_FILES: [&str; 2] = ["offloader.yml", "gateway.yml"];
@@ -19,7 +19,7 @@ pub const MAX_ENDPOINTS: usize = 1000;
 pub const MAX_COLUMNS: usize = 1000;
 
 use super::dataset::read_dataset;
-use super::settings::read_project_file;
+use super::settings::{read_project_file, Layout};
 
 /// Reads the project in `dir` and checks all of it.
 pub fn load(dir: &Path) -> Result<Project, Diagnostics> {
@@ -55,106 +55,10 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
     };
     let layout = read_project_file(&mut reader, &root, dir);
 
-    let mut datasets: Vec<Dataset> = Vec::new();
-    // Datasets whose files have problems, as far as they were read: endpoints over them are still
-    // checked (one pass finds every problem), but they are no part of the project.
-    let mut drafts: Vec<Dataset> = Vec::new();
-    let mut dataset_lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
-    for file in yaml_files(
-        &layout.datasets_dir,
-        "datasets_dir",
-        &mut diagnostics,
-        &project_file,
-    ) {
-        let Some(node) = parse_file(&file, &mut diagnostics) else {
-            continue;
-        };
-        let mut reader = Reader {
-            file: file.clone(),
-            diagnostics: &mut diagnostics,
-        };
-        let problems_before = reader.diagnostics.len();
-        let Some(dataset) = read_dataset(&mut reader, &node) else {
-            continue;
-        };
-        let sound = reader.diagnostics.len() == problems_before;
-        match define(
-            &mut dataset_lines,
-            &mut reader,
-            "dataset",
-            &dataset.id,
-            node.line,
-            MAX_DATASETS,
-        ) {
-            Defined::First if sound => datasets.push(dataset),
-            Defined::First => drafts.push(dataset),
-            Defined::Again => continue,
-            Defined::OverLimit => break,
-        }
-    }
-
-    let checkable: Vec<Dataset> = datasets.iter().chain(&drafts).cloned().collect();
-    let mut endpoints = Vec::new();
-    // Names of endpoint files that failed their checks: keys granting them are not also reported.
-    let mut failed_endpoints = BTreeSet::new();
-    let mut endpoint_lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
-    for file in yaml_files(
-        &layout.endpoints_dir,
-        "endpoints_dir",
-        &mut diagnostics,
-        &project_file,
-    ) {
-        let Some(node) = parse_file(&file, &mut diagnostics) else {
-            continue;
-        };
-        let mut reader = Reader {
-            file: file.clone(),
-            diagnostics: &mut diagnostics,
-        };
-        let Some(endpoint) = read_endpoint(&mut reader, &node, &checkable, layout.settings.auth)
-        else {
-            if let Value::Map(entries) = &node.value {
-                if let Some(Value::Str(name)) = entries
-                    .iter()
-                    .find(|e| e.key == "name")
-                    .map(|e| &e.value.value)
-                {
-                    failed_endpoints.insert(name.clone());
-                }
-            }
-            continue;
-        };
-        match define(
-            &mut endpoint_lines,
-            &mut reader,
-            "endpoint",
-            &endpoint.name,
-            node.line,
-            MAX_ENDPOINTS,
-        ) {
-            Defined::First => endpoints.push(endpoint),
-            Defined::Again => continue,
-            Defined::OverLimit => break,
-        }
-    }
-
-    let mut reader = Reader {
-        file: project_file.clone(),
-        diagnostics: &mut diagnostics,
-    };
-    if let (ReadyPolicy::Required(required), Some(line)) =
-        (&layout.settings.ready, layout.ready_line)
-    {
-        for id in required {
-            if !dataset_lines.contains_key(id) {
-                reader.error(
-                    line,
-                    format!("`ready` names dataset `{id}`, which is not defined"),
-                );
-            }
-        }
-    }
-
+    let datasets = read_datasets(&layout, &project_file, &mut diagnostics);
+    let (mut endpoints, failed_endpoints) =
+        read_endpoints(&layout, &project_file, &datasets, &mut diagnostics);
+    check_ready(&layout, &project_file, &datasets.lines, &mut diagnostics);
     let keys = match &layout.keys_file {
         Some(path) => load_keys_into(
             path,
@@ -182,12 +86,163 @@ pub fn read(dir: &Path) -> (Option<Project>, Diagnostics) {
     let project = Project {
         root: dir.to_path_buf(),
         settings: layout.settings,
-        datasets,
+        datasets: datasets.sound,
         endpoints,
         keys_file: layout.keys_file,
         keys,
     };
     (Some(project), diagnostics)
+}
+
+/// The datasets' files, read and checked.
+struct ReadDatasets {
+    /// Datasets without problems: the project's.
+    sound: Vec<Dataset>,
+    /// Datasets whose files have problems, as far as they were read: endpoints over them are
+    /// still checked (one pass finds every problem), but they are no part of the project.
+    drafts: Vec<Dataset>,
+    /// Where each dataset id was first defined.
+    lines: BTreeMap<String, (PathBuf, usize)>,
+}
+
+/// Reads every dataset file of `layout`'s datasets directory.
+fn read_datasets(
+    layout: &Layout,
+    project_file: &Path,
+    diagnostics: &mut Diagnostics,
+) -> ReadDatasets {
+    let mut read = ReadDatasets {
+        sound: Vec::new(),
+        drafts: Vec::new(),
+        lines: BTreeMap::new(),
+    };
+    for file in yaml_files(
+        &layout.datasets_dir,
+        "datasets_dir",
+        diagnostics,
+        project_file,
+    ) {
+        let Some(node) = parse_file(&file, diagnostics) else {
+            continue;
+        };
+        let mut reader = Reader {
+            file: file.clone(),
+            diagnostics: &mut *diagnostics,
+        };
+        let problems_before = reader.diagnostics.len();
+        let Some(dataset) = read_dataset(&mut reader, &node) else {
+            continue;
+        };
+        let sound = reader.diagnostics.len() == problems_before;
+        match define(
+            &mut read.lines,
+            &mut reader,
+            "dataset",
+            &dataset.id,
+            node.line,
+            MAX_DATASETS,
+        ) {
+            Defined::First if sound => read.sound.push(dataset),
+            Defined::First => read.drafts.push(dataset),
+            Defined::Again => continue,
+            Defined::OverLimit => break,
+        }
+    }
+    read
+}
+
+/// Reads every endpoint file of `layout`'s endpoints directory, each checked against the
+/// datasets read (drafts included): the endpoints, and the names of those that failed their
+/// checks (keys granting them are not also reported).
+fn read_endpoints(
+    layout: &Layout,
+    project_file: &Path,
+    datasets: &ReadDatasets,
+    diagnostics: &mut Diagnostics,
+) -> (Vec<Endpoint>, BTreeSet<String>) {
+    let checkable: Vec<Dataset> = datasets
+        .sound
+        .iter()
+        .chain(&datasets.drafts)
+        .cloned()
+        .collect();
+    let mut endpoints = Vec::new();
+    let mut failed = BTreeSet::new();
+    let mut lines: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
+    for file in yaml_files(
+        &layout.endpoints_dir,
+        "endpoints_dir",
+        diagnostics,
+        project_file,
+    ) {
+        let Some(node) = parse_file(&file, diagnostics) else {
+            continue;
+        };
+        let mut reader = Reader {
+            file: file.clone(),
+            diagnostics: &mut *diagnostics,
+        };
+        let Some(endpoint) = read_endpoint(&mut reader, &node, &checkable, layout.settings.auth)
+        else {
+            if let Some(name) = endpoint_name(&node) {
+                failed.insert(name.to_string());
+            }
+            continue;
+        };
+        match define(
+            &mut lines,
+            &mut reader,
+            "endpoint",
+            &endpoint.name,
+            node.line,
+            MAX_ENDPOINTS,
+        ) {
+            Defined::First => endpoints.push(endpoint),
+            Defined::Again => continue,
+            Defined::OverLimit => break,
+        }
+    }
+    (endpoints, failed)
+}
+
+/// An endpoint file's `name`, read even when the rest of it failed.
+fn endpoint_name(node: &Node) -> Option<&str> {
+    let Value::Map(entries) = &node.value else {
+        return None;
+    };
+    match entries
+        .iter()
+        .find(|e| e.key == "name")
+        .map(|e| &e.value.value)
+    {
+        Some(Value::Str(name)) => Some(name),
+        _ => None,
+    }
+}
+
+/// `ready: [ids]` names only datasets that are defined.
+fn check_ready(
+    layout: &Layout,
+    project_file: &Path,
+    dataset_lines: &BTreeMap<String, (PathBuf, usize)>,
+    diagnostics: &mut Diagnostics,
+) {
+    let (ReadyPolicy::Required(required), Some(line)) = (&layout.settings.ready, layout.ready_line)
+    else {
+        return;
+    };
+    let mut reader = Reader {
+        file: project_file.to_path_buf(),
+        diagnostics,
+    };
+    for id in required {
+        if !dataset_lines.contains_key(id) {
+            reader.error(
+                line,
+                format!("`ready` names dataset `{id}`, which is not defined"),
+            );
+        }
+    }
 }
 
 /// The `*.yml` / `*.yaml` files of a directory, sorted by name (so problems come in a stable order).
