@@ -7,9 +7,8 @@ use std::time::Duration;
 use super::bounds::{DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, HARD_MAX_LIMIT};
 use super::model::{AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, ServingMode};
 use super::params::{read_combinations, read_params};
-use super::query::{
-    read_filters, read_group_by, read_order_by, read_output_list, read_select, Select,
-};
+use super::query::{read_filters, read_group_by, read_order_by, read_output_list};
+use super::select::{read_select, Select};
 use super::yaml::{printable, Fields, Node, Reader};
 
 /// An endpoint name is part of a URL and a metrics label: `[a-z][a-z0-9_-]*`.

@@ -399,3 +399,33 @@ fn double_sums_is_a_project_setting() {
         "offloader.yml:11|`double_sums` must be `bigint` or `double`, not `decimal`",
     );
 }
+
+#[test]
+fn an_ungrouped_select_column_is_reported_at_its_own_line_after_a_failed_entry() {
+    let endpoint = "name: e
+version: 1
+dataset: usage
+query:
+  group_by: [region]
+  select:
+    - { as: ghost, column: missing }
+    - { as: total, column: api_calls, agg: sum }
+    - { as: account, column: account_id }
+";
+    let problems = problems(&[
+        ("gateway.yml", "version: 1\nauth: none\n"),
+        (
+            "datasets/usage.yml",
+            &USAGE.replace("tenant_column: tenant_id\n", ""),
+        ),
+        ("endpoints/e.yml", endpoint),
+    ]);
+    assert_has(
+        &problems,
+        "endpoints/e.yml:7:|`select` column `missing` is not in dataset `usage`",
+    );
+    assert_has(
+        &problems,
+        "endpoints/e.yml:9:|`select` column `account_id` is neither aggregated nor in `group_by`",
+    );
+}

@@ -18,6 +18,7 @@ pub(crate) mod load;
 pub mod model;
 pub(crate) mod params;
 pub(crate) mod query;
+pub(crate) mod select;
 pub(crate) mod settings;
 pub(crate) mod values;
 pub(crate) mod yaml;
