@@ -1,5 +1,6 @@
-//! An endpoint's `query` (group_by, filters, order_by; `select` is `select.rs`) and its output-column lists
-//! (`columns`, `sort`), checked against the dataset's columns and the declared params.
+//! An endpoint's `query` (group_by, filters, order_by; `select` is `select.rs`) and its
+//! output-column lists (`columns`, `sort`), checked against the dataset's columns and the
+//! declared params.
 
 use std::collections::{BTreeMap, BTreeSet};
 
