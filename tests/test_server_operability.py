@@ -163,6 +163,11 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
         (["--metrics", "unix:///tmp/x"], "metrics address"),
         (["--database", "/no/such/directory/x.db"], "/no/such/directory/x.db"),
         (["--extension", "/no/such/quiver.duckdb_extension"], "no extension file"),
+        (["--no-auth", "--listen", "tcp://0.0.0.0:0"], "listener is on loopback; tcp://0.0.0.0:0 is not"),
+        (
+            ["--no-auth", "--listen", "unix:///tmp/q.sock,grpc://0.0.0.0:0"],
+            "listener is on loopback; grpc://0.0.0.0:0 is not",
+        ),
     ],
 )
 def test_a_server_that_cannot_start_says_why_in_one_line(env: dict[str, str], flags: list[str], says: str) -> None:

@@ -269,41 +269,22 @@ fn tls_files(
 pub fn start(
     ops: Ops,
     listen: &str,
-    options: ServeOptions,
+    mut options: ServeOptions,
 ) -> Result<(Running, Vec<String>), String> {
     let ListenList {
         spine: addresses,
         grpc,
     } = parse_listen(listen)?;
-    let tls = tls_files(grpc.as_ref(), options.tls_cert, options.tls_key)?;
-    let has_tcp = grpc.is_some() || addresses.iter().any(|a| matches!(a, Address::Tcp { .. }));
+    let tls = tls_files(
+        grpc.as_ref(),
+        options.tls_cert.take(),
+        options.tls_key.take(),
+    )?;
     if options.no_auth {
-        let remote = addresses
-            .iter()
-            .find(|a| !a.is_local())
-            .map(ToString::to_string)
-            .or_else(|| {
-                grpc.as_ref()
-                    .filter(|a| !a.is_local())
-                    .map(ToString::to_string)
-            });
-        if let Some(remote) = remote {
-            return Err(format!(
-                "no_auth is allowed only when every TCP and gRPC listener is on loopback; {remote} is not"
-            ));
-        }
+        refuse_remote_without_auth(&addresses, grpc.as_ref())?;
     }
-    let mut announcements = Vec::new();
-    let token = match (options.no_auth, options.token) {
-        (true, _) => None,
-        (false, Some(token)) => Some(Token::new(&token)),
-        (false, None) if has_tcp => {
-            let token = quiver_secret::random::token();
-            announcements.push(ServerLine::Token(token.clone()).to_string());
-            Some(Token::new(&token))
-        }
-        (false, None) => None,
-    };
+    let has_tcp = grpc.is_some() || addresses.iter().any(|a| matches!(a, Address::Tcp { .. }));
+    let (token, announced) = token(options.no_auth, options.token.take(), has_tcp);
     let mut listeners = Vec::new();
     let mut lines = Vec::new();
     for address in &addresses {
@@ -312,32 +293,10 @@ pub fn start(
         listeners.push(listener);
         lines.push(line);
     }
-    let message_bytes_max = options.message_bytes_max.unwrap_or(MESSAGE_BYTES_DEFAULT);
-    let limits = Limits {
-        body_bytes_max: message_bytes_max,
-        ..Limits::DEFAULT
-    };
-    let rpc_config = ServerConfig {
-        limits,
-        shm: ShmConfig::from_env().unwrap_or_default(),
-        server_id: format!("quiver-server-{:x}", std::process::id()),
-    };
-    let shared = Arc::new(Shared {
-        ops: Arc::new(ops),
-        token,
-        registry: Registry::default(),
-        max_connections: options.max_connections.unwrap_or(CONNECTIONS_DEFAULT),
-        database: options.database,
-        duckdb_version: options.duckdb_version,
-        message_bytes_max,
-        admission: options.admission,
-        throttle: Throttle::default(),
-        events: options.events,
-        rpc_config,
-        stopping: AtomicBool::new(false),
-    });
+    let metrics_address = options.metrics.take();
+    let shared = shared_state(ops, token, options);
     // Before the Flight SQL listener: a bad metrics address fails the start with nothing to undo.
-    let metrics = match &options.metrics {
+    let metrics = match &metrics_address {
         Some(address) => {
             let (server, line) = crate::metrics_http::start(address)?;
             lines.push(line);
@@ -353,7 +312,7 @@ pub fn start(
         }
         None => None,
     };
-    lines.extend(announcements);
+    lines.extend(announced);
     let accept_threads = listeners
         .into_iter()
         .map(|listener| {
@@ -373,6 +332,67 @@ pub fn start(
         },
         lines,
     ))
+}
+
+/// `no_auth` is for loopback only: refuses a TCP or gRPC listener on any other address.
+fn refuse_remote_without_auth(
+    addresses: &[Address],
+    grpc: Option<&GrpcAddress>,
+) -> Result<(), String> {
+    let remote = addresses
+        .iter()
+        .find(|a| !a.is_local())
+        .map(ToString::to_string)
+        .or_else(|| grpc.filter(|a| !a.is_local()).map(ToString::to_string));
+    match remote {
+        Some(remote) => Err(format!(
+            "no_auth is allowed only when every TCP and gRPC listener is on loopback; {remote} is not"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The token clients must present, and the `TOKEN:` line to announce when the server made it:
+/// none with `no_auth`, the one given, else a random one wherever TCP is served.
+fn token(no_auth: bool, given: Option<String>, has_tcp: bool) -> (Option<Token>, Option<String>) {
+    match (no_auth, given) {
+        (true, _) => (None, None),
+        (false, Some(token)) => (Some(Token::new(&token)), None),
+        (false, None) if has_tcp => {
+            let token = quiver_secret::random::token();
+            let line = ServerLine::Token(token.clone()).to_string();
+            (Some(Token::new(&token)), Some(line))
+        }
+        (false, None) => (None, None),
+    }
+}
+
+/// What every session of the server shares.
+fn shared_state(ops: Ops, token: Option<Token>, options: ServeOptions) -> Arc<Shared> {
+    let message_bytes_max = options.message_bytes_max.unwrap_or(MESSAGE_BYTES_DEFAULT);
+    let limits = Limits {
+        body_bytes_max: message_bytes_max,
+        ..Limits::DEFAULT
+    };
+    let rpc_config = ServerConfig {
+        limits,
+        shm: ShmConfig::from_env().unwrap_or_default(),
+        server_id: format!("quiver-server-{:x}", std::process::id()),
+    };
+    Arc::new(Shared {
+        ops: Arc::new(ops),
+        token,
+        registry: Registry::default(),
+        max_connections: options.max_connections.unwrap_or(CONNECTIONS_DEFAULT),
+        database: options.database,
+        duckdb_version: options.duckdb_version,
+        message_bytes_max,
+        admission: options.admission,
+        throttle: Throttle::default(),
+        events: options.events,
+        rpc_config,
+        stopping: AtomicBool::new(false),
+    })
 }
 
 fn wait_readable(fd: i32, timeout: Duration) {
