@@ -429,3 +429,35 @@ query:
         "endpoints/e.yml:9:|`select` column `account_id` is neither aggregated nor in `group_by`",
     );
 }
+
+#[test]
+fn filters_over_the_tenant_a_shared_range_param_or_a_bad_default_are_reported() {
+    let endpoint = "name: f
+version: 1
+dataset: usage
+params:
+  - { name: tenant, type: string }
+  - { name: calls, type: integer }
+  - { name: span, type: integer, default: '1' }
+query:
+  select:
+    - { as: account_id, column: account_id }
+  filters:
+    - { column: tenant_id, op: eq, param: tenant }
+    - { column: api_calls, op: in, param: calls }
+    - { column: api_calls, op: gte, param: calls }
+    - { column: api_calls, op: between, param: span }
+";
+    let problems = problems(&[
+        ("gateway.yml", "version: 1\nauth: none\n"),
+        ("datasets/usage.yml", USAGE),
+        ("endpoints/f.yml", endpoint),
+    ]);
+    for expected in [
+        "endpoints/f.yml:12:|column `tenant_id` is the tenant column",
+        "endpoints/f.yml:14:|param `calls` of an `in`/`between` filter may serve one filter only",
+        "endpoints/f.yml:15:|`default` of param `span`: `between` needs two values",
+    ] {
+        assert_has(&problems, expected);
+    }
+}

@@ -68,102 +68,137 @@ pub(super) fn read_filters(
     let mut filters: Vec<Filter> = Vec::with_capacity(items.len());
     let mut complete = true;
     for item in items {
-        let Some(fields) = reader.mapping(item, "a filter", &["column", "op", "param"], &[]) else {
+        let Some((column, op, param)) = filter_fields(reader, item) else {
             complete = false;
             continue;
         };
-        let column = fields
-            .required(reader, "column", "a filter")
-            .and_then(|node| reader.identifier(node, "a filter column"));
-        let op = fields.required(reader, "op", "a filter").and_then(|node| {
-            let text = reader.string(node, "`op`")?;
-            let op = parse_filter_op(&text);
-            if op.is_none() {
-                reader.error(
-                    node.line,
-                    format!(
-                        "unknown filter `op` `{}` (eq, ne, lt, lte, gt, gte, in, between, prefix, is_null)",
-                        printable(&text)
-                    ),
-                );
-            }
-            op
-        });
-        let param = fields
-            .required(reader, "param", "a filter")
-            .and_then(|node| reader.identifier(node, "a filter param"));
-        let (Some(column), Some(op), Some(param_name)) = (column, op, param) else {
-            complete = false;
-            continue;
-        };
-        let Some(column_type) = dataset.column(&column).map(|c| c.column_type) else {
-            if !dataset.is_unchecked(&column) {
-                reader.error(
-                    item.line,
-                    format!(
-                        "filter column `{column}` is not in dataset `{}`",
-                        dataset.id
-                    ),
-                );
-            }
-            complete = false;
-            continue;
-        };
-        let Some(param) = params.iter().find(|param| param.name == param_name) else {
-            if !declared.contains(&param_name) {
-                reader.error(
-                    item.line,
-                    format!("filter param `{param_name}` is not declared in `params`"),
-                );
-            }
-            complete = false;
-            continue;
-        };
-        if dataset.tenant_column.as_deref() == Some(column.as_str()) {
-            reader.error(
-                item.line,
-                format!("column `{column}` is the tenant column: it is bound from the key, never filtered by a param"),
-            );
-            complete = false;
-            continue;
-        }
-        if let Err(message) = filter_fits(op, column_type, param) {
-            reader.error(
-                item.line,
-                format!("filter on `{column}` with param `{param_name}`: {message}"),
-            );
-            complete = false;
-            continue;
-        }
-        let multi = matches!(op, FilterOp::In | FilterOp::Between);
-        let shared = filters.iter().find(|other| other.param == param_name);
-        if let Some(other) = shared {
-            let other_multi = matches!(other.op, FilterOp::In | FilterOp::Between);
-            if multi || other_multi {
-                reader.error(
-                    item.line,
-                    format!("param `{param_name}` of an `in`/`between` filter may serve one filter only"),
-                );
-                complete = false;
-                continue;
+        let filter = Filter { column, op, param };
+        match check_filter(
+            reader, item.line, &filter, dataset, params, declared, &filters,
+        ) {
+            Checked::Refused => complete = false,
+            Checked::Kept { sound } => {
+                complete &= sound;
+                filters.push(filter);
             }
         }
-        if let Some(default) = &param.default {
-            if let Err(message) = check_default_arity(op, param, default) {
-                reader.error(
-                    item.line,
-                    format!("`default` of param `{param_name}`: {message}"),
-                );
-                complete = false;
-            }
-        }
-        filters.push(Filter {
-            column,
-            op,
-            param: param_name,
-        });
     }
     complete.then_some(filters)
+}
+
+/// A filter entry's `column`, `op` and `param`, each read (and reported when bad).
+fn filter_fields(reader: &mut Reader<'_>, item: &Node) -> Option<(String, FilterOp, String)> {
+    let fields = reader.mapping(item, "a filter", &["column", "op", "param"], &[])?;
+    let column = fields
+        .required(reader, "column", "a filter")
+        .and_then(|node| reader.identifier(node, "a filter column"));
+    let op = fields.required(reader, "op", "a filter").and_then(|node| {
+        let text = reader.string(node, "`op`")?;
+        let op = parse_filter_op(&text);
+        if op.is_none() {
+            reader.error(
+                node.line,
+                format!(
+                    "unknown filter `op` `{}` (eq, ne, lt, lte, gt, gte, in, between, prefix, is_null)",
+                    printable(&text)
+                ),
+            );
+        }
+        op
+    });
+    let param = fields
+        .required(reader, "param", "a filter")
+        .and_then(|node| reader.identifier(node, "a filter param"));
+    Some((column?, op?, param?))
+}
+
+/// What the checks made of one filter.
+enum Checked {
+    /// Not part of the query (reported, or over a column whose checks were skipped).
+    Refused,
+    /// Part of the query; `sound` is false when its param's `default` does not fit it (reported).
+    Kept { sound: bool },
+}
+
+/// Checks `filter` (at `line`) against the dataset's columns, the declared params and the
+/// filters before it.
+fn check_filter(
+    reader: &mut Reader<'_>,
+    line: usize,
+    filter: &Filter,
+    dataset: &Dataset,
+    params: &[Param],
+    declared: &BTreeSet<String>,
+    earlier: &[Filter],
+) -> Checked {
+    let Filter {
+        column,
+        op,
+        param: param_name,
+    } = filter;
+    let Some(column_type) = dataset.column(column).map(|c| c.column_type) else {
+        if !dataset.is_unchecked(column) {
+            reader.error(
+                line,
+                format!(
+                    "filter column `{column}` is not in dataset `{}`",
+                    dataset.id
+                ),
+            );
+        }
+        return Checked::Refused;
+    };
+    let Some(param) = params.iter().find(|param| &param.name == param_name) else {
+        if !declared.contains(param_name) {
+            reader.error(
+                line,
+                format!("filter param `{param_name}` is not declared in `params`"),
+            );
+        }
+        return Checked::Refused;
+    };
+    let refusal = if dataset.tenant_column.as_deref() == Some(column.as_str()) {
+        Some(format!(
+            "column `{column}` is the tenant column: it is bound from the key, never filtered by a param"
+        ))
+    } else if let Err(message) = filter_fits(*op, column_type, param) {
+        Some(format!(
+            "filter on `{column}` with param `{param_name}`: {message}"
+        ))
+    } else if shares_a_multi_value_param(*op, param_name, earlier) {
+        Some(format!(
+            "param `{param_name}` of an `in`/`between` filter may serve one filter only"
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = refusal {
+        reader.error(line, message);
+        return Checked::Refused;
+    }
+    let default_fits = match &param.default {
+        Some(default) => check_default_arity(*op, param, default),
+        None => Ok(()),
+    };
+    if let Err(message) = &default_fits {
+        reader.error(
+            line,
+            format!("`default` of param `{param_name}`: {message}"),
+        );
+    }
+    Checked::Kept {
+        sound: default_fits.is_ok(),
+    }
+}
+
+/// Whether a filter with `op` would share `param` with an earlier filter while either of them
+/// takes several values (`in`, `between`): such a param serves one filter only.
+fn shares_a_multi_value_param(op: FilterOp, param: &str, earlier: &[Filter]) -> bool {
+    let multi = |op: FilterOp| matches!(op, FilterOp::In | FilterOp::Between);
+    earlier
+        .iter()
+        .find(|other| other.param == param)
+        .is_some_and(|other| multi(op) || multi(other.op))
 }
 
 /// A filter op's name in a project file (the inverse of [`parse_filter_op`]).
