@@ -143,12 +143,6 @@ fn run_rpc(args: RpcArgs) -> Result<(), String> {
     } else {
         Plan::full(args.reps)
     };
-    // Each round measures one rep of everything; rounds rotate the order of the
-    // sections so that a slow spell of this noisy machine lands on all of them.
-    let round_plan = Plan {
-        reps: 1,
-        ..plan.clone()
-    };
     let mut log = |message: &str| {
         eprintln!(
             "[bench {:6.1} s] {message}",
@@ -156,85 +150,18 @@ fn run_rpc(args: RpcArgs) -> Result<(), String> {
         )
     };
     let no_peer = args.no_peer || args.only.is_some();
-    let order = [
-        Section::Baselines,
-        Section::Quiver,
-        Section::Breakdown,
-        Section::Peer,
-    ];
-    let mut failures: Vec<String> = Vec::new();
-    let mut peer_failures: Vec<String> = Vec::new();
-    let mut peer_info = peer::PeerInfo::default();
-    let mut measurements = Vec::new();
-
+    let mut rounds = Rounds::default();
     for round in 0..plan.reps as usize {
         log(&format!("round {} of {}", round + 1, plan.reps));
-        for k in 0..order.len() {
-            let mut found = Vec::new();
-            match order[(round + k) % order.len()] {
-                Section::Baselines if args.only.is_none() => {
-                    match baseline::run_all(&round_plan, &mut log) {
-                        Ok(ms) => found = ms,
-                        Err(error) => failures.push(format!("baselines: {error}")),
-                    }
-                }
-                Section::Quiver => {
-                    found = quiver_runs::run_all(
-                        &round_plan,
-                        args.only.as_deref(),
-                        &mut log,
-                        &mut failures,
-                    );
-                }
-                Section::Breakdown if args.only.is_none() => {
-                    log("quiver: 16 MiB path and unary CPU, step by step");
-                    match breakdown::run_all(&round_plan) {
-                        Ok(ms) => found = ms,
-                        Err(error) => failures.push(format!("breakdown: {error}")),
-                    }
-                }
-                Section::Peer if !no_peer => match &args.oracle_bin {
-                    Some(oracle_bin) => {
-                        log(&format!(
-                            "vgi-rpc: {} under {}",
-                            args.peer_script.display(),
-                            oracle_bin.display()
-                        ));
-                        let run = peer::run(oracle_bin, &args.peer_script, &round_plan);
-                        if !run.info.vgi_rpc.is_empty() {
-                            peer_info = run.info;
-                        }
-                        peer_failures.extend(run.failure);
-                        found = run.measurements;
-                    }
-                    None => peer_failures.push("not run (no --oracle-bin)".into()),
-                },
-                _ => {}
-            }
-            plan::merge(&mut measurements, found);
-        }
+        rounds.measure(&args, &plan, round, no_peer, &mut log);
     }
-    failures.sort();
-    failures.dedup();
-    peer_failures.sort();
-    peer_failures.dedup();
-    let peer_run = peer::PeerRun {
-        info: peer_info,
-        measurements: Vec::new(),
-        failure: if no_peer {
-            Some("not run (--no-peer)".into())
-        } else if peer_failures.is_empty() {
-            None
-        } else {
-            Some(peer_failures.join("; "))
-        },
-    };
+    let (failures, peer_run) = rounds.outcome(no_peer);
 
     placement::unpin_current_thread().map_err(|e| format!("unpinning: {e}"))?;
     let machine = report::Machine::probe();
     let run = report::Run {
         plan: &plan,
-        measurements: &measurements,
+        measurements: &rounds.measurements,
         peer: &peer_run,
         failures: &failures,
         machine: &machine,
@@ -252,5 +179,113 @@ fn run_rpc(args: RpcArgs) -> Result<(), String> {
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+/// What the rounds of an rpc run measured, and what failed.
+#[derive(Default)]
+struct Rounds {
+    measurements: Vec<plan::Measurement>,
+    failures: Vec<String>,
+    peer_failures: Vec<String>,
+    peer_info: peer::PeerInfo,
+}
+
+impl Rounds {
+    /// One round: one rep of every section, starting with a different one each round, so that a
+    /// slow spell of this noisy machine lands on all of them.
+    fn measure(
+        &mut self,
+        args: &RpcArgs,
+        plan: &Plan,
+        round: usize,
+        no_peer: bool,
+        log: &mut dyn FnMut(&str),
+    ) {
+        const ORDER: [Section; 4] = [
+            Section::Baselines,
+            Section::Quiver,
+            Section::Breakdown,
+            Section::Peer,
+        ];
+        let round_plan = Plan {
+            reps: 1,
+            ..plan.clone()
+        };
+        for k in 0..ORDER.len() {
+            let section = ORDER[(round + k) % ORDER.len()];
+            let found = self.section(section, args, &round_plan, no_peer, log);
+            plan::merge(&mut self.measurements, found);
+        }
+    }
+
+    /// One rep of `section` (nothing for a section this run leaves out).
+    fn section(
+        &mut self,
+        section: Section,
+        args: &RpcArgs,
+        round_plan: &Plan,
+        no_peer: bool,
+        log: &mut dyn FnMut(&str),
+    ) -> Vec<plan::Measurement> {
+        match section {
+            Section::Baselines if args.only.is_none() => baseline::run_all(round_plan, log)
+                .unwrap_or_else(|error| {
+                    self.failures.push(format!("baselines: {error}"));
+                    Vec::new()
+                }),
+            Section::Quiver => {
+                quiver_runs::run_all(round_plan, args.only.as_deref(), log, &mut self.failures)
+            }
+            Section::Breakdown if args.only.is_none() => {
+                log("quiver: 16 MiB path and unary CPU, step by step");
+                breakdown::run_all(round_plan).unwrap_or_else(|error| {
+                    self.failures.push(format!("breakdown: {error}"));
+                    Vec::new()
+                })
+            }
+            Section::Peer if !no_peer => match &args.oracle_bin {
+                Some(oracle_bin) => {
+                    log(&format!(
+                        "vgi-rpc: {} under {}",
+                        args.peer_script.display(),
+                        oracle_bin.display()
+                    ));
+                    let run = peer::run(oracle_bin, &args.peer_script, round_plan);
+                    if !run.info.vgi_rpc.is_empty() {
+                        self.peer_info = run.info;
+                    }
+                    self.peer_failures.extend(run.failure);
+                    run.measurements
+                }
+                None => {
+                    self.peer_failures.push("not run (no --oracle-bin)".into());
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// quiver's failures (each once) and the peer's run as the report shows it.
+    fn outcome(&mut self, no_peer: bool) -> (Vec<String>, peer::PeerRun) {
+        let mut failures = std::mem::take(&mut self.failures);
+        failures.sort();
+        failures.dedup();
+        let mut peer_failures = std::mem::take(&mut self.peer_failures);
+        peer_failures.sort();
+        peer_failures.dedup();
+        let peer_run = peer::PeerRun {
+            info: std::mem::take(&mut self.peer_info),
+            measurements: Vec::new(),
+            failure: if no_peer {
+                Some("not run (--no-peer)".into())
+            } else if peer_failures.is_empty() {
+                None
+            } else {
+                Some(peer_failures.join("; "))
+            },
+        };
+        (failures, peer_run)
     }
 }
