@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::placement::{CROSS_CPU, SAME_CPU};
-use crate::plan::implementation;
+use crate::plan::implementation::{QUIVER, VGI_RPC};
 
 use super::format::{count, gbps, time, transport_label};
 use super::summary::Run;
@@ -44,8 +44,16 @@ fn target(
 }
 
 pub(super) fn targets(run: &Run<'_>) -> Vec<Target> {
-    use implementation::{QUIVER, VGI_RPC};
     let mut out = Vec::new();
+    unary_rtt_targets(run, &mut out);
+    unary_peer_targets(run, &mut out);
+    producer_targets(run, &mut out);
+    large_targets(run, &mut out);
+    out
+}
+
+/// Unary calls against the raw round trip of their placement.
+fn unary_rtt_targets(run: &Run<'_>, out: &mut Vec<Target>) {
     for placement in [CROSS_CPU.name, SAME_CPU.name] {
         let q = run.find_at("unary.add", "inline", "subprocess", QUIVER, placement);
         let rtt = run.rtt_at("pipe", placement);
@@ -63,6 +71,10 @@ pub(super) fn targets(run: &Run<'_>) -> Vec<Target> {
             },
         ));
     }
+}
+
+/// Unary calls against vgi-rpc's.
+fn unary_peer_targets(run: &Run<'_>, out: &mut Vec<Target>) {
     for placement in [CROSS_CPU.name, SAME_CPU.name] {
         let q = run.find_at("unary.add", "inline", "subprocess", QUIVER, placement);
         let v = run.find_at("unary.add", "inline", "subprocess", VGI_RPC, placement);
@@ -84,6 +96,10 @@ pub(super) fn targets(run: &Run<'_>) -> Vec<Target> {
             },
         ));
     }
+}
+
+/// Streams of 1K-row batches against vgi-rpc's.
+fn producer_targets(run: &Run<'_>, out: &mut Vec<Target>) {
     for placement in [CROSS_CPU.name, SAME_CPU.name] {
         for transport in ["pipe", "subprocess"] {
             let q = run.find_at("producer.1k", "inline", transport, QUIVER, placement);
@@ -113,6 +129,10 @@ pub(super) fn targets(run: &Run<'_>) -> Vec<Target> {
             ));
         }
     }
+}
+
+/// 16 MiB batches over shm against memcpy and against quiver inline.
+fn large_targets(run: &Run<'_>, out: &mut Vec<Target>) {
     let memcpy = run.memcpy();
     for (workload, direction) in [
         ("large.server-to-client", "server→client"),
@@ -151,5 +171,4 @@ pub(super) fn targets(run: &Run<'_>) -> Vec<Target> {
             },
         ));
     }
-    out
 }
