@@ -33,67 +33,14 @@ pub(super) fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Datas
         .get("description")
         .and_then(|node| reader.string(node, "`description`"));
     let schema = read_schema(reader, &fields);
-    let tenant_column = match fields.get("tenant_column") {
-        Some(node) => {
-            let column = reader.identifier(node, "`tenant_column`");
-            let known = |name: &str| {
-                !schema.unchecked.contains(name) && !schema.unchecked.contains(ALL_UNCHECKED)
-            };
-            if let Some(column) = column.as_ref().filter(|column| known(column)) {
-                match schema.columns.iter().find(|c| &c.name == column) {
-                    None => reader.error(
-                        node.line,
-                        format!("`tenant_column` `{column}` is not a column of the schema"),
-                    ),
-                    Some(c) if c.column_type != ColumnType::Varchar => reader.error(
-                        node.line,
-                        format!("`tenant_column` `{column}` must be VARCHAR (tenants are text)"),
-                    ),
-                    Some(_) => {}
-                }
-            }
-            column
-        }
-        None => None,
-    };
+    let tenant_column = read_tenant_column(reader, &fields, &schema);
     if let Some(line) = fields.key_line("source") {
         reader.error(
             line,
             "`source:` (a self-discovering remote snapshot) is not supported: point `manifest:` at the manifest (a path or s3://bucket/key)",
         );
     }
-    let source = match fields.get("manifest") {
-        Some(node) => match reader.string(node, "`manifest`") {
-            Some(text) if text.starts_with("s3://") => {
-                if text.len() <= "s3://".len() || !text["s3://".len()..].contains('/') {
-                    reader.error(node.line, "`manifest` must be s3://bucket/key");
-                    None
-                } else {
-                    Some(SnapshotSource::ObjectStore(text))
-                }
-            }
-            Some(text) if text.contains("://") => {
-                reader.error(
-                    node.line,
-                    "`manifest` must be a path or s3://bucket/key (no other schemes)",
-                );
-                None
-            }
-            Some(text) if text.is_empty() => {
-                reader.error(node.line, "`manifest` is empty");
-                None
-            }
-            // As written: the snapshot side resolves it against the project root, once.
-            Some(text) => Some(SnapshotSource::Manifest(text.into())),
-            None => None,
-        },
-        None => {
-            if fields.get("source").is_none() {
-                reader.error(fields.line, "a dataset needs `manifest`");
-            }
-            None
-        }
-    };
+    let source = read_manifest(reader, &fields);
     let materialize_budget = fields
         .get("materialize_budget_seconds")
         .and_then(|node| reader.integer(node, "`materialize_budget_seconds`", 1, 86_400))
@@ -114,6 +61,67 @@ pub(super) fn read_dataset(reader: &mut Reader<'_>, node: &Node) -> Option<Datas
         materialize_budget,
         unchecked_columns: schema.unchecked,
     })
+}
+
+/// `tenant_column`: a VARCHAR column of the schema (checked once the schema's own checks let
+/// it be).
+fn read_tenant_column(
+    reader: &mut Reader<'_>,
+    fields: &Fields<'_>,
+    schema: &Schema,
+) -> Option<String> {
+    let node = fields.get("tenant_column")?;
+    let column = reader.identifier(node, "`tenant_column`");
+    let known =
+        |name: &str| !schema.unchecked.contains(name) && !schema.unchecked.contains(ALL_UNCHECKED);
+    if let Some(column) = column.as_ref().filter(|column| known(column)) {
+        match schema.columns.iter().find(|c| &c.name == column) {
+            None => reader.error(
+                node.line,
+                format!("`tenant_column` `{column}` is not a column of the schema"),
+            ),
+            Some(c) if c.column_type != ColumnType::Varchar => reader.error(
+                node.line,
+                format!("`tenant_column` `{column}` must be VARCHAR (tenants are text)"),
+            ),
+            Some(_) => {}
+        }
+    }
+    column
+}
+
+/// `manifest`: a path (as written: the snapshot side resolves it against the project root,
+/// once) or `s3://bucket/key`; a dataset needs one unless `source:` was already refused.
+fn read_manifest(reader: &mut Reader<'_>, fields: &Fields<'_>) -> Option<SnapshotSource> {
+    let Some(node) = fields.get("manifest") else {
+        if fields.get("source").is_none() {
+            reader.error(fields.line, "a dataset needs `manifest`");
+        }
+        return None;
+    };
+    match reader.string(node, "`manifest`") {
+        Some(text) if text.starts_with("s3://") => {
+            if text.len() <= "s3://".len() || !text["s3://".len()..].contains('/') {
+                reader.error(node.line, "`manifest` must be s3://bucket/key");
+                None
+            } else {
+                Some(SnapshotSource::ObjectStore(text))
+            }
+        }
+        Some(text) if text.contains("://") => {
+            reader.error(
+                node.line,
+                "`manifest` must be a path or s3://bucket/key (no other schemes)",
+            );
+            None
+        }
+        Some(text) if text.is_empty() => {
+            reader.error(node.line, "`manifest` is empty");
+            None
+        }
+        Some(text) => Some(SnapshotSource::Manifest(text.into())),
+        None => None,
+    }
 }
 
 /// The columns that passed their checks, and the names of those that did not (`*` when which
