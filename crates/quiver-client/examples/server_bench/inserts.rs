@@ -30,108 +30,143 @@ fn insert_case(
     }
 }
 
+/// The table the one-connection shapes insert into.
+const TABLE: &str = "bench_insert";
+
 /// The six insert shapes.
 pub fn inserts(bench: &Bench) -> Result<Vec<Measured>> {
-    let mut out = Vec::new();
-    let want = Checksum::of(bench.data);
     let mut connection = (bench.connect)()?;
-    let table = "bench_insert";
+    let mut out = vec![
+        row_api(bench, &mut connection)?,
+        arrow_sync(bench, &mut connection)?,
+        arrow_async(bench, &mut connection)?,
+        chunk_senders(bench, &mut connection)?,
+    ];
+    let tables: Vec<String> = (0..bench.workers)
+        .map(|i| format!("bench_insert_w{i}"))
+        .collect();
+    let parallel = parallel_sync(bench, &mut connection, &tables)?;
+    let (rows, checksum) = (parallel.rows, parallel.checksum);
+    out.push(parallel);
+    let mut parallel = parallel_async(bench, &mut connection, &tables)?;
+    parallel.rows = rows;
+    parallel.checksum = checksum;
+    out.push(parallel);
+    for t in &tables {
+        connection.execute(&format!("DROP TABLE {t}"))?;
+    }
+    connection.execute(&format!("DROP TABLE {TABLE}"))?;
+    Ok(out)
+}
 
-    let times = timed(
-        bench,
-        &mut connection,
-        |c| recreate(c, table),
-        |c, _| row_insert(c, table, bench.data).map(drop),
-    )?;
-    check("row API", &held(&mut connection, table)?, &want)?;
-    out.push(insert_case(
-        bench,
-        "row API, 1 connection".into(),
-        "sync",
-        "RowInserter",
-        1,
-        times,
-    ));
+/// Times `run` into a fresh `TABLE`, then checks what the table holds.
+fn one_connection(
+    bench: &Bench,
+    connection: &mut Connection,
+    what: &str,
+    run: impl FnMut(&mut Connection, usize) -> Result<()>,
+) -> Result<Vec<f64>> {
+    let times = timed(bench, connection, |c| recreate(c, TABLE), run)?;
+    check(what, &held(connection, TABLE)?, &Checksum::of(bench.data))?;
+    Ok(times)
+}
 
-    let times = timed(
+fn row_api(bench: &Bench, connection: &mut Connection) -> Result<Measured> {
+    let times = one_connection(bench, connection, "row API", |c, _| {
+        row_insert(c, TABLE, bench.data).map(drop)
+    })?;
+    let variant = "row API, 1 connection".into();
+    Ok(insert_case(bench, variant, "sync", "RowInserter", 1, times))
+}
+
+fn arrow_sync(bench: &Bench, connection: &mut Connection) -> Result<Measured> {
+    let times = one_connection(bench, connection, "Arrow", |c, _| {
+        c.insert_batches(TABLE, InsertMode::Append, bench.data)
+            .map(drop)
+    })?;
+    let variant = "Arrow, 1 connection".into();
+    Ok(insert_case(
         bench,
-        &mut connection,
-        |c| recreate(c, table),
-        |c, _| {
-            c.insert_batches(table, InsertMode::Append, bench.data)
-                .map(drop)
-        },
-    )?;
-    check("Arrow", &held(&mut connection, table)?, &want)?;
-    out.push(insert_case(
-        bench,
-        "Arrow, 1 connection".into(),
+        variant,
         "sync",
         "ArrowInserter",
         1,
         times,
-    ));
+    ))
+}
 
+fn arrow_async(bench: &Bench, connection: &mut Connection) -> Result<Measured> {
     let asynchronous = bench.runtime.block_on(AsyncConnection::connect_with(
         connection.address(),
         connection.options().clone(),
     ))?;
-    let times = timed(
+    let times = one_connection(bench, connection, "async Arrow", |_, _| {
+        bench.runtime.block_on(async {
+            let mut inserter = asynchronous
+                .arrow_inserter(TABLE, &schema(), InsertMode::Append)
+                .await?;
+            for batch in bench.data {
+                inserter.write(batch.clone()).await?;
+            }
+            inserter.finish().await.map(drop)
+        })
+    })?;
+    let variant = "Arrow, 1 connection".into();
+    Ok(insert_case(
         bench,
-        &mut connection,
-        |c| recreate(c, table),
-        |_, _| {
-            bench.runtime.block_on(async {
-                let mut inserter = asynchronous
-                    .arrow_inserter(table, &schema(), InsertMode::Append)
-                    .await?;
-                for batch in bench.data {
-                    inserter.write(batch.clone()).await?;
-                }
-                inserter.finish().await.map(drop)
-            })
-        },
-    )?;
-    check("async Arrow", &held(&mut connection, table)?, &want)?;
-    out.push(insert_case(
-        bench,
-        "Arrow, 1 connection".into(),
+        variant,
         "async",
         "AsyncArrowInserter",
         1,
         times,
-    ));
+    ))
+}
 
+fn chunk_senders(bench: &Bench, connection: &mut Connection) -> Result<Measured> {
     let n = bench.workers;
-    let times = timed(
+    let times = one_connection(bench, connection, "chunk senders", |c, _| {
+        insert_chunks(c, TABLE, &schema(), InsertMode::Append, n, |i, sender| {
+            for batch in bench.data.iter().skip(i).step_by(n) {
+                sender.send(batch.clone())?;
+            }
+            Ok(())
+        })
+        .map(drop)
+    })?;
+    let variant = format!("ChunkSender × {n}, 1 connection");
+    Ok(insert_case(
         bench,
-        &mut connection,
-        |c| recreate(c, table),
-        |c, _| {
-            insert_chunks(c, table, &schema(), InsertMode::Append, n, |i, sender| {
-                for batch in bench.data.iter().skip(i).step_by(n) {
-                    sender.send(batch.clone())?;
-                }
-                Ok(())
-            })
-            .map(drop)
-        },
-    )?;
-    check("chunk senders", &held(&mut connection, table)?, &want)?;
-    out.push(insert_case(
-        bench,
-        format!("ChunkSender × {n}, 1 connection"),
+        variant,
         "sync",
         "insert_chunks",
         1,
         times,
-    ));
+    ))
+}
 
+/// Checks each worker's table against the data it was given.
+fn check_tables(bench: &Bench, connection: &mut Connection, tables: &[String]) -> Result<()> {
+    for (i, t) in tables.iter().enumerate() {
+        check(
+            t,
+            &held(connection, t)?,
+            &Checksum::of(&bench.worker_data[i]),
+        )?;
+    }
+    Ok(())
+}
+
+/// Arrow on N connections at once, one table each; the record counts every worker's rows.
+fn parallel_sync(
+    bench: &Bench,
+    connection: &mut Connection,
+    tables: &[String],
+) -> Result<Measured> {
+    let n = bench.workers;
     let mut workers: Vec<Connection> = (0..n).map(|_| (bench.connect)()).collect::<Result<_>>()?;
-    let tables: Vec<String> = (0..n).map(|i| format!("bench_insert_w{i}")).collect();
     let times = timed(
         bench,
-        &mut (&mut connection, &mut workers),
+        &mut (&mut *connection, &mut workers),
         |(c, _)| tables.iter().try_for_each(|t| recreate(c, t)),
         |(_, workers), _| {
             on_connections(workers, |i, worker| {
@@ -140,49 +175,41 @@ pub fn inserts(bench: &Bench) -> Result<Vec<Measured>> {
             .map(drop)
         },
     )?;
-    let mut measured = insert_case(
-        bench,
-        format!("Arrow × {n} connections"),
-        "parallel",
-        "ArrowInserter",
-        n,
-        times,
-    );
+    check_tables(bench, connection, tables)?;
+    let variant = format!("Arrow × {n} connections");
+    let mut measured = insert_case(bench, variant, "parallel", "ArrowInserter", n, times);
     measured.rows = 0;
     measured.checksum = Checksum::default();
-    for (i, t) in tables.iter().enumerate() {
-        check(
-            t,
-            &held(&mut connection, t)?,
-            &Checksum::of(&bench.worker_data[i]),
-        )?;
-        measured.rows += bench.worker_data[i]
-            .iter()
-            .map(|b| b.num_rows() as u64)
-            .sum::<u64>();
-        let part = Checksum::of(&bench.worker_data[i]);
-        measured.checksum = sum(&measured.checksum, &part);
+    for part in bench.worker_data {
+        measured.rows += part.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        measured.checksum = sum(&measured.checksum, &Checksum::of(part));
     }
-    let checksum = measured.checksum;
-    let rows = measured.rows;
-    out.push(measured);
+    Ok(measured)
+}
 
-    // The seed's fastest shape: an async inserter per connection, all driven at once.
+/// The seed's fastest shape: an async inserter per connection, all driven at once.
+fn parallel_async(
+    bench: &Bench,
+    connection: &mut Connection,
+    tables: &[String],
+) -> Result<Measured> {
+    let n = bench.workers;
     let asynchronous: Vec<AsyncConnection> = (0..n)
         .map(|_| (bench.connect)().map(AsyncConnection::from_sync))
         .collect::<Result<_>>()?;
     let times = timed(
         bench,
-        &mut connection,
+        connection,
         |c| tables.iter().try_for_each(|t| recreate(c, t)),
         |_, _| {
             bench.runtime.block_on(async {
                 let tasks: Vec<_> = asynchronous
                     .iter()
-                    .enumerate()
-                    .map(|(i, worker)| {
-                        let (worker, table) = (worker.clone(), tables[i].clone());
-                        let batches = bench.worker_data[i].clone();
+                    .zip(tables)
+                    .zip(bench.worker_data)
+                    .map(|((worker, table), batches)| {
+                        let (worker, table, batches) =
+                            (worker.clone(), table.clone(), batches.clone());
                         tokio::spawn(async move {
                             let mut inserter = worker
                                 .arrow_inserter(&table, &schema(), InsertMode::Append)
@@ -202,29 +229,16 @@ pub fn inserts(bench: &Bench) -> Result<Vec<Measured>> {
             })
         },
     )?;
-    for (i, t) in tables.iter().enumerate() {
-        check(
-            t,
-            &held(&mut connection, t)?,
-            &Checksum::of(&bench.worker_data[i]),
-        )?;
-    }
-    let mut measured = insert_case(
+    check_tables(bench, connection, tables)?;
+    let variant = format!("Arrow × {n} connections");
+    Ok(insert_case(
         bench,
-        format!("Arrow × {n} connections"),
+        variant,
         "async",
         "AsyncArrowInserter",
         n,
         times,
-    );
-    measured.rows = rows;
-    measured.checksum = checksum;
-    out.push(measured);
-    for t in &tables {
-        connection.execute(&format!("DROP TABLE {t}"))?;
-    }
-    connection.execute(&format!("DROP TABLE {table}"))?;
-    Ok(out)
+    ))
 }
 
 /// The row API: every value added one at a time from the generated columns.
