@@ -197,6 +197,19 @@ fn problems(files: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
+/// The problems of a public project (`auth: none`) with the usage dataset, untenanted, and one
+/// endpoint, `endpoints/e.yml`.
+fn public_endpoint_problems(endpoint: &str) -> Vec<String> {
+    problems(&[
+        ("gateway.yml", "version: 1\nauth: none\n"),
+        (
+            "datasets/usage.yml",
+            &USAGE.replace("tenant_column: tenant_id\n", ""),
+        ),
+        ("endpoints/e.yml", endpoint),
+    ])
+}
+
 fn assert_has(problems: &[String], expected: &str) {
     assert!(
         problems
@@ -293,14 +306,7 @@ query:
 columns: [when, usage_date]
 sort: [stats]
 ";
-    let problems = problems(&[
-        ("gateway.yml", "version: 1\nauth: none\n"),
-        (
-            "datasets/usage.yml",
-            &USAGE.replace("tenant_column: tenant_id\n", ""),
-        ),
-        ("endpoints/e.yml", endpoint),
-    ]);
+    let problems = public_endpoint_problems(endpoint);
     for expected in [
         "endpoints/e.yml:11:|a BIGINT column cannot be compared with a date param",
         "endpoints/e.yml:13:|`order_by` column `usage_date` is not a `select` output",
@@ -412,14 +418,7 @@ query:
     - { as: total, column: api_calls, agg: sum }
     - { as: account, column: account_id }
 ";
-    let problems = problems(&[
-        ("gateway.yml", "version: 1\nauth: none\n"),
-        (
-            "datasets/usage.yml",
-            &USAGE.replace("tenant_column: tenant_id\n", ""),
-        ),
-        ("endpoints/e.yml", endpoint),
-    ]);
+    let problems = public_endpoint_problems(endpoint);
     assert_has(
         &problems,
         "endpoints/e.yml:7:|`select` column `missing` is not in dataset `usage`",
