@@ -1,8 +1,8 @@
 //! A query result as a `pyarrow.RecordBatchReader`: `RecordBatchReader.from_batches` over
 //! [`Batches`], which pulls one batch per `next` from the session's open query stream (the GIL
 //! released while it waits), so Python holds a batch at a time. Each batch crosses through the
-//! Arrow C data interface without a copy: its columns as one struct array, imported against the result's `pyarrow.Schema`, which
-//! crosses once per query rather than once per batch. An error mid-stream reaches the caller as
+//! Arrow C data interface without a copy: its columns as one struct array, imported against the
+//! result's `pyarrow.Schema`, which crosses once per query rather than once per batch. An error mid-stream reaches the caller as
 //! quiver's own exception (`SqlError`, `ConnectionLostError`, ...): pyarrow re-raises what a
 //! Python iterator raised, where the C stream interface would have turned it into `ArrowInvalid`.
 
