@@ -38,7 +38,7 @@ use crate::context::CallContext;
 use crate::errors;
 use crate::method::{Body, Method};
 use crate::params::Params;
-use crate::server::{is_reserved, origin, version_gate, Server};
+use crate::server::{is_reserved, origin, Server};
 use crate::service::Service;
 
 mod request;
@@ -337,65 +337,7 @@ impl App {
         inbound_id: Option<&str>,
         turn_bytes: Option<u64>,
     ) -> Result<Reply, Refused> {
-        let mut batches = self.stream(body)?;
-        if batches.len() != 1 {
-            return Err(Refused(
-                400,
-                errors::protocol_error(format!(
-                    "request stream carries {} batches; expected exactly one",
-                    batches.len()
-                )),
-            ));
-        }
-        let (batch, metadata) = batches.pop().expect("one batch");
-        let Some(named) = metadata.get(keys::METHOD) else {
-            return Err(Refused(
-                400,
-                errors::protocol_error(
-                    "Missing 'vgi_rpc.method' in request batch custom_metadata".into(),
-                ),
-            ));
-        };
-        match metadata.get(keys::REQUEST_VERSION_KEY) {
-            Some(keys::REQUEST_VERSION) => {}
-            other => return Err(Refused(400, errors::request_version(other))),
-        }
-        if named != method.name {
-            return Err(Refused(
-                400,
-                ErrorReport::new(
-                    "TypeError",
-                    format!(
-                        "Method name mismatch: URL path has '{}' but Arrow IPC custom_metadata \
-                         'vgi_rpc.method' has '{named}'. These must match.",
-                        method.name
-                    ),
-                ),
-            ));
-        }
-        if batch.num_columns() > 0 && batch.num_rows() != 1 {
-            return Err(Refused(
-                400,
-                errors::protocol_error(format!(
-                    "Expected 1 row in request batch, got {}.",
-                    batch.num_rows()
-                )),
-            ));
-        }
-        if let Some(named) = metadata.get(keys::PROTOCOL) {
-            if named != service.protocol_name {
-                return Err(Refused(
-                    400,
-                    errors::protocol_error(format!(
-                        "the URL names protocol '{}' but the request names '{named}'",
-                        service.protocol_name
-                    )),
-                ));
-            }
-        }
-        if let Some(report) = version_gate(service, &metadata) {
-            return Err(Refused(400, report));
-        }
+        let (batch, metadata) = self.call_batch(service, method, body)?;
         let params = conform::conform_params(method, batch)
             .map(Params::new)
             .map_err(|report| Refused(400, report))?;

@@ -1,15 +1,20 @@
 //! What [`App`] reads from a request before a call runs: its response cap, its body within
-//! the size limit, and the Arrow stream in it, each refused with vgi-rpc's status when wrong.
+//! the size limit, the Arrow stream in it, and a call's one batch checked against the method,
+//! each refused with vgi-rpc's status when wrong.
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
-use quiver_wire::{decode_stream, BatchMetadata, ErrorReport, WireError};
+use quiver_wire::{decode_stream, keys, BatchMetadata, ErrorReport, WireError};
 
 use super::super::codec;
 use super::{
     malformed, too_large, App, AppRequest, Refused, ACCEPT_MAX_RESPONSE_BYTES, BUDGET_BYTES_MAX,
     RESPONSE_BYTES_MIN,
 };
+use crate::errors;
+use crate::method::Method;
+use crate::server::version_gate;
+use crate::service::Service;
 
 impl App {
     /// The response cap of this request: the server's and the client's, whichever is lower.
@@ -88,4 +93,74 @@ impl App {
     }
 
     // -- calls ------------------------------------------------------------------------------
+
+    /// A call's one request batch and its metadata, checked against the method the URL names
+    /// and against the service's protocol and version.
+    pub(super) fn call_batch(
+        &self,
+        service: &Service,
+        method: &Method,
+        body: Vec<u8>,
+    ) -> Result<(RecordBatch, BatchMetadata), Refused> {
+        let mut batches = self.stream(body)?;
+        if batches.len() != 1 {
+            return Err(Refused(
+                400,
+                errors::protocol_error(format!(
+                    "request stream carries {} batches; expected exactly one",
+                    batches.len()
+                )),
+            ));
+        }
+        let (batch, metadata) = batches.pop().expect("one batch");
+        let Some(named) = metadata.get(keys::METHOD) else {
+            return Err(Refused(
+                400,
+                errors::protocol_error(
+                    "Missing 'vgi_rpc.method' in request batch custom_metadata".into(),
+                ),
+            ));
+        };
+        match metadata.get(keys::REQUEST_VERSION_KEY) {
+            Some(keys::REQUEST_VERSION) => {}
+            other => return Err(Refused(400, errors::request_version(other))),
+        }
+        if named != method.name {
+            return Err(Refused(
+                400,
+                ErrorReport::new(
+                    "TypeError",
+                    format!(
+                        "Method name mismatch: URL path has '{}' but Arrow IPC custom_metadata \
+                         'vgi_rpc.method' has '{named}'. These must match.",
+                        method.name
+                    ),
+                ),
+            ));
+        }
+        if batch.num_columns() > 0 && batch.num_rows() != 1 {
+            return Err(Refused(
+                400,
+                errors::protocol_error(format!(
+                    "Expected 1 row in request batch, got {}.",
+                    batch.num_rows()
+                )),
+            ));
+        }
+        if let Some(named) = metadata.get(keys::PROTOCOL) {
+            if named != service.protocol_name {
+                return Err(Refused(
+                    400,
+                    errors::protocol_error(format!(
+                        "the URL names protocol '{}' but the request names '{named}'",
+                        service.protocol_name
+                    )),
+                ));
+            }
+        }
+        if let Some(report) = version_gate(service, &metadata) {
+            return Err(Refused(400, report));
+        }
+        Ok((batch, metadata))
+    }
 }
