@@ -266,8 +266,6 @@ fn streams(md: &mut String, run: &Run<'_>) {
 /// 16 MiB batches each way, beside memcpy and the pipe.
 fn large_batches(md: &mut String, run: &Run<'_>) {
     let p = run.plan;
-    let memcpy = run.memcpy();
-    let pipe_bw = run.pipe_bandwidth();
     let _ = writeln!(
         md,
         "## 16 MiB batches (2M int64 rows), GB/s of column data\n"
@@ -291,40 +289,7 @@ fn large_batches(md: &mut String, run: &Run<'_>) {
     ] {
         for transport in ["pipe", "subprocess"] {
             for variant in ["inline", "shm"] {
-                let q = run.find(workload, variant, transport, QUIVER);
-                let v = run.find(workload, variant, transport, VGI_RPC);
-                if q.is_none() && v.is_none() {
-                    continue;
-                }
-                let shm_gain = |implementation: &str| {
-                    if variant != "shm" {
-                        return None;
-                    }
-                    let shm = run.find(workload, "shm", transport, implementation)?;
-                    let inline = run.find(workload, "inline", transport, implementation)?;
-                    Some(ratio(shm.gb_per_s.median / inline.gb_per_s.median))
-                };
-                let _ = writeln!(
-                    md,
-                    "| {label} | {} | {variant} | {} | {} | {} | {} | {} | {} | {} |",
-                    transport_label(transport),
-                    or_dash(q.map(|f| gbps_spread(f.gb_per_s))),
-                    or_dash(v.map(|f| gbps_spread(f.gb_per_s))),
-                    or_dash(
-                        q.zip(v)
-                            .map(|(q, v)| ratio(q.gb_per_s.median / v.gb_per_s.median))
-                    ),
-                    or_dash(
-                        q.zip(memcpy)
-                            .map(|(q, m)| ratio(q.gb_per_s.median / m.gb_per_s.median))
-                    ),
-                    or_dash(
-                        q.zip(pipe_bw)
-                            .map(|(q, b)| ratio(q.gb_per_s.median / b.gb_per_s.median))
-                    ),
-                    or_dash(shm_gain(QUIVER)),
-                    or_dash(shm_gain(VGI_RPC)),
-                );
+                large_row(md, run, workload, label, transport, variant);
             }
         }
     }
@@ -340,6 +305,48 @@ fn large_batches(md: &mut String, run: &Run<'_>) {
          source + destination (32 MiB) do not; a shm figure above memcpy means the copies it does stay in cache, \
          not that it beats memory bandwidth.\n",
         p.shm_segment_bytes >> 20
+    );
+}
+
+/// One row of the 16 MiB table: `workload` over `transport` and `variant`, both implementations,
+/// beside memcpy, the raw pipe and the other variant (none when neither implementation ran it).
+fn large_row(
+    md: &mut String,
+    run: &Run<'_>,
+    workload: &str,
+    label: &str,
+    transport: &str,
+    variant: &str,
+) {
+    let q = run.find(workload, variant, transport, QUIVER);
+    let v = run.find(workload, variant, transport, VGI_RPC);
+    if q.is_none() && v.is_none() {
+        return;
+    }
+    let gb_ratio = |a: Option<Figure>, b: Option<Figure>| {
+        or_dash(
+            a.zip(b)
+                .map(|(a, b)| ratio(a.gb_per_s.median / b.gb_per_s.median)),
+        )
+    };
+    let shm_gain = |implementation: &str| match variant {
+        "shm" => gb_ratio(
+            run.find(workload, "shm", transport, implementation),
+            run.find(workload, "inline", transport, implementation),
+        ),
+        _ => or_dash(None),
+    };
+    let _ = writeln!(
+        md,
+        "| {label} | {} | {variant} | {} | {} | {} | {} | {} | {} | {} |",
+        transport_label(transport),
+        or_dash(q.map(|f| gbps_spread(f.gb_per_s))),
+        or_dash(v.map(|f| gbps_spread(f.gb_per_s))),
+        gb_ratio(q, v),
+        gb_ratio(q, run.memcpy()),
+        gb_ratio(q, run.pipe_bandwidth()),
+        shm_gain(QUIVER),
+        shm_gain(VGI_RPC),
     );
 }
 
