@@ -153,21 +153,18 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
             times_s,
             checksum,
         };
+        // A run on one connection: every row of the query, checked.
+        let one = |flavor, api, times| {
+            let (rows, checksum) = (expect.result_rows(), expect.checksum());
+            case("1 connection".into(), flavor, api, 1, rows, checksum, times)
+        };
         let times = timed(
             bench,
             &mut connection,
             |_| Ok(()),
             |c, rep| query_sync(c, &sql, &expect, rep == 0).map(drop),
         )?;
-        out.push(case(
-            "1 connection".into(),
-            "sync",
-            "Connection::query",
-            1,
-            expect.result_rows(),
-            expect.checksum(),
-            times,
-        ));
+        out.push(one("sync", "Connection::query", times));
 
         if workload == "query.full_scan" {
             // The whole result held at once, as Node's executeQueryToArrow and Python's
@@ -178,15 +175,7 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
                 |_| Ok(()),
                 |c, rep| query_whole(c, &sql, &expect, rep == 0),
             )?;
-            out.push(case(
-                "1 connection".into(),
-                "sync",
-                "Connection::query_arrow (whole result)",
-                1,
-                expect.result_rows(),
-                expect.checksum(),
-                times,
-            ));
+            out.push(one("sync", "Connection::query_arrow (whole result)", times));
         }
 
         let times = timed(
@@ -195,15 +184,7 @@ pub fn queries(bench: &Bench, bytes_per_row: &dyn Fn(&str) -> u64) -> Result<Vec
             |_| Ok(()),
             |_, rep| query_async(bench, &asynchronous, &sql, &expect, rep == 0),
         )?;
-        out.push(case(
-            "1 connection".into(),
-            "async",
-            "AsyncConnection::query",
-            1,
-            expect.result_rows(),
-            expect.checksum(),
-            times,
-        ));
+        out.push(one("async", "AsyncConnection::query", times));
 
         let (times, total, checksum) = query_parallel(bench, &mut workers, workload, template)?;
         out.push(case(
