@@ -1,11 +1,15 @@
 //! One `endpoints/*.yml` read and checked against its dataset: its name, version, tenant,
-//! freshness, pagination and cache here; its params in `params.rs`, its query in `query.rs`.
+//! freshness, pagination and cache here; its params in `params.rs`, its query in `query.rs`
+//! and `select.rs` (put together by `read_query`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::bounds::{DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, HARD_MAX_LIMIT};
-use super::model::{AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, ServingMode};
+use super::model::{
+    AuthMode, CachePolicy, ColumnType, Dataset, Endpoint, Filter, OrderBy, Param, SelectItem,
+    ServingMode,
+};
 use super::params::{read_combinations, read_params};
 use super::query::{read_filters, read_group_by, read_order_by, read_output_list};
 use super::select::{read_select, Select};
@@ -78,21 +82,8 @@ pub fn read_endpoint(
     // Without the dataset and the query the rest cannot be checked; every problem above is
     // already recorded.
     let (dataset, query) = (dataset?, query?);
-    let group_by = read_group_by(reader, &query, dataset);
-    let select = read_select(reader, &query, dataset, group_by.as_deref());
-    let filters = read_filters(reader, &query, dataset, &parsed_params, &declared);
+    let checked = read_query(reader, &fields, &query, dataset, &parsed_params, &declared);
     let params = params_complete.then_some(parsed_params);
-    // Lists of outputs are checked against what `select` declares, whole or not.
-    let outputs: BTreeMap<String, ColumnType> = select.outputs(dataset);
-    let order_by = read_order_by(reader, &query, &outputs, &select);
-    let sort_allowlist = match fields.get("sort") {
-        None => Some(Vec::new()),
-        Some(node) => read_output_list(reader, node, "`sort`", &outputs, &select, true),
-    };
-    let columns = fields
-        .required(reader, "columns", "an endpoint")
-        .and_then(|node| read_columns(reader, node, &outputs, &select));
-    let select = select.complete.then_some(select.items);
     let (default_limit, max_limit) = pagination?;
     Some(Endpoint {
         name: name?,
@@ -104,16 +95,58 @@ pub fn read_endpoint(
         max_staleness,
         params: params?,
         combinations: combinations?,
-        select: select?,
-        filters: filters?,
-        group_by: group_by?,
-        order_by: order_by?,
-        sort_allowlist: sort_allowlist?,
-        columns: columns?,
+        select: checked.select?,
+        filters: checked.filters?,
+        group_by: checked.group_by?,
+        order_by: checked.order_by?,
+        sort_allowlist: checked.sort_allowlist?,
+        columns: checked.columns?,
         default_limit,
         max_limit,
         cache: cache?,
     })
+}
+
+/// What an endpoint's query and its output lists declare; `None` for each part with a problem.
+struct CheckedQuery {
+    group_by: Option<Vec<String>>,
+    select: Option<Vec<SelectItem>>,
+    filters: Option<Vec<Filter>>,
+    order_by: Option<Vec<OrderBy>>,
+    sort_allowlist: Option<Vec<String>>,
+    columns: Option<Vec<String>>,
+}
+
+/// The query's parts, checked against `dataset` and the params, then the lists of outputs
+/// (`order_by`, `sort`, `columns`) against what `select` declares, whole or not.
+fn read_query(
+    reader: &mut Reader<'_>,
+    fields: &Fields<'_>,
+    query: &Fields<'_>,
+    dataset: &Dataset,
+    params: &[Param],
+    declared: &BTreeSet<String>,
+) -> CheckedQuery {
+    let group_by = read_group_by(reader, query, dataset);
+    let select = read_select(reader, query, dataset, group_by.as_deref());
+    let filters = read_filters(reader, query, dataset, params, declared);
+    let outputs: BTreeMap<String, ColumnType> = select.outputs(dataset);
+    let order_by = read_order_by(reader, query, &outputs, &select);
+    let sort_allowlist = match fields.get("sort") {
+        None => Some(Vec::new()),
+        Some(node) => read_output_list(reader, node, "`sort`", &outputs, &select, true),
+    };
+    let columns = fields
+        .required(reader, "columns", "an endpoint")
+        .and_then(|node| read_columns(reader, node, &outputs, &select));
+    CheckedQuery {
+        group_by,
+        select: select.complete.then_some(select.items),
+        filters,
+        order_by,
+        sort_allowlist,
+        columns,
+    }
 }
 
 /// `name`: a URL segment and a metrics label, `[a-z][a-z0-9_-]*`.
