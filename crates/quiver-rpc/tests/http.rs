@@ -393,3 +393,46 @@ fn openssl(args: &[&str], paths: &[(&str, &std::path::PathBuf)]) {
         String::from_utf8_lossy(&made.stderr)
     );
 }
+
+/// One request over a fresh connection; the status line and the headers of the answer,
+/// lower-cased.
+fn raw_request(server: &HttpServer, verb: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(server.address()).expect("a connection");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "{verb} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("an answer");
+    let head = answer
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head.as_str(), ""));
+    (status.to_string(), headers.to_string())
+}
+
+#[test]
+fn health_and_options_answer_each_verb() {
+    let server = start(HttpConfig::default());
+    let (status, headers) = raw_request(&server, "GET", "/health");
+    assert_eq!(status, "http/1.1 200 ok");
+    assert!(
+        headers.contains("content-type: application/json"),
+        "{headers}"
+    );
+    let (status, _) = raw_request(&server, "OPTIONS", "/health");
+    assert_eq!(status, "http/1.1 200 ok");
+    let (status, headers) = raw_request(&server, "DELETE", "/health");
+    assert_eq!(status, "http/1.1 405 method not allowed");
+    assert!(headers.contains("allow: get, head, options"), "{headers}");
+    let (status, headers) = raw_request(&server, "OPTIONS", "/Test/add");
+    assert_eq!(status, "http/1.1 204 no content");
+    assert!(headers.contains("allow: post, options"), "{headers}");
+}

@@ -197,24 +197,7 @@ impl App {
         };
         let verb = request.verb.as_str();
         if rest == "/health" {
-            return match verb {
-                "GET" | "HEAD" => AppResponse {
-                    status: 200,
-                    content_type: "application/json",
-                    headers: Vec::new(),
-                    body: self.health.clone(),
-                },
-                "OPTIONS" => AppResponse {
-                    status: 200,
-                    content_type: "text/plain",
-                    headers: Vec::new(),
-                    body: Vec::new(),
-                },
-                _ => with_allow(
-                    text(405, "health answers GET, HEAD and OPTIONS"),
-                    "GET, HEAD, OPTIONS",
-                ),
-            };
+            return self.health(verb);
         }
         if rest.is_empty() || rest == "/" {
             let names = self.server.protocol_names().join(", ");
@@ -222,15 +205,7 @@ impl App {
         }
         let parts: Vec<&str> = rest[1..].split('/').collect();
         if verb == "OPTIONS" {
-            return with_allow(
-                AppResponse {
-                    status: 204,
-                    content_type: "text/plain",
-                    headers: Vec::new(),
-                    body: Vec::new(),
-                },
-                "POST, OPTIONS",
-            );
+            return with_allow(bodiless(204), "POST, OPTIONS");
         }
         if parts.len() == 1 && is_reserved(parts[0]) && verb == "POST" {
             return self.refusal(
@@ -261,6 +236,23 @@ impl App {
         match outcome {
             Ok((method, reply)) => self.capped(reply, budget, &method),
             Err(refused) => self.refusal(refused, inbound_id),
+        }
+    }
+
+    /// `/health`: the health document to GET and HEAD, an empty answer to OPTIONS.
+    fn health(&self, verb: &str) -> AppResponse {
+        match verb {
+            "GET" | "HEAD" => AppResponse {
+                status: 200,
+                content_type: "application/json",
+                headers: Vec::new(),
+                body: self.health.clone(),
+            },
+            "OPTIONS" => bodiless(200),
+            _ => with_allow(
+                text(405, "health answers GET, HEAD and OPTIONS"),
+                "GET, HEAD, OPTIONS",
+            ),
         }
     }
 
@@ -471,6 +463,16 @@ fn text(status: u16, body: &str) -> AppResponse {
         content_type: TEXT,
         headers: Vec::new(),
         body: body.as_bytes().to_vec(),
+    }
+}
+
+/// An answer with no body (to OPTIONS).
+fn bodiless(status: u16) -> AppResponse {
+    AppResponse {
+        status,
+        content_type: "text/plain",
+        headers: Vec::new(),
+        body: Vec::new(),
     }
 }
 
