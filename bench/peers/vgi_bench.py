@@ -24,8 +24,9 @@ Usage (with /work/main/.venv/bin/python):
 Each figure is median [min–max] over MEASURED runs after WARMUP runs (LOAD/ATTACH discarded),
 SET threads = 2. A page workload's variants (inline, shm, its in-process ceilings) run in turn, one
 run of each per repetition, each on a connection of its own. Shared memory is switched on by
-VGI_RPC_SHM_SIZE_BYTES in this process's environment before ATTACH (the extension reads it there). A separate debug pass re-runs each
-workload once over shm with VGI_RPC_SHM_DEBUG=1 and keeps both sides' timeline lines for the md.
+VGI_RPC_SHM_SIZE_BYTES in this process's environment before ATTACH (the extension reads it
+there). A separate debug pass re-runs each workload once over shm with VGI_RPC_SHM_DEBUG=1 and
+keeps both sides' timeline lines for the md.
 """
 
 from __future__ import annotations

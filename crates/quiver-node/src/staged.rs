@@ -15,6 +15,7 @@ use arrow_schema::{DataType, SchemaRef};
 use napi::bindgen_prelude::{Buffer, Uint8Array};
 use napi_derive::napi;
 use quiver_client::{OutputRegion, OutputSpace};
+use quiver_server_protocol::limits;
 
 use crate::batches::shared_layout;
 use crate::error::invalid;
@@ -47,7 +48,9 @@ pub fn schema(schema_ipc: Buffer) -> napi::Result<Option<SchemaRef>> {
 }
 
 /// Where a batch's buffers are copied: one region of the segment when the connection lends
-/// one, else the heap (a buffer the region has no room for, too).
+/// one, else the heap (a buffer the region has no room for, too). A batch above the insert
+/// bound goes to the heap: the inserter sends it in slices, each a copy, so a region would be
+/// held for nothing.
 struct Destination {
     region: Option<OutputRegion>,
 }
@@ -63,8 +66,9 @@ impl Destination {
                 offsets + carved(&column.values) + validity
             })
             .sum();
+        let whole = total <= limits::INSERT_BATCH_BYTES_MAX;
         Destination {
-            region: space.region(total),
+            region: whole.then(|| space.region(total)).flatten(),
         }
     }
 

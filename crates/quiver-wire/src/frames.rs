@@ -282,8 +282,9 @@ pub(crate) fn check_limit(what: &'static str, size_bytes: u64, limit_bytes: u64)
 /// The bytes land in a vector's spare capacity (`read_to_end` hands it to the reader, and
 /// sockets read into it without zero-filling it first), so a body costs the copy out of the
 /// kernel and no fill; a large body reuses the memory of one released before it
-/// (`body_pool`). The buffer comes from the allocator at its natural alignment, at least 16 bytes for a body of any size on the
-/// platforms quiver runs on; [`aligned`] copies the rare one below 8.
+/// (`body_pool`). The buffer comes from the allocator at its natural alignment, at least 16
+/// bytes for a body of any size on the platforms quiver runs on; [`aligned`] copies the rare
+/// one below 8.
 ///
 /// Memory follows the bytes that actually arrive: a body larger than
 /// [`READ_CHUNK_BYTES`] grows by doubling as it is read, so a peer that
