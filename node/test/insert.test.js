@@ -43,7 +43,7 @@ test('ArrowInserter appends Tables, RecordBatches and IPC bytes, visible at fini
   await assert.rejects(inserter.finish(), { message: /the insert has ended/ })
 })
 
-test('Over shared memory a Table is staged in the segment and arrives whole', async () => {
+test('Over shared memory a staged Table, nulls too, arrives whole', async () => {
   const shm = await server.connect({ address: server.unixAddress, shmBytes: 64 * 1024 * 1024 })
   const name = table('staged_in_segment')
   const rows = 300000
